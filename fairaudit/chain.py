@@ -1,0 +1,694 @@
+"""Declared chains: TOML (or CLI flags) -> frozen :class:`ChainSpec` -> validated.
+
+Validation collects every problem before reporting, each with its TOML path
+(``cluster[1].params.n_cluster: unknown parameter (did you mean n_clusters?)``). It checks, in
+order: unknown keys, unknown component names, parameter binding, parameter constraints, the
+requires/provides data flow, thresholds, and (when a schema is given) that named columns exist.
+"""
+
+from __future__ import annotations
+
+import difflib
+import inspect
+import re
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from fairaudit.artifacts import INPUT_ARTIFACTS, LABELS
+from fairaudit.errors import ChainValidationError, ConfigError
+from fairaudit.results import Threshold
+
+DEFAULT_AUDITORS: tuple[str, ...] = ("balance", "distribution", "capacity")
+"""Auditors run when a chain names none (those installed)."""
+
+DEFAULT_CLUSTERERS: tuple[str, ...] = ("kmeans", "fairden", "ffcm")
+"""Clusterers compared by ``fairaudit audit`` when no labels column and no clusterer are given
+(those installed; each is fitted on a sample when the data exceeds its ``max_rows``)."""
+
+DEFAULT_PREPROCESSORS: tuple[str, ...] = ("encode",)
+
+_DATA_KEYS = {
+    "path": "input file, directory or glob",
+    "sensitive": "list of sensitive columns",
+    "labels": "existing labels column to audit",
+    "features": "feature columns (default: all others)",
+    "exclude": "columns to leave out of the features",
+    "ordinal": "table: attribute -> ordered list of its groups",
+    "seed": "int seed for every random step",
+    "sample": "fit clusterers on at most this many rows",
+    "on_null": "'exclude' or 'error' for null sensitive / label values",
+    "on_nonfinite": "'error' or 'drop' for NaN / inf feature values",
+    "allow_sensitive_features": "also give sensitive columns to clusterers as features",
+    "separator": "CSV separator",
+}
+_OPTION_KEYS = {
+    "min_cell": "smallest group / cell size shown exactly",
+    "suppress": "suppress counts below min_cell",
+    "bootstrap": "bootstrap replicates for confidence intervals (0 = off)",
+    "ci_level": "confidence level",
+    "k": "number of clusters for clusterers left unset",
+}
+_STEP_KEYS = {"use", "name", "params"}
+_AUDIT_KEYS = _STEP_KEYS | {"threshold", "severity", "on", "metric", "attribute"}
+_THRESHOLD_KEYS = {"metric", "min", "max", "on", "attribute", "severity", "labelling"}
+_TOP_KEYS = {"data", "options", "preprocess", "cluster", "audit", "threshold"}
+
+
+@dataclass(frozen=True)
+class StepSpec:
+    """One ``[[preprocess]]``, ``[[cluster]]`` or ``[[audit]]`` entry."""
+
+    kind: str
+    use: str
+    path: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+    name: str | None = None
+
+    @property
+    def label(self) -> str:
+        return self.name or self.use
+
+
+@dataclass(frozen=True)
+class DataSpec:
+    path: str | None = None
+    sensitive: tuple[str, ...] = ()
+    labels: str | None = None
+    features: tuple[str, ...] | None = None
+    exclude: tuple[str, ...] = ()
+    ordinal: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    seed: int = 0
+    sample: int | None = None
+    on_null: str = "exclude"
+    on_nonfinite: str = "error"
+    allow_sensitive_features: bool = False
+    reader_options: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Options:
+    min_cell: int = 10
+    suppress: bool = True
+    bootstrap: int = 200
+    ci_level: float = 0.95
+    k: int | None = None
+
+
+@dataclass(frozen=True)
+class ChainSpec:
+    data: DataSpec
+    options: Options = Options()
+    preprocess: tuple[StepSpec, ...] = ()
+    cluster: tuple[StepSpec, ...] = ()
+    audit: tuple[StepSpec, ...] = ()
+    thresholds: tuple[Threshold, ...] = ()
+    source: str = "flags"
+
+    def to_json(self) -> dict[str, Any]:
+        def step(s: StepSpec) -> dict[str, Any]:
+            return {"use": s.use, "name": s.label, "params": _jsonable(dict(s.params))}
+
+        return {
+            "source": self.source,
+            "seed": self.data.seed,
+            "preprocess": [step(s) for s in self.preprocess],
+            "cluster": [step(s) for s in self.cluster],
+            "audit": [step(s) for s in self.audit],
+            "thresholds": [t.to_json() for t in self.thresholds],
+            "options": {
+                "min_cell": self.options.min_cell,
+                "suppress": self.options.suppress,
+                "bootstrap": self.options.bootstrap,
+                "ci_level": self.options.ci_level,
+                "k": self.options.k,
+                "on_null": self.data.on_null,
+                "on_nonfinite": self.data.on_nonfinite,
+                "sample": self.data.sample,
+            },
+        }
+
+
+def _jsonable(x: Any) -> Any:
+    if isinstance(x, Mapping):
+        return {str(k): _jsonable(v) for k, v in x.items()}
+    if isinstance(x, list | tuple):
+        return [_jsonable(v) for v in x]
+    if isinstance(x, str | int | float | bool) or x is None:
+        return x
+    return repr(x)
+
+
+# --------------------------------------------------------------------------- parsing
+class _Problems:
+    def __init__(self) -> None:
+        self.items: list[tuple[str, str]] = []
+
+    def add(self, path: str, msg: str) -> None:
+        self.items.append((path, msg))
+
+    def unknown_keys(self, table: Mapping[str, Any], known: set[str] | Mapping, path: str) -> None:
+        for key in table:
+            if key not in known:
+                close = difflib.get_close_matches(key, list(known), n=1)
+                hint = f" (did you mean {close[0]}?)" if close else ""
+                where = f"{path}.{key}" if path else key
+                self.add(where, f"unknown key{hint}")
+
+
+def load_chain(path: str | Path) -> ChainSpec:
+    """Read and parse a chain TOML file (structure only; see :func:`validate_chain`)."""
+    p = Path(path)
+    if not p.exists():
+        raise ConfigError(f"{p}: no such chain file")
+    try:
+        doc = tomllib.loads(p.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{p}: not valid TOML: {exc}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{p}: not valid UTF-8 text") from None
+    return parse_chain(doc, source=str(p))
+
+
+def parse_chain(doc: Mapping[str, Any], *, source: str = "<chain>") -> ChainSpec:
+    problems = _Problems()
+    problems.unknown_keys(doc, _TOP_KEYS, "")
+    data_doc = doc.get("data", {})
+    if not isinstance(data_doc, Mapping):
+        problems.add("data", "must be a table")
+        data_doc = {}
+    problems.unknown_keys(data_doc, _DATA_KEYS, "data")
+    opt_doc = doc.get("options", {})
+    if not isinstance(opt_doc, Mapping):
+        problems.add("options", "must be a table")
+        opt_doc = {}
+    problems.unknown_keys(opt_doc, _OPTION_KEYS, "options")
+
+    data = _parse_data(data_doc, problems)
+    options = _parse_options(opt_doc, problems)
+    steps: dict[str, list[StepSpec]] = {}
+    thresholds: list[Threshold] = []
+    for kind in ("preprocess", "cluster", "audit"):
+        entries = doc.get(kind, [])
+        if isinstance(entries, Mapping):
+            entries = [entries]
+        if not isinstance(entries, list):
+            problems.add(kind, f"must be an array of tables ([[{kind}]])")
+            entries = []
+        steps[kind] = []
+        for i, entry in enumerate(entries):
+            path = f"{kind}[{i}]"
+            if not isinstance(entry, Mapping):
+                problems.add(path, "must be a table")
+                continue
+            problems.unknown_keys(entry, _AUDIT_KEYS if kind == "audit" else _STEP_KEYS, path)
+            use = entry.get("use")
+            if not isinstance(use, str) or not use:
+                problems.add(f"{path}.use", "missing: name the component to use")
+                continue
+            params = entry.get("params", {})
+            if not isinstance(params, Mapping):
+                problems.add(f"{path}.params", "must be a table")
+                params = {}
+            name = entry.get("name")
+            if name is not None and not isinstance(name, str):
+                problems.add(f"{path}.name", "must be a string")
+                name = None
+            steps[kind].append(StepSpec(kind, use, path, dict(params), name))
+            if kind == "audit" and "threshold" in entry:
+                th = _threshold_from_audit(entry, path, problems)
+                if th is not None:
+                    thresholds.append(th)
+    th_entries = doc.get("threshold", [])
+    if isinstance(th_entries, Mapping):
+        th_entries = [th_entries]
+    for i, entry in enumerate(th_entries if isinstance(th_entries, list) else []):
+        th = _parse_threshold_table(entry, f"threshold[{i}]", problems)
+        if th is not None:
+            thresholds.append(th)
+    if problems.items:
+        raise ChainValidationError(problems.items, source)
+    return ChainSpec(
+        data=data,
+        options=options,
+        preprocess=tuple(steps["preprocess"]),
+        cluster=tuple(steps["cluster"]),
+        audit=tuple(steps["audit"]),
+        thresholds=tuple(thresholds),
+        source=source,
+    )
+
+
+def _str_list(value: Any, path: str, problems: _Problems) -> tuple[str, ...] | None:
+    if isinstance(value, str):
+        return tuple(x.strip() for x in value.split(",") if x.strip())
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    problems.add(path, f"must be a list of column names; got {value!r}")
+    return None
+
+
+def _parse_data(d: Mapping[str, Any], problems: _Problems) -> DataSpec:
+    kw: dict[str, Any] = {}
+    if "path" in d:
+        kw["path"] = str(d["path"])
+    for key in ("sensitive", "exclude"):
+        if key in d:
+            v = _str_list(d[key], f"data.{key}", problems)
+            if v is not None:
+                kw[key] = v
+    if "features" in d:
+        v = _str_list(d["features"], "data.features", problems)
+        if v is not None:
+            kw["features"] = v
+    if "labels" in d:
+        if isinstance(d["labels"], str):
+            kw["labels"] = d["labels"]
+        else:
+            problems.add("data.labels", "must be a column name")
+    if "ordinal" in d:
+        o = d["ordinal"]
+        if isinstance(o, Mapping) and all(isinstance(v, list) for v in o.values()):
+            kw["ordinal"] = {k: tuple(str(x) for x in v) for k, v in o.items()}
+        else:
+            problems.add("data.ordinal", "must be a table: attribute = [ordered groups]")
+    for key in ("seed", "sample"):
+        if key in d:
+            v = d[key]
+            if isinstance(v, bool) or not isinstance(v, int) or v < (0 if key == "seed" else 2):
+                problems.add(f"data.{key}", f"must be an int >= {0 if key == 'seed' else 2}")
+            else:
+                kw[key] = v
+    for key, choices in (("on_null", ("exclude", "error")), ("on_nonfinite", ("error", "drop"))):
+        if key in d:
+            if d[key] in choices:
+                kw[key] = d[key]
+            else:
+                problems.add(f"data.{key}", f"must be one of {', '.join(choices)}")
+    if "allow_sensitive_features" in d:
+        if isinstance(d["allow_sensitive_features"], bool):
+            kw["allow_sensitive_features"] = d["allow_sensitive_features"]
+        else:
+            problems.add("data.allow_sensitive_features", "must be true or false")
+    if "separator" in d:
+        kw["reader_options"] = {"separator": str(d["separator"])}
+    return DataSpec(**kw)
+
+
+def _parse_options(d: Mapping[str, Any], problems: _Problems) -> Options:
+    kw: dict[str, Any] = {}
+    checks = {
+        "min_cell": lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0,
+        "suppress": lambda v: isinstance(v, bool),
+        "bootstrap": lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0,
+        "ci_level": lambda v: isinstance(v, float) and 0.5 <= v < 1,
+        "k": lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 2,
+    }
+    expected = {
+        "min_cell": "an int >= 0",
+        "suppress": "true or false",
+        "bootstrap": "an int >= 0",
+        "ci_level": "a number in [0.5, 1)",
+        "k": "an int >= 2",
+    }
+    for key, ok in checks.items():
+        if key in d:
+            if ok(d[key]):
+                kw[key] = d[key]
+            else:
+                problems.add(f"options.{key}", f"must be {expected[key]}; got {d[key]!r}")
+    return Options(**kw)
+
+
+def _threshold_from_audit(entry: Mapping[str, Any], path: str, problems: _Problems):
+    value = entry["threshold"]
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        problems.add(f"{path}.threshold", f"must be a number; got {value!r}")
+        return None
+    severity = entry.get("severity", "error")
+    on = entry.get("on", "value")
+    if severity not in ("error", "warning"):
+        problems.add(f"{path}.severity", "must be 'error' or 'warning'")
+        return None
+    if on not in ("value", "ci"):
+        problems.add(f"{path}.on", "must be 'value' or 'ci'")
+        return None
+    # metric and bound are resolved against the auditor's metrics during validation
+    return Threshold(
+        metric=entry.get("metric") or f"@{entry['use']}",
+        value=float(value),
+        bound="auto",
+        on=on,
+        attribute=entry.get("attribute"),
+        severity=severity,
+        source=path,
+    )
+
+
+def _parse_threshold_table(entry: Any, path: str, problems: _Problems):
+    if not isinstance(entry, Mapping):
+        problems.add(path, "must be a table")
+        return None
+    problems.unknown_keys(entry, _THRESHOLD_KEYS, path)
+    metric = entry.get("metric")
+    if not isinstance(metric, str):
+        problems.add(f"{path}.metric", "missing: name the metric")
+        return None
+    if ("min" in entry) == ("max" in entry):
+        problems.add(path, "give exactly one of min or max")
+        return None
+    bound = "min" if "min" in entry else "max"
+    value = entry[bound]
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        problems.add(f"{path}.{bound}", "must be a number")
+        return None
+    return Threshold(
+        metric=metric,
+        value=float(value),
+        bound=bound,
+        on=entry.get("on", "value"),
+        attribute=entry.get("attribute"),
+        severity=entry.get("severity", "error"),
+        labelling=entry.get("labelling"),
+        source=path,
+    )
+
+
+_THRESHOLD_FLAG = re.compile(
+    r"^(?P<metric>[A-Za-z0-9_\-.]+)(?P<ci>@ci)?(\[(?P<attr>[^\]]+)\])?=(?P<value>.+)$"
+)
+
+
+def parse_threshold_flag(text: str, bound: str, flag: str) -> Threshold:
+    """Parse ``METRIC[@ci][[ATTRIBUTE]]=VALUE`` from ``--fail-under`` / ``--fail-over``."""
+    m = _THRESHOLD_FLAG.match(text.strip())
+    if not m:
+        raise ConfigError(
+            f"{flag} {text!r}: expected METRIC=VALUE, METRIC@ci=VALUE or METRIC[attribute]=VALUE "
+            "(e.g. balance=0.8)"
+        )
+    try:
+        value = float(m["value"])
+    except ValueError:
+        raise ConfigError(f"{flag} {text!r}: {m['value']!r} is not a number") from None
+    return Threshold(
+        metric=m["metric"],
+        value=value,
+        bound=bound,
+        on="ci" if m["ci"] else "value",
+        attribute=m["attr"],
+        severity="error",
+        source=flag,
+    )
+
+
+def parse_component_flag(text: str) -> tuple[str, dict[str, Any]]:
+    """Parse ``NAME[:key=value,...]`` (values as TOML literals, else strings)."""
+    name, _, rest = text.partition(":")
+    name = name.strip()
+    if not name:
+        raise ConfigError(f"--cluster {text!r}: expected NAME[:key=value,...]")
+    params: dict[str, Any] = {}
+    for part in filter(None, (p.strip() for p in _split_params(rest))):
+        key, eq, raw = part.partition("=")
+        if not eq or not key.strip():
+            raise ConfigError(f"--cluster {text!r}: {part!r} is not key=value")
+        params[key.strip()] = _literal(raw.strip())
+    return name, params
+
+
+def _split_params(text: str) -> list[str]:
+    out, depth, cur = [], 0, ""
+    for ch in text:
+        if ch in "[{":
+            depth += 1
+        elif ch in "]}":
+            depth -= 1
+        if ch == "," and depth == 0:
+            out.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    out.append(cur)
+    return out
+
+
+def _literal(raw: str) -> Any:
+    try:
+        return tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        return raw
+
+
+# --------------------------------------------------------------------------- validation
+def validate_chain(
+    spec: ChainSpec,
+    registry: Any,
+    *,
+    columns: Sequence[str] | None = None,
+) -> ChainSpec:
+    """Check a chain against the installed components (and the data's columns when given).
+
+    Returns the spec with thresholds resolved (``[[audit]] threshold`` -> the auditor's headline
+    metric and its direction). Raises :class:`ChainValidationError` listing every problem.
+    """
+    problems = _Problems()
+    kinds = {"preprocess": "preprocessor", "cluster": "clusterer", "audit": "auditor"}
+    classes: dict[str, type] = {}
+    for group in ("preprocess", "cluster", "audit"):
+        for step in getattr(spec, group):
+            kind = kinds[group]
+            if not registry.has(kind, step.use):
+                problems.add(f"{step.path}.use", registry.unknown_message(kind, step.use))
+                continue
+            cls = registry.get(kind, step.use).cls
+            classes[step.path] = cls
+            _check_params(cls, step, problems)
+
+    # names of labellings must be unique
+    seen: dict[str, str] = {}
+    if spec.data.labels:
+        seen[spec.data.labels] = "data.labels"
+    for step in spec.cluster:
+        if step.label in seen:
+            problems.add(
+                f"{step.path}.name",
+                f"labelling name {step.label!r} is already used by {seen[step.label]}; "
+                "give this step a distinct name",
+            )
+        seen[step.label] = step.path
+
+    # data flow
+    available = set(INPUT_ARTIFACTS)
+    if not spec.data.sensitive:
+        available.discard("sensitive")
+    if spec.data.labels:
+        available.add(LABELS)
+    for step in spec.preprocess:
+        cls = classes.get(step.path)
+        if cls is None:
+            continue
+        missing = set(cls.requires) - available
+        if missing:
+            problems.add(step.path, f"{step.use!r} needs {sorted(missing)}, which nothing provides")
+        available |= set(cls.provides)
+    for step in spec.cluster:
+        cls = classes.get(step.path)
+        if cls is None:
+            continue
+        needs = set(cls.requires)
+        missing = needs - available - ({"labellings"} if "labellings" in needs else set())
+        if "labellings" in needs and LABELS not in available:
+            problems.add(step.path, f"{step.use!r} combines earlier labellings, but there are none "
+                         "before it (add [[cluster]] steps or data.labels first)")
+        if missing:
+            problems.add(step.path, f"{step.use!r} needs {sorted(missing)}, which nothing provides")
+        available |= set(cls.provides) | {LABELS}
+    if LABELS not in available:
+        problems.add("cluster", "nothing to audit: set data.labels or add a [[cluster]] step")
+    if not spec.audit:
+        problems.add("audit", "no auditors: add at least one [[audit]] step")
+    metric_specs: dict[str, Any] = {}
+    for step in spec.audit:
+        cls = classes.get(step.path)
+        if cls is None:
+            continue
+        missing = set(cls.requires) - available
+        if missing:
+            problems.add(step.path, f"{step.use!r} needs {sorted(missing)}, which nothing provides")
+        for m in cls.metrics:
+            metric_specs[m.name] = (m, step)
+
+    # thresholds
+    resolved: list[Threshold] = []
+    for th in spec.thresholds:
+        if th.metric.startswith("@"):
+            step_use = th.metric[1:]
+            cls = next(
+                (classes[s.path] for s in spec.audit if s.use == step_use and s.path in classes),
+                None,
+            )
+            if cls is None:
+                continue
+            m = cls.headline()
+            bound = "min" if m.direction.value == "higher_is_better" else "max"
+            resolved.append(replace(th, metric=m.name, bound=bound))
+            continue
+        if th.metric not in metric_specs:
+            close = difflib.get_close_matches(th.metric, list(metric_specs), n=1)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            problems.add(
+                th.source or "threshold",
+                f"threshold on unknown metric {th.metric!r}{hint}; the chain's auditors give: "
+                + ", ".join(sorted(metric_specs)),
+            )
+            continue
+        m, _ = metric_specs[th.metric]
+        if th.on == "ci" and not m.bootstrap:
+            problems.add(th.source or "threshold", f"metric {th.metric!r} has no confidence "
+                         "interval; judge it on the value")
+        resolved.append(th)
+        if th.attribute is not None and spec.data.sensitive:
+            attrs = set(spec.data.sensitive) | {"|".join(spec.data.sensitive)}
+            if th.attribute not in attrs:
+                problems.add(th.source or "threshold",
+                             f"unknown attribute {th.attribute!r}; expected one of {sorted(attrs)}")
+
+    if columns is not None:
+        _check_columns(spec, list(columns), problems)
+    if problems.items:
+        raise ChainValidationError(problems.items, spec.source)
+    return replace(spec, thresholds=tuple(resolved))
+
+
+def _check_params(cls: type, step: StepSpec, problems: _Problems) -> None:
+    sig = inspect.signature(cls.__init__)
+    names = [p for p in list(sig.parameters)[1:]]
+    for key in step.params:
+        if key not in names:
+            close = difflib.get_close_matches(key, names, n=1)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            problems.add(
+                f"{step.path}.params.{key}",
+                f"unknown parameter of {step.use!r}{hint}; it takes: {', '.join(names) or 'none'}",
+            )
+    known = {k: v for k, v in step.params.items() if k in names}
+    try:
+        sig.bind(None, **known)
+    except TypeError as exc:
+        problems.add(f"{step.path}.params", f"{exc}")
+        return
+    for key, msg in cls.check_params(known):
+        problems.add(f"{step.path}.params.{key}", msg)
+
+
+def _check_columns(spec: ChainSpec, columns: list[str], problems: _Problems) -> None:
+    def check(col: str, path: str) -> None:
+        if col not in columns:
+            close = difflib.get_close_matches(col, columns, n=3)
+            hint = f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else ""
+            problems.add(path, f"column {col!r} is not in the data{hint}")
+
+    if not spec.data.sensitive:
+        problems.add("data.sensitive", "no sensitive columns given (--sensitive A,B)")
+    for i, col in enumerate(spec.data.sensitive):
+        check(col, f"data.sensitive[{i}]")
+    if spec.data.labels:
+        check(spec.data.labels, "data.labels")
+    for i, col in enumerate(spec.data.features or ()):
+        check(col, f"data.features[{i}]")
+    for i, col in enumerate(spec.data.exclude):
+        check(col, f"data.exclude[{i}]")
+    for key in spec.data.ordinal:
+        if key not in spec.data.sensitive:
+            problems.add(f"data.ordinal.{key}", "ordinal orders are for sensitive attributes")
+
+
+# --------------------------------------------------------------------------- CLI flags
+def chain_from_flags(
+    registry: Any,
+    *,
+    sensitive: Sequence[str],
+    labels: str | None = None,
+    features: Sequence[str] | None = None,
+    exclude: Sequence[str] = (),
+    clusters: Sequence[str] = (),
+    k: int | None = None,
+    seed: int | None = None,
+    sample: int | None = None,
+    thresholds: Sequence[Threshold] = (),
+    min_cell: int = 10,
+    suppress: bool = True,
+    on_null: str = "exclude",
+    on_nonfinite: str = "error",
+    bootstrap: int = 200,
+    base: ChainSpec | None = None,
+) -> ChainSpec:
+    """Build a chain from ``fairaudit audit`` flags (optionally over a ``--chain`` file).
+
+    Without ``--labels`` and without ``--cluster``, the default comparison clusters with every
+    installed clusterer of :data:`DEFAULT_CLUSTERERS` (k-means first: its k, chosen by silhouette
+    unless ``--k`` is given, is used by the others). Default preprocessing is ``encode``; default
+    auditors are :data:`DEFAULT_AUDITORS`.
+    """
+    cluster_steps: list[StepSpec] = []
+    for i, text in enumerate(clusters):
+        name, params = parse_component_flag(text)
+        label = name if sum(1 for c in clusters if c.partition(":")[0] == name) == 1 else None
+        cluster_steps.append(
+            StepSpec("cluster", name, f"--cluster[{i}]", params, label or f"{name}-{i + 1}")
+        )
+    source = "flags"
+    if base is not None:
+        data = base.data
+        data = replace(
+            data,
+            sensitive=tuple(sensitive) or data.sensitive,
+            labels=labels if labels is not None else data.labels,
+            features=tuple(features) if features else data.features,
+            exclude=tuple(exclude) or data.exclude,
+            seed=seed if seed is not None else data.seed,
+            sample=sample if sample is not None else data.sample,
+        )
+        opts = replace(base.options, k=k if k is not None else base.options.k)
+        return replace(
+            base,
+            data=data,
+            options=opts,
+            cluster=base.cluster + tuple(cluster_steps),
+            thresholds=base.thresholds + tuple(thresholds),
+        )
+    if not cluster_steps and labels is None:
+        source = "flags:default"
+        for i, name in enumerate(n for n in DEFAULT_CLUSTERERS if registry.has("clusterer", n)):
+            cluster_steps.append(StepSpec("cluster", name, f"default.cluster[{i}]", {}, name))
+    preprocess = []
+    if cluster_steps:
+        for i, name in enumerate(
+            n for n in DEFAULT_PREPROCESSORS if registry.has("preprocessor", n)
+        ):
+            preprocess.append(StepSpec("preprocess", name, f"default.preprocess[{i}]", {}, name))
+    audit = [
+        StepSpec("audit", name, f"default.audit[{i}]", {}, name)
+        for i, name in enumerate(n for n in DEFAULT_AUDITORS if registry.has("auditor", n))
+    ]
+    return ChainSpec(
+        data=DataSpec(
+            sensitive=tuple(sensitive),
+            labels=labels,
+            features=tuple(features) if features else None,
+            exclude=tuple(exclude),
+            seed=seed or 0,
+            sample=sample,
+            on_null=on_null,
+            on_nonfinite=on_nonfinite,
+        ),
+        options=Options(min_cell=min_cell, suppress=suppress, bootstrap=bootstrap, k=k),
+        preprocess=tuple(preprocess),
+        cluster=tuple(cluster_steps),
+        audit=tuple(audit),
+        thresholds=tuple(thresholds),
+        source=source,
+    )

@@ -1,0 +1,403 @@
+"""The ``fairaudit`` command line. The only module that prints or exits.
+
+Exit codes: 0 ran and every error-severity threshold passed; 1 ran and a threshold failed;
+2 usage, configuration or input error; 3 internal error.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import click
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+log = logging.getLogger("fairaudit")
+
+
+class _Progress:
+    """Step messages on stderr, only when it is a terminal (silent in pipes and CI)."""
+
+    def __init__(self, enabled: bool):
+        self.enabled = enabled
+        self.t0 = time.perf_counter()
+
+    def __call__(self, message: str) -> None:
+        if self.enabled:
+            click.echo(f"[{time.perf_counter() - self.t0:6.1f}s] {message}", err=True)
+
+
+def _setup_logging(debug: bool, quiet: bool) -> None:
+    level = logging.DEBUG if debug else (logging.ERROR if quiet else logging.WARNING)
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", force=True)
+    if not debug:
+        for noisy in ("great_expectations", "matplotlib", "numba", "PIL"):
+            logging.getLogger(noisy).setLevel(logging.ERROR)
+
+
+def _handle_errors(fn: Callable[..., int | None]) -> Callable[..., None]:
+    """Map exceptions to exit codes; a traceback only with --debug."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> None:
+        from fairaudit.errors import FairauditError
+
+        debug = bool(kwargs.get("debug"))
+        try:
+            code = fn(*args, **kwargs)
+        except FairauditError as exc:
+            if debug:
+                raise
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(exc.exit_code)
+        except click.exceptions.Exit:
+            raise
+        except click.ClickException:
+            raise
+        except KeyboardInterrupt:
+            click.echo("interrupted", err=True)
+            sys.exit(130)
+        except Exception as exc:  # an internal error: say so, briefly
+            if debug:
+                raise
+            click.echo(
+                f"internal error: {type(exc).__name__}: {exc}\n"
+                "run again with --debug for the traceback, and please report it",
+                err=True,
+            )
+            sys.exit(EXIT_INTERNAL)
+        sys.exit(code or EXIT_OK)
+
+    return wrapper
+
+
+def _common(fn: Callable[..., Any]) -> Callable[..., Any]:
+    fn = click.option("--debug", is_flag=True, help="Debug logging; show tracebacks.")(fn)
+    fn = click.option("--quiet", "-q", is_flag=True, help="No progress or summary output.")(fn)
+    fn = click.option(
+        "--disable-plugin",
+        "disabled",
+        multiple=True,
+        metavar="NAME",
+        help="Do not load plugin NAME (repeatable). Also: FAIRAUDIT_DISABLE_PLUGINS=a,b.",
+    )(fn)
+    return fn
+
+
+def _host(disabled: Sequence[str]) -> Any:
+    from fairaudit.plugins import Host
+
+    return Host.create(blocked=disabled)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="fairaudit", prog_name="fairaudit")
+def main() -> None:
+    """Audit the fairness of clusterings and segmentations of people.
+
+    \b
+    Quick start:
+      fairaudit audit data.parquet --sensitive gender,race
+      fairaudit audit data.parquet --sensitive sex --labels segment --fail-under balance=0.8
+      fairaudit run chain.toml data.parquet
+    Exit codes: 0 passed, 1 a threshold failed, 2 usage/config/input error, 3 internal error.
+    """
+
+
+def _split(values: Sequence[str]) -> tuple[str, ...]:
+    out: list[str] = []
+    for v in values:
+        out.extend(x.strip() for x in v.split(",") if x.strip())
+    return tuple(out)
+
+
+def _default_json(out: Path) -> Path:
+    return out.with_suffix(".json")
+
+
+@main.command()
+@click.argument("data", metavar="DATA")
+@click.option("--sensitive", "-s", multiple=True, metavar="A,B",
+              help="Sensitive columns (comma-separated or repeated).")
+@click.option("--labels", metavar="COL", help="Audit the existing clustering in column COL.")
+@click.option("--features", multiple=True, metavar="COLS",
+              help="Feature columns for clusterers (default: all others).")
+@click.option("--exclude", multiple=True, metavar="COLS", help="Columns to leave out of features.")
+@click.option("--chain", "chain_file", type=click.Path(dir_okay=False), metavar="FILE",
+              help="Start from this chain TOML; flags override its [data] settings.")
+@click.option("--cluster", "clusters", multiple=True, metavar="NAME[:k=v,...]",
+              help="Add a clusterer (repeatable), e.g. --cluster kmeans:n_clusters=4.")
+@click.option("--k", "k", type=click.IntRange(min=2), help="Number of clusters for clusterers.")
+@click.option("--seed", type=click.IntRange(min=0), default=None, help="Seed (default 0).")
+@click.option("--sample", type=click.IntRange(min=2), default=None,
+              help="Fit clusterers on at most N rows (seeded sample).")
+@click.option("--out", "-o", "out", type=click.Path(dir_okay=False), default="fairaudit-report.html",
+              show_default=True, help="HTML report path.")
+@click.option("--json", "json_out", type=click.Path(dir_okay=False),
+              help="JSON path (default: next to --out, .json).")
+@click.option("--fail-under", multiple=True, metavar="METRIC[@ci]=VALUE",
+              help="Fail (exit 1) when METRIC (or its CI lower bound) is below VALUE.")
+@click.option("--fail-over", multiple=True, metavar="METRIC[@ci]=VALUE",
+              help="Fail (exit 1) when METRIC (or its CI upper bound) is above VALUE.")
+@click.option("--min-cell", type=click.IntRange(min=0), default=10, show_default=True,
+              help="Groups/cells below this size are flagged and their counts suppressed.")
+@click.option("--no-suppress", is_flag=True, help="Show exact counts of small cells.")
+@click.option("--on-null", type=click.Choice(["exclude", "error"]), default="exclude",
+              show_default=True, help="Rows with a null sensitive value or label.")
+@click.option("--on-nonfinite", type=click.Choice(["error", "drop"]), default="error",
+              show_default=True, help="Rows with NaN/inf feature values.")
+@click.option("--bootstrap", type=click.IntRange(min=0), default=200, show_default=True,
+              help="Bootstrap replicates for confidence intervals (0 = off).")
+@_common
+@_handle_errors
+def audit(data: str, sensitive, labels, features, exclude, chain_file, clusters, k, seed,
+          sample, out, json_out, fail_under, fail_over, min_cell, no_suppress, on_null,
+          on_nonfinite, bootstrap, quiet, debug, disabled) -> int:
+    """Audit DATA (Parquet file, directory or glob of Parquet files, or CSV)."""
+    from fairaudit.chain import chain_from_flags, load_chain, parse_threshold_flag
+    from fairaudit.errors import ConfigError
+
+    _setup_logging(debug, quiet)
+    host = _host(disabled)
+    thresholds = [parse_threshold_flag(t, "min", "--fail-under") for t in fail_under]
+    thresholds += [parse_threshold_flag(t, "max", "--fail-over") for t in fail_over]
+    base = load_chain(chain_file) if chain_file else None
+    sens = _split(sensitive)
+    if not sens and (base is None or not base.data.sensitive):
+        raise ConfigError("--sensitive: give at least one sensitive column, e.g. --sensitive sex")
+    spec = chain_from_flags(
+        host.registry, sensitive=sens, labels=labels, features=_split(features) or None,
+        exclude=_split(exclude), clusters=clusters, k=k, seed=seed, sample=sample,
+        thresholds=thresholds, min_cell=min_cell, suppress=not no_suppress, on_null=on_null,
+        on_nonfinite=on_nonfinite, bootstrap=bootstrap, base=base,
+    )
+    return _run_and_write(spec, host, data, Path(out),
+                          Path(json_out) if json_out else None, quiet)
+
+
+@main.command()
+@click.argument("chain_file", metavar="CHAIN.toml", type=click.Path(dir_okay=False))
+@click.argument("data", required=False)
+@click.option("--out", "-o", "out", type=click.Path(dir_okay=False),
+              default="fairaudit-report.html", show_default=True, help="HTML report path.")
+@click.option("--json", "json_out", type=click.Path(dir_okay=False),
+              help="JSON path (default: next to --out, .json).")
+@_common
+@_handle_errors
+def run(chain_file: str, data: str | None, out: str, json_out: str | None, quiet: bool,
+        debug: bool, disabled: Sequence[str]) -> int:
+    """Run the chain in CHAIN.toml on DATA (or on its data.path)."""
+    from fairaudit.chain import load_chain
+
+    _setup_logging(debug, quiet)
+    host = _host(disabled)
+    spec = load_chain(chain_file)
+    return _run_and_write(spec, host, data, Path(out), Path(json_out) if json_out else None, quiet)
+
+
+def _run_and_write(spec, host, data, out: Path, json_out: Path | None, quiet: bool) -> int:
+    from fairaudit.io import atomic_write_text
+    from fairaudit.report import write_html
+    from fairaudit.runner import run_chain
+
+    json_path = json_out or _default_json(out)
+    for target in (out, json_path):
+        if target.parent and not target.parent.exists():
+            from fairaudit.errors import ConfigError
+
+            raise ConfigError(f"{target}: the folder {target.parent} does not exist")
+    progress = _Progress(enabled=not quiet and sys.stderr.isatty())
+    run_obj = run_chain(spec, host, data_path=data, progress=progress)
+    atomic_write_text(json_path, json.dumps(run_obj.to_json(), indent=2, ensure_ascii=False))
+    progress("render report")
+    write_html(run_obj, out, host)
+    if not quiet:
+        _summary(run_obj, out, json_path)
+    return run_obj.exit_code
+
+
+def _summary(run_obj: Any, out: Path, json_path: Path) -> None:
+    doc = run_obj.doc
+    status = doc["status"].upper()
+    click.echo(f"fairaudit: {status}  ({doc['input']['rows_audited']:,} rows, "
+               f"{len(doc['labellings'])} labelling(s), attributes: "
+               f"{', '.join(doc['input']['attributes'])})")
+    for r in doc["results"]:
+        if r["status"] in ("fail", "warn"):
+            th = r["threshold"]
+            click.echo(
+                f"  {r['status'].upper():4} {r['labelling']} {r['metric']}[{r['attribute']}] = "
+                f"{_fmt(r['value'])} (threshold {th['bound']} {th['value']:g} on {th['on']})"
+            )
+    click.echo(f"report: {out.resolve()}")
+    click.echo(f"json:   {json_path.resolve()}")
+
+
+def _fmt(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.3f}"
+
+
+@main.command()
+@click.argument("chain_file", metavar="CHAIN.toml", type=click.Path(dir_okay=False))
+@_common
+@_handle_errors
+def validate(chain_file: str, quiet: bool, debug: bool, disabled: Sequence[str]) -> int:
+    """Check CHAIN.toml against the installed components (every problem at once)."""
+    from fairaudit.chain import load_chain, validate_chain
+
+    _setup_logging(debug, quiet)
+    host = _host(disabled)
+    spec = load_chain(chain_file)
+    validate_chain(spec, host.registry)
+    if not quiet:
+        click.echo(f"{chain_file}: OK ({len(spec.preprocess)} preprocess, {len(spec.cluster)} "
+                   f"cluster, {len(spec.audit)} audit step(s))")
+    return EXIT_OK
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@_common
+@_handle_errors
+def plugins(as_json: bool, quiet: bool, debug: bool, disabled: Sequence[str]) -> int:
+    """List installed components: name, kind, plugin, package and version."""
+    _setup_logging(debug, quiet)
+    host = _host(disabled)
+    rows = [
+        {"name": i.name, "kind": i.kind, "plugin": i.plugin, "package": i.package,
+         "version": i.version}
+        for i in host.registry.all()
+    ]
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return EXIT_OK
+    w = max(len(r["name"]) for r in rows) if rows else 4
+    click.echo(f"{'NAME':<{w}}  {'KIND':<12}  {'PLUGIN':<24}  PACKAGE")
+    for r in rows:
+        click.echo(f"{r['name']:<{w}}  {r['kind']:<12}  {r['plugin']:<24}  "
+                   f"{r['package']} {r['version']}")
+    return EXIT_OK
+
+
+@main.command()
+@click.argument("name")
+@_common
+@_handle_errors
+def describe(name: str, quiet: bool, debug: bool, disabled: Sequence[str]) -> int:
+    """Show a component's parameters, defaults, constraints and data flow."""
+    import inspect
+    import textwrap
+
+    from fairaudit.errors import ConfigError
+
+    _setup_logging(debug, quiet)
+    host = _host(disabled)
+    found = host.registry.find(name)
+    if not found:
+        import difflib
+
+        names = sorted({i.name for i in host.registry.all()})
+        close = difflib.get_close_matches(name, names, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise ConfigError(f"no component named {name!r}{hint}; see `fairaudit plugins`")
+    for info in found:
+        cls = info.cls
+        click.echo(f"{info.name}  ({info.kind}, plugin {info.plugin}, "
+                   f"{info.package} {info.version})")
+        desc = getattr(cls, "description", "") or (inspect.getdoc(cls) or "")
+        if desc:
+            click.echo(textwrap.indent(textwrap.fill(desc, 88), "  "))
+        if hasattr(cls, "requires"):
+            click.echo(f"  requires: {', '.join(sorted(cls.requires)) or '-'}")
+            click.echo(f"  provides: {', '.join(sorted(cls.provides)) or '-'}")
+        if getattr(cls, "max_rows", None):
+            click.echo(f"  max_rows: {cls.max_rows:,} (larger inputs are sampled)")
+        if hasattr(cls, "param_specs"):
+            specs = cls.param_specs()
+            click.echo("  parameters:" if specs else "  parameters: none")
+            for p in specs:
+                default = "(required)" if p.required else f"= {p.default!r}"
+                line = f"    {p.name} {default}"
+                if p.constraint:
+                    line += f"  [{p.constraint}]"
+                click.echo(line)
+                if p.doc:
+                    click.echo(textwrap.indent(textwrap.fill(p.doc, 80), "        "))
+        for m in getattr(cls, "metrics", ()):
+            flag = " (headline)" if m.headline else ""
+            click.echo(f"  metric {m.name}: {m.direction.value}{flag} — {m.description}")
+    return EXIT_OK
+
+
+@main.command()
+@click.argument("audit_json", metavar="AUDIT.json", type=click.Path(dir_okay=False))
+@click.option("--out", "-o", "out", type=click.Path(dir_okay=False), default="fairaudit-report.html",
+              show_default=True, help="HTML report path.")
+@click.option("--templates", "template_dirs", multiple=True, type=click.Path(file_okay=False),
+              help="Extra template folder searched first (override built-in templates).")
+@_common
+@_handle_errors
+def render(audit_json: str, out: str, template_dirs: Sequence[str], quiet: bool, debug: bool,
+           disabled: Sequence[str]) -> int:
+    """Re-render the HTML report from a saved AUDIT.json (no recomputation)."""
+    from fairaudit.errors import InputError
+    from fairaudit.report import write_html
+    from fairaudit.results import AuditRun
+
+    _setup_logging(debug, quiet)
+    p = Path(audit_json)
+    if not p.exists():
+        raise InputError(f"{p}: no such file")
+    try:
+        doc = json.loads(p.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InputError(f"{p}: not valid JSON ({exc})") from None
+    run_obj = AuditRun.from_json(doc)
+    host = _host(disabled)
+    write_html(run_obj, Path(out), host, template_dirs=[Path(t) for t in template_dirs])
+    if not quiet:
+        click.echo(f"report: {Path(out).resolve()}")
+    return EXIT_OK
+
+
+def demo_data_path() -> Path:
+    """The bundled example dataset (a 4,000-row sample of UCI Adult)."""
+    import fairaudit
+
+    here = Path(fairaudit.__file__).parent
+    for candidate in (here / "demo_data" / "adult_sample.parquet",
+                      here.parent / "examples" / "data" / "adult_sample.parquet"):
+        if candidate.exists():
+            return candidate
+    from fairaudit.errors import InputError
+
+    raise InputError("the bundled example data is missing from this installation")
+
+
+@main.command()
+@click.option("--out", "-o", "out", type=click.Path(dir_okay=False), default="fairaudit-report.html",
+              show_default=True, help="HTML report path.")
+@_common
+@_handle_errors
+def demo(out: str, quiet: bool, debug: bool, disabled: Sequence[str]) -> int:
+    """Audit the bundled example (UCI Adult sample, sensitive sex and race)."""
+    from fairaudit.chain import chain_from_flags
+
+    _setup_logging(debug, quiet)
+    host = _host(disabled)
+    spec = chain_from_flags(host.registry, sensitive=("sex", "race"), seed=0)
+    data = str(demo_data_path())
+    if not quiet:
+        click.echo(f"auditing the example data {data} (sensitive: sex, race)")
+    _run_and_write(spec, host, data, Path(out), None, quiet)
+    return EXIT_OK
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

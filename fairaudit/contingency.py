@@ -1,0 +1,226 @@
+"""The one group-by behind every counting metric, its marginals, and bootstrap replicates.
+
+A :class:`JointTable` holds the row counts of every (cluster, group of each sensitive attribute)
+cell. Every attribute's group x cluster table — each attribute alone and the intersection — is a
+marginal of it, so one pass over the data (a streaming polars group-by for columns in the input,
+or a group-by of the in-memory rows for a clusterer's labels) is all counting auditors need.
+Tables of partitions add up: the joint table of a dataset is the sum of its partitions' tables.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from fairaudit.data import INTERSECTION_SEP, GroupTable
+from fairaudit.errors import InputError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import polars as pl
+
+LABEL_KEY = "__fairaudit_label__"
+
+
+@dataclass(frozen=True)
+class JointTable:
+    """Counts per (cluster, group codes) cell; noise cells have cluster -1."""
+
+    attributes: tuple[str, ...]
+    categories: tuple[tuple[str, ...], ...]
+    """Group names per attribute, indexed by code (sorted, or the declared ordinal order)."""
+    cluster: np.ndarray
+    """(m,) int64 cluster label per cell."""
+    codes: np.ndarray
+    """(m, a) int64 group code per attribute per cell."""
+    counts: np.ndarray
+    """(m,) int64 rows per cell."""
+    ordinal: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    null_rows: int = 0
+    """Rows left out because a sensitive value or the label was null."""
+
+    # ------------------------------------------------------------------ summaries
+    @property
+    def n(self) -> int:
+        return int(self.counts.sum())
+
+    @property
+    def attribute_names(self) -> tuple[str, ...]:
+        if len(self.attributes) < 2:
+            return self.attributes
+        return self.attributes + (INTERSECTION_SEP.join(self.attributes),)
+
+    def group_index(self, attribute: str) -> tuple[np.ndarray, tuple[str, ...]]:
+        """Per-cell group index for ``attribute`` (a column or the ``a|b`` intersection)."""
+        if attribute in self.attributes:
+            j = self.attributes.index(attribute)
+            return self.codes[:, j], self.categories[j]
+        if attribute != INTERSECTION_SEP.join(self.attributes):
+            raise KeyError(attribute)
+        uniq, inv = np.unique(self.codes, axis=0, return_inverse=True)
+        names = tuple(
+            INTERSECTION_SEP.join(self.categories[j][int(c)] for j, c in enumerate(row))
+            for row in uniq
+        )
+        return inv.reshape(-1), names
+
+    def group_sizes(self, attribute: str) -> dict[str, int]:
+        """Rows per group (noise included), for every group present."""
+        idx, names = self.group_index(attribute)
+        sizes = np.bincount(idx, weights=self.counts, minlength=len(names)).astype(np.int64)
+        return {names[i]: int(sizes[i]) for i in range(len(names)) if sizes[i] > 0}
+
+    def table(self, attribute: str) -> GroupTable:
+        """The group x cluster table of ``attribute`` (noise apart; empty rows/columns dropped)."""
+        gidx, names, clean, clusters, kidx = self._layout(attribute)
+        t = np.zeros((len(names), len(clusters)), dtype=np.int64)
+        np.add.at(t, (gidx[clean], kidx[clean]), self.counts[clean])
+        noise = np.zeros(len(names), dtype=np.int64)
+        np.add.at(noise, gidx[~clean], self.counts[~clean])
+        keep_g = t.sum(axis=1) > 0  # a group whose rows are all noise has no place in the table
+        return GroupTable(
+            attribute=attribute,
+            groups=tuple(n for n, keep in zip(names, keep_g, strict=True) if keep),
+            clusters=tuple(int(c) for c in clusters),
+            counts=t[keep_g],
+            noise=noise[keep_g],
+            ordinal=attribute in self.ordinal,
+        )
+
+    def tables(self) -> dict[str, GroupTable]:
+        return {a: self.table(a) for a in self.attribute_names}
+
+    def _layout(self, attribute: str):
+        gidx, names = self.group_index(attribute)
+        clean = self.cluster >= 0
+        clusters = np.unique(self.cluster[clean])
+        kidx = np.searchsorted(clusters, self.cluster)
+        return gidx, names, clean, clusters, kidx
+
+    def bootstrap_counts(self, attribute: str, resampled: np.ndarray) -> np.ndarray:
+        """Marginalise resampled joint cell counts (B x m) into (B x groups x clusters) tables,
+        laid out like :meth:`table` (same group and cluster order)."""
+        from scipy import sparse
+
+        gidx, names, clean, clusters, kidx = self._layout(attribute)
+        observed = self.table(attribute)
+        gpos = {n: i for i, n in enumerate(observed.groups)}
+        g_of_cell = np.array([gpos.get(names[i], -1) for i in gidx], dtype=np.int64)
+        ok = clean & (g_of_cell >= 0)
+        G, K = len(observed.groups), len(observed.clusters)
+        flat = g_of_cell[ok] * K + kidx[ok]
+        M = sparse.csr_matrix(
+            (np.ones(flat.size), (np.arange(flat.size), flat)), shape=(flat.size, G * K)
+        )
+        out = sparse.csr_matrix(resampled[:, ok].astype(np.float64)) @ M
+        dense = out.toarray() if sparse.issparse(out) else np.asarray(out)
+        return np.rint(dense).astype(np.int64).reshape(resampled.shape[0], G, K)
+
+
+def joint_from_frame(
+    frame: pl.DataFrame | pl.LazyFrame,
+    *,
+    label: str | None,
+    sensitive: Sequence[str],
+    ordinal: Mapping[str, Sequence[str]] | None = None,
+    labels_array: np.ndarray | None = None,
+) -> JointTable:
+    """Count (label, sensitive...) cells with one group-by.
+
+    ``label`` names an integer column of ``frame``; ``labels_array`` gives labels for an in-memory
+    frame instead; with neither, every row is cluster 0 (group sizes only). Null keys are counted
+    in ``null_rows`` and left out.
+    """
+    import polars as pl
+
+    ordinal = dict(ordinal or {})
+    lf = frame.lazy() if isinstance(frame, pl.DataFrame) else frame
+    if labels_array is not None:
+        if not isinstance(frame, pl.DataFrame):
+            raise TypeError("labels_array needs an in-memory DataFrame")
+        lf = frame.select(list(sensitive)).with_columns(
+            pl.Series(LABEL_KEY, np.asarray(labels_array, dtype=np.int64))
+        ).lazy()
+        key = LABEL_KEY
+    elif label is not None:
+        key = label
+    else:
+        lf = lf.select(list(sensitive)).with_columns(pl.lit(0, dtype=pl.Int64).alias(LABEL_KEY))
+        key = LABEL_KEY
+    agg = (
+        lf.group_by([key, *sensitive])
+        .agg(pl.len().alias("__n__"))
+        .collect(engine="streaming")
+    )
+    null_mask = pl.any_horizontal([pl.col(c).is_null() for c in [key, *sensitive]])
+    null_rows = int(agg.filter(null_mask).get_column("__n__").sum() or 0)
+    agg = agg.filter(~null_mask)
+    cluster_col = agg.get_column(key)
+    if not cluster_col.dtype.is_integer():
+        if cluster_col.dtype.is_float():
+            vals = cluster_col.to_numpy()
+            if not np.all(np.isfinite(vals)) or not np.all(vals == np.round(vals)):
+                raise InputError(
+                    f"labels column {label!r} has non-integral values; expected integer "
+                    "cluster ids (-1 = noise)"
+                )
+            cluster_col = cluster_col.cast(pl.Int64)
+        else:
+            raise InputError(
+                f"labels column {label!r} has type {cluster_col.dtype}; expected integer cluster "
+                "ids (-1 = noise)"
+            )
+    cluster = cluster_col.cast(pl.Int64).to_numpy()
+    if (cluster < -1).any():
+        raise InputError(
+            f"labels column {label!r} has negative ids other than -1 (noise): "
+            f"{sorted(set(cluster[cluster < -1].tolist()))[:5]}"
+        )
+    codes, cats = [], []
+    for s in sensitive:
+        values = agg.get_column(s).cast(pl.String).to_numpy().astype(str)
+        order = ordinal.get(s)
+        if order:
+            order = tuple(str(v) for v in order)
+            unknown = sorted(set(values) - set(order))
+            if unknown:
+                raise InputError(
+                    f"sensitive column {s!r} has values {unknown[:5]} missing from its declared "
+                    f"ordinal order {list(order)}"
+                )
+            lookup = {v: i for i, v in enumerate(order)}
+            codes.append(np.array([lookup[v] for v in values], dtype=np.int64))
+            cats.append(order)
+        else:
+            uniq, inv = np.unique(values, return_inverse=True)
+            codes.append(inv.astype(np.int64).reshape(-1))
+            cats.append(tuple(str(u) for u in uniq))
+    counts = agg.get_column("__n__").cast(pl.Int64).to_numpy()
+    code_arr = (
+        np.column_stack(codes).astype(np.int64) if codes else np.zeros((len(counts), 0), np.int64)
+    )
+    # canonical cell order so the same data always gives the same table
+    order_idx = np.lexsort((*code_arr.T[::-1], cluster)) if len(counts) else np.arange(0)
+    return JointTable(
+        attributes=tuple(sensitive),
+        categories=tuple(cats),
+        cluster=cluster[order_idx],
+        codes=code_arr[order_idx],
+        counts=counts[order_idx],
+        ordinal={k: tuple(str(x) for x in v) for k, v in ordinal.items()},
+        null_rows=null_rows,
+    )
+
+
+def resample_joint(joint: JointTable, n_boot: int, rng: np.random.Generator) -> np.ndarray:
+    """Multinomial bootstrap of the non-noise cells (noise cells kept as observed): (B x m)."""
+    counts = joint.counts.astype(np.int64)
+    clean = joint.cluster >= 0
+    out = np.tile(counts, (n_boot, 1))
+    n = int(counts[clean].sum())
+    if n > 0:
+        p = counts[clean] / n
+        out[:, clean] = rng.multinomial(n, p, size=n_boot)
+    return out

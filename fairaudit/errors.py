@@ -1,0 +1,46 @@
+"""Exceptions. Library code raises these; only the CLI turns them into exit codes.
+
+Every message names the file, column, key or parameter at fault and says what was expected.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+class FairauditError(Exception):
+    """Base class. ``exit_code`` is what the CLI exits with (2 = usage, config or input error)."""
+
+    exit_code = 2
+
+
+class InputError(FairauditError, ValueError):
+    """The data cannot be audited as asked (missing file, column, bad values...)."""
+
+
+class ConfigError(FairauditError, ValueError):
+    """A chain, option or parameter is invalid."""
+
+
+class ChainValidationError(ConfigError):
+    """Several problems found in a chain at once; ``problems`` holds ``(toml_path, message)``."""
+
+    def __init__(self, problems: Sequence[tuple[str, str]], source: str | None = None):
+        self.problems = tuple(problems)
+        self.source = source
+        where = f"{source}: " if source else ""
+        lines = [f"{where}{len(self.problems)} problem(s) in the chain:"]
+        lines += [f"  {path}: {msg}" if path else f"  {msg}" for path, msg in self.problems]
+        super().__init__("\n".join(lines))
+
+
+class MissingArtifactError(FairauditError, LookupError):
+    """A step needs an artifact (labels, features, ...) that nothing provided."""
+
+
+class PluginError(FairauditError):
+    """A plugin failed to load or registered something invalid."""
+
+
+class DuplicateComponentError(PluginError):
+    """Two plugins registered components with the same kind and name."""

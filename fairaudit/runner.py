@@ -1,0 +1,737 @@
+"""Run a validated chain: load -> checks -> preprocess -> cluster -> audit -> evaluate.
+
+The runner knows components only through the registry. Counting auditors never see rows: a
+labels column in the input is counted with one streaming group-by over the whole input; the
+labels of clusterers (fitted in memory, on a seeded sample when the input is large) with one
+group-by of the in-memory rows.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import logging
+import math
+import platform
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+
+from fairaudit import __version__
+from fairaudit.chain import ChainSpec, StepSpec, validate_chain
+from fairaudit.components import (
+    AuditContext,
+    Auditor,
+    CountingAuditor,
+    Direction,
+    MetricSpec,
+    Preprocessor,
+)
+from fairaudit.contingency import JointTable, joint_from_frame, resample_joint
+from fairaudit.data import ROW_ID, AuditData, ColumnRoles, Labelling
+from fairaudit.errors import ConfigError, FairauditError, InputError
+from fairaudit.results import (
+    SCHEMA_VERSION,
+    AuditRun,
+    MetricResult,
+    Status,
+    evaluate,
+    overall_status,
+)
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MAX_ROWS = 100_000
+"""Rows held in memory for clustering when no clusterer sets a lower ``max_rows``."""
+CHECK_SAMPLE_ROWS = 100_000
+MAX_GROUPS = 10_000
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class StepTiming:
+    kind: str
+    step: str
+    labelling: str | None
+    seconds: float
+
+
+class _Clock:
+    def __init__(self, host: Any, progress: Progress | None):
+        self.host = host
+        self.progress = progress
+        self.timings: list[StepTiming] = []
+
+    def run(self, kind: str, step: str, labelling: str | None, fn: Callable[..., Any],
+            *args: Any) -> Any:
+        if self.progress is not None:
+            what = f"{kind} {step}" + (f" on {labelling}" if labelling else "")
+            self.progress(what)
+        t0 = time.perf_counter()
+        out = fn(*args)
+        dt = time.perf_counter() - t0
+        self.timings.append(StepTiming(kind, step, labelling, dt))
+        self.host.step_finished(step=step, kind=kind, labelling=labelling, seconds=dt)
+        log.debug("%s %s (%s): %.3fs", kind, step, labelling, dt)
+        return out
+
+
+def _seeds(seed: int, n: int) -> list[int]:
+    ss = np.random.SeedSequence(seed)
+    return [int(c.generate_state(1, dtype=np.uint32)[0]) for c in ss.spawn(n)]
+
+
+def run_chain(
+    spec: ChainSpec,
+    host: Any,
+    *,
+    data_path: str | None = None,
+    progress: Progress | None = None,
+) -> AuditRun:
+    """Run ``spec`` on ``data_path`` (or ``spec.data.path``) and return the :class:`AuditRun`."""
+    import polars as pl
+
+    from fairaudit.io import fingerprint
+
+    started = time.perf_counter()
+    clock = _Clock(host, progress)
+    path = data_path or spec.data.path
+    if not path:
+        raise ConfigError("no input data: give DATA on the command line or data.path in the chain")
+
+    def _load():
+        lf = host.read_table(path, dict(spec.data.reader_options))
+        if lf is None:
+            raise InputError(f"{path}: no installed reader handles this input")
+        return lf
+
+    lf = clock.run("load", "read", None, _load)
+    schema = lf.collect_schema()
+    columns = list(schema.names())
+    spec = validate_chain(spec, host.registry, columns=columns)
+    roles = _resolve_roles(spec, schema)
+
+    # ------------------------------------------------------------ one pass: counts per group
+    joint_full = clock.run(
+        "load", "count", None,
+        lambda: joint_from_frame(lf, label=roles.labels, sensitive=roles.sensitive,
+                                 ordinal=roles.ordinal),
+    )
+    n_input = int(lf.select(pl.len()).collect().item())
+    if n_input == 0:
+        raise InputError(f"{path}: the table is empty (no rows)")
+    _check_groups(joint_full, roles, n_input, spec)
+    if joint_full.null_rows and spec.data.on_null == "error":
+        raise InputError(
+            f"{path}: {joint_full.null_rows} row(s) have a null value in "
+            + ", ".join(repr(c) for c in (*roles.sensitive, *(filter(None, [roles.labels]))))
+            + " (--on-null error); fix them or use --on-null exclude"
+        )
+
+    # ------------------------------------------------------------ in-memory rows (if needed)
+    registry = host.registry
+    cluster_classes = [registry.get("clusterer", s.use).cls for s in spec.cluster]
+    pre_classes = [registry.get("preprocessor", s.use).cls for s in spec.preprocess]
+    audit_classes = [registry.get("auditor", s.use).cls for s in spec.audit]
+    need_rows = bool(spec.cluster) or any(
+        not issubclass(c, CountingAuditor) for c in audit_classes
+    )
+    data = None
+    sample_info = None
+    if need_rows:
+        limits = [c.max_rows for c in cluster_classes if c.max_rows]
+        max_rows = spec.data.sample or (min(limits) if limits else DEFAULT_MAX_ROWS)
+        data, sample_info = clock.run(
+            "load", "materialise", None,
+            lambda: _materialise(lf, roles, spec, n_input, max_rows),
+        )
+
+    # ------------------------------------------------------------ input checks (GX)
+    checks = clock.run(
+        "checks", "great_expectations", None,
+        lambda: _run_checks(lf, data, roles, joint_full, spec, n_input),
+    )
+
+    seeds = _seeds(spec.data.seed, len(spec.preprocess) + len(spec.cluster) + len(spec.audit) + 1)
+    seed_iter = iter(seeds)
+    preprocessing: list[dict[str, Any]] = []
+    notes: list[str] = []
+
+    # ------------------------------------------------------------ preprocess
+    for step, cls in zip(spec.preprocess, pre_classes, strict=True):
+        comp = _instantiate(cls, step, next(seed_iter), spec)
+        view = data if "sensitive" in cls.requires else data.without_sensitive()
+
+        data = _guard(step, clock.run, "preprocessor", step.label, None, _fit_transform, comp, view)
+        preprocessing.append(
+            {"name": step.label, "use": step.use, "params": _json_params(comp.get_params()),
+             "notes": list(comp.notes()), "report": _jsonable(getattr(comp, "report_", {}))}
+        )
+
+    # ------------------------------------------------------------ labellings
+    labellings: list[Labelling] = []
+    joints: dict[str, JointTable] = {}
+    if roles.labels is not None:
+        labels_arr = None
+        if data is not None:
+            labels_arr = data.frame.get_column(roles.labels).cast(pl.Int64).to_numpy()
+        lab = Labelling(
+            name=roles.labels,
+            labels=labels_arr if labels_arr is not None else np.zeros(0, dtype=np.int64),
+            origin="column",
+            column=roles.labels,
+        )
+        labellings.append(lab)
+        joints[lab.name] = joint_full
+        if data is not None:
+            data = data.with_labelling(lab)
+
+    chosen_k: int | None = spec.options.k
+    default_chain = spec.source == "flags:default"
+    for step, cls in zip(spec.cluster, cluster_classes, strict=True):
+        comp = _instantiate(cls, step, next(seed_iter), spec, k=chosen_k)
+        view = data if "sensitive" in cls.requires else data.without_sensitive()
+        try:
+            fitted = _guard(step, clock.run, "clusterer", step.label, step.label, comp.fit, view)
+        except FairauditError as exc:
+            if default_chain and labellings:
+                notes.append(f"{step.use} was skipped in the default comparison: {exc}")
+                log.warning("%s skipped: %s", step.use, exc)
+                continue
+            raise
+        lab = _labelling_from(fitted, cls, step, data, clock.timings[-1].seconds)
+        if chosen_k is None and "n_clusters" in lab.params:
+            chosen_k = lab.n_clusters if lab.n_clusters >= 2 else None
+        labellings.append(lab)
+        data = data.with_labelling(lab)
+        joints[lab.name] = joint_from_frame(
+            data.frame, label=None, sensitive=roles.sensitive, ordinal=roles.ordinal,
+            labels_array=lab.labels,
+        )
+
+    # ------------------------------------------------------------ audits
+    results: list[MetricResult] = []
+    audit_seed = next(seed_iter)
+    for lab_index, lab in enumerate(labellings):
+        joint = joints[lab.name]
+        tables = joint.tables()
+        boot = None
+        if spec.options.bootstrap > 0:
+            rng = np.random.default_rng([audit_seed, lab_index])
+            boot = resample_joint(joint, spec.options.bootstrap, rng)
+        for step, cls in zip(spec.audit, audit_classes, strict=True):
+            comp = _instantiate(cls, step, audit_seed, spec)
+            if issubclass(cls, CountingAuditor):
+                produced = clock.run(
+                    "auditor", step.label, lab.name, _run_counting, comp, lab, joint, tables, boot,
+                    spec,
+                )
+            else:
+                if data is None or lab.labels.size == 0:
+                    continue
+                ctx = AuditContext(
+                    labelling=data.labellings.get(lab.name, lab), tables=tables,
+                    data=data if "sensitive" in cls.requires else data.without_sensitive(),
+                    random_state=audit_seed,
+                )
+                produced = _guard(step, clock.run, "auditor", step.label, lab.name, _audit, comp, ctx)
+            results.extend(produced)
+
+    results = [evaluate(r, spec.thresholds) for r in results]
+    status = overall_status(results)
+    doc = _document(
+        spec=spec, path=path, roles=roles, n_input=n_input, joint_full=joint_full, data=data,
+        sample_info=sample_info, labellings=labellings, joints=joints, results=results,
+        checks=checks, preprocessing=preprocessing, notes=notes, status=status, host=host,
+        timings=clock.timings, total=time.perf_counter() - started,
+        fingerprint=fingerprint(path),
+    )
+    run = AuditRun(doc)
+    host.run_finished(run=run)
+    return run
+
+
+# ---------------------------------------------------------------------------- helpers
+def _fit_transform(comp: Preprocessor, view: AuditData) -> AuditData:
+    return comp.fit_transform(view).replace(include_sensitive=True)
+
+
+def _audit(comp: Auditor, ctx: AuditContext) -> list[MetricResult]:
+    return list(comp.audit(ctx))
+
+
+def _guard(step: StepSpec, fn: Callable[..., Any], *args: Any) -> Any:
+    """Turn a component's ValueError into a ConfigError that names the chain step."""
+    try:
+        return fn(*args)
+    except FairauditError:
+        raise
+    except (ValueError, TypeError) as exc:
+        raise ConfigError(f"{step.path} ({step.use}): {exc}") from exc
+
+
+def _instantiate(cls: type, step: StepSpec, seed: int, spec: ChainSpec, k: int | None = None):
+    params = dict(step.params)
+    sig = inspect.signature(cls.__init__).parameters
+    if "random_state" in sig and "random_state" not in params:
+        params["random_state"] = seed
+    if "n_clusters" in sig and "n_clusters" not in params:
+        if spec.options.k is not None:
+            params["n_clusters"] = spec.options.k
+        elif k is not None:
+            params["n_clusters"] = k
+    try:
+        return cls(**params)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{step.path} ({step.use}): {exc}") from exc
+
+
+def _labelling_from(comp: Any, cls: type, step: StepSpec, data: AuditData, seconds: float):
+    labels = getattr(comp, "labels_", None)
+    if labels is None:
+        raise FairauditError(f"clusterer {step.use!r} did not set labels_")
+    labels = np.asarray(labels)
+    if labels.shape != (data.n_rows,):
+        raise FairauditError(
+            f"clusterer {step.use!r} set labels_ of shape {labels.shape}; expected ({data.n_rows},)"
+        )
+    memberships = getattr(comp, "memberships_", None)
+    prototypes = getattr(comp, "prototypes_", getattr(comp, "cluster_centers_", None))
+    for key, value in (("memberships", memberships), ("prototypes", prototypes)):
+        if key in cls.provides and value is None:
+            raise FairauditError(f"clusterer {step.use!r} declares {key!r} but did not set it")
+    params = dict(comp.get_params())
+    fitted_k = getattr(comp, "n_clusters_", None)
+    if fitted_k is not None:
+        params = {**params, "n_clusters_fitted": int(fitted_k)}
+    return Labelling(
+        name=step.label,
+        labels=labels.astype(np.int64),
+        origin="clusterer",
+        component=step.use,
+        params=params,
+        memberships=None if memberships is None else np.asarray(memberships, dtype=float),
+        prototypes=None if prototypes is None else np.asarray(prototypes, dtype=float),
+        extras=_jsonable(getattr(comp, "extras_", {})),
+        seconds=seconds,
+        notes=tuple(getattr(comp, "notes_", ())),
+    )
+
+
+def _resolve_roles(spec: ChainSpec, schema: Any) -> ColumnRoles:
+    cols = list(schema.names())
+    sensitive = tuple(spec.data.sensitive)
+    labels = spec.data.labels
+    excluded: dict[str, str] = {c: "listed in exclude" for c in spec.data.exclude}
+    if spec.data.features is not None:
+        features = tuple(spec.data.features)
+    else:
+        skip = set(spec.data.exclude) | {labels}
+        if not spec.data.allow_sensitive_features:
+            skip |= set(sensitive)
+        features = tuple(c for c in cols if c not in skip)
+    if not spec.data.allow_sensitive_features:
+        leaked = [c for c in features if c in sensitive]
+        if leaked:
+            raise ConfigError(
+                f"sensitive column(s) {leaked} are listed as features; sensitive columns are "
+                "never given to clusterers unless allow_sensitive_features = true"
+            )
+    if labels in features:
+        features = tuple(c for c in features if c != labels)
+    for s in sensitive:
+        dtype = schema[s]
+        if dtype.is_float():
+            raise InputError(
+                f"sensitive column {s!r} has float type {dtype}; expected categories (string, "
+                "integer code or boolean) — bin it first"
+            )
+    return ColumnRoles(
+        sensitive=sensitive,
+        features=features,
+        labels=labels,
+        ordinal=dict(spec.data.ordinal),
+        excluded=excluded,
+    )
+
+
+def _check_groups(joint: JointTable, roles: ColumnRoles, n_input: int, spec: ChainSpec) -> None:
+    n = joint.n
+    if n == 0:
+        raise InputError(
+            "every row has a null value in a sensitive column"
+            + (" or the labels column" if roles.labels else "")
+            + f" ({', '.join(roles.sensitive)}): nothing left to audit"
+        )
+    for s in roles.sensitive:
+        sizes = joint.group_sizes(s)
+        if len(sizes) > MAX_GROUPS or (n >= 100 and len(sizes) > 0.5 * n):
+            raise InputError(
+                f"sensitive column {s!r} has {len(sizes)} distinct values in {n} rows: it looks "
+                "like an identifier, not a group attribute; choose a categorical column "
+                "(or bin it)"
+            )
+        if len(sizes) < 2:
+            only = next(iter(sizes), None)
+            raise InputError(
+                f"sensitive column {s!r} has a single group ({only!r}) among the audited rows: "
+                "fairness between groups is undefined; choose another attribute"
+            )
+
+
+def _materialise(lf: Any, roles: ColumnRoles, spec: ChainSpec, n_input: int, max_rows: int):
+    import polars as pl
+
+    cols = list(dict.fromkeys([*roles.features, *roles.sensitive, *filter(None, [roles.labels])]))
+    q = lf.with_row_index(ROW_ID).select([ROW_ID, *cols])
+    not_null = [pl.col(c).is_not_null() for c in [*roles.sensitive, *filter(None, [roles.labels])]]
+    if not_null:
+        q = q.filter(pl.all_horizontal(not_null))
+    sample_info = None
+    n_valid = int(q.select(pl.len()).collect(engine="streaming").item())
+    if n_valid > max_rows:
+        rng = np.random.default_rng(spec.data.seed)
+        valid_ids = q.select(ROW_ID).collect(engine="streaming").get_column(ROW_ID).to_numpy()
+        keep = np.sort(rng.choice(valid_ids, size=max_rows, replace=False))
+        q = q.filter(pl.col(ROW_ID).is_in(pl.Series(keep)))
+        sample_info = {
+            "rows": int(max_rows),
+            "seed": spec.data.seed,
+            "note": (
+                f"clusterers and feature-based metrics used a seeded random sample of "
+                f"{max_rows:,} of {n_valid:,} rows; counting metrics of labels columns in the "
+                "input use every row"
+            ),
+        }
+    frame = q.collect(engine="streaming")
+    excluded_nulls = n_input - n_valid
+    roles_features = list(roles.features)
+    # ID-like feature columns (unique per row) tell nothing about structure: exclude, with a note
+    excluded = dict(roles.excluded)
+    if spec.data.features is None and frame.height >= 20:
+        for c in list(roles_features):
+            dtype = frame.schema[c]
+            if not (dtype == pl.String or dtype.is_integer()):
+                continue
+            if frame.get_column(c).n_unique() == frame.height and (
+                dtype == pl.String or _looks_like_id(c, frame.get_column(c))
+            ):
+                roles_features.remove(c)
+                excluded[c] = "unique per row (ID-like)"
+    roles = dataclasses.replace(roles, features=tuple(roles_features), excluded=excluded)
+    exclusions: dict[str, int] = {}
+    if excluded_nulls:
+        exclusions["null value in a sensitive or labels column"] = excluded_nulls
+    data = AuditData(
+        frame=frame,
+        roles=roles,
+        features=frame.select(roles_features),
+        n_input_rows=n_input,
+        sample_note=None if sample_info is None else sample_info["note"],
+        exclusions=exclusions,
+    )
+    # non-finite numeric features
+    bad = [
+        c for c in roles_features
+        if frame.schema[c].is_numeric()
+        and (frame.get_column(c).is_null().any()
+             or (frame.schema[c].is_float() and not frame.get_column(c).is_finite().all()))
+    ]
+    if bad:
+        if spec.data.on_nonfinite == "drop":
+            mask = np.ones(frame.height, dtype=bool)
+            for c in bad:
+                col = frame.get_column(c)
+                ok = col.is_not_null()
+                if frame.schema[c].is_float():
+                    ok = ok & col.is_finite().fill_null(False)
+                mask &= ok.to_numpy()
+            data = data.filter_rows(mask, "missing or non-finite feature value")
+        else:
+            raise InputError(
+                "feature column(s) " + ", ".join(repr(c) for c in bad)
+                + " contain missing or non-finite values; exclude them (--exclude) or drop "
+                "those rows (--on-nonfinite drop)"
+            )
+    return data, sample_info
+
+
+def _looks_like_id(name: str, col: Any) -> bool:
+    lname = name.lower()
+    if lname in ("id", "key", "uuid", "index") or lname.endswith(("_id", "id", "_key")):
+        return True
+    s = col.drop_nulls().sort()
+    if s.len() < 3:
+        return False
+    diffs = s.diff().drop_nulls()
+    return bool(diffs.n_unique() == 1)  # a running number
+
+
+def _run_checks(lf, data, roles, joint, spec, n_input) -> list[dict[str, Any]]:
+    import polars as pl
+
+    from fairaudit.checks import run_input_checks
+
+    if data is not None:
+        sample = data.frame.drop(ROW_ID)
+    else:
+        cols = list(dict.fromkeys([*roles.sensitive, *filter(None, [roles.labels])]))
+        sample = lf.select(cols).head(CHECK_SAMPLE_ROWS).collect(engine="streaming")
+    group_counts = {a: joint.group_sizes(a) for a in joint.attribute_names}
+    feats = [c for c in (data.roles.features if data is not None else ()) if c in sample.columns]
+    results = run_input_checks(
+        sample.select([c for c in sample.columns if c in set(feats) | set(roles.sensitive)
+                       | {roles.labels}]),
+        sensitive=list(roles.sensitive),
+        labels=roles.labels,
+        features=feats,
+        group_counts=group_counts,
+        min_cell=spec.options.min_cell,
+        n_rows=n_input,
+    )
+    del pl
+    return [r.to_json() for r in results]
+
+
+# ---------------------------------------------------------------------------- counting
+def _run_counting(comp: CountingAuditor, lab, joint, tables, boot, spec) -> list[MetricResult]:
+    from fairaudit.metrics.bootstrap import percentile_interval
+
+    out: list[MetricResult] = []
+    specs: dict[str, MetricSpec] = {m.name: m for m in comp.metrics}
+    for attribute, table in tables.items():
+        if table.counts.size == 0:
+            continue
+        values = comp.compute(table)
+        breakdown = list(comp.breakdown(table))
+        batch = None
+        if boot is not None and any(specs[m].bootstrap for m in values if m in specs):
+            counts = joint.bootstrap_counts(attribute, boot)
+            batch = comp.compute_batch(table, counts)
+        for metric, value in values.items():
+            m = specs.get(metric)
+            if m is None:
+                raise FairauditError(
+                    f"auditor {comp.name!r} returned metric {metric!r} it does not declare"
+                )
+            ci = None
+            if batch is not None and m.bootstrap and metric in batch:
+                lo, hi = percentile_interval(np.asarray(batch[metric]), spec.options.ci_level)
+                ci = None if (math.isnan(lo) and math.isnan(hi)) else (float(lo), float(hi))
+            rows = tuple(r for r in breakdown if r.get("metric", m.name) == metric)
+            out.append(
+                MetricResult(
+                    auditor=comp.name, metric=metric, labelling=lab.name,
+                    value=float(value), direction=m.direction, attribute=attribute, ci=ci,
+                    per_cluster=tuple({k: v for k, v in r.items() if k != "metric"} for r in rows),
+                    n_rows=table.n + table.n_noise, headline=m.headline,
+                    notes=() if not math.isnan(float(value)) else (f"{metric} is undefined here",),
+                )
+            )
+    return out
+
+
+# ---------------------------------------------------------------------------- the document
+def _jsonable(x: Any) -> Any:
+    if isinstance(x, Mapping):
+        return {str(k): _jsonable(v) for k, v in x.items()}
+    if isinstance(x, list | tuple):
+        return [_jsonable(v) for v in x]
+    if isinstance(x, np.ndarray):
+        return _jsonable(x.tolist())
+    if isinstance(x, np.integer):
+        return int(x)
+    if isinstance(x, np.floating | float):
+        f = float(x)
+        return None if math.isnan(f) or math.isinf(f) else f
+    if isinstance(x, str | int | bool) or x is None:
+        return x
+    if isinstance(x, Direction | Status):
+        return x.value
+    return repr(x)
+
+
+def _json_params(params: Mapping[str, Any]) -> dict[str, Any]:
+    return _jsonable(dict(params))
+
+
+def _composition(joint: JointTable, spec: ChainSpec, lab_name: str, suppressed: list) -> dict:
+    out = {}
+    mc = spec.options.min_cell
+    for attribute, t in joint.tables().items():
+        counts = t.counts
+        sizes = counts.sum(axis=0)
+        pop = counts.sum(axis=1) / max(counts.sum(), 1)
+        share = counts / np.where(sizes > 0, sizes, 1)
+        cnt_out: list[list[int | None]] = []
+        share_out: list[list[float | None]] = []
+        for gi, g in enumerate(t.groups):
+            crow, srow = [], []
+            for ki, k in enumerate(t.clusters):
+                v = int(counts[gi, ki])
+                small = spec.options.suppress and 0 < v < mc
+                if small:
+                    suppressed.append({"labelling": lab_name, "attribute": attribute, "group": g,
+                                       "cluster": int(k), "reason": f"cell below min_cell={mc}"})
+                crow.append(None if small else v)
+                srow.append(None if small else float(share[gi, ki]))
+            cnt_out.append(crow)
+            share_out.append(srow)
+        out[attribute] = {
+            "groups": list(t.groups),
+            "clusters": [int(k) for k in t.clusters],
+            "counts": cnt_out,
+            "population_share": [float(p) for p in pop],
+            "cluster_share": share_out,
+            "noise": [None if spec.options.suppress and 0 < int(v) < mc else int(v)
+                      for v in t.noise],
+        }
+    return out
+
+
+def _suppress_rows(rows: Sequence[Mapping[str, Any]], mc: int, on: bool) -> list[dict]:
+    out = []
+    for r in rows:
+        r = dict(r)
+        n = r.get("n")
+        if on and isinstance(n, int | np.integer) and 0 < int(n) < mc:
+            r["n"] = None
+            r["suppressed"] = True
+        out.append(r)
+    return out
+
+
+def _versions() -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {"fairaudit": __version__}
+    for pkg in ("polars", "numpy", "scipy", "scikit-learn", "great-expectations", "pluggy",
+                "jinja2", "matplotlib"):
+        try:
+            out[pkg] = version(pkg)
+        except PackageNotFoundError:
+            out[pkg] = "not installed"
+    return out
+
+
+def _document(*, spec, path, roles, n_input, joint_full, data, sample_info, labellings, joints,
+              results, checks, preprocessing, notes, status, host, timings, total, fingerprint):
+    mc = spec.options.min_cell
+    suppressed: list[dict[str, Any]] = []
+    groups = {}
+    for a in joint_full.attribute_names:
+        sizes = joint_full.group_sizes(a)
+        tot = sum(sizes.values())
+        groups[a] = [
+            {"group": g, "n": None if spec.options.suppress and n < mc else n,
+             "share": n / tot if tot else None, "small": n < mc}
+            for g, n in sizes.items()
+        ]
+        for g, n in sizes.items():
+            if n < mc:
+                suppressed.append({"labelling": None, "attribute": a, "group": g, "cluster": None,
+                                   "reason": f"group below min_cell={mc}"})
+    exclusions = {}
+    if joint_full.null_rows:
+        exclusions["null value in a sensitive or labels column"] = joint_full.null_rows
+    if data is not None:
+        for k, v in data.exclusions.items():
+            exclusions[k] = max(v, exclusions.get(k, 0))
+    lab_docs = []
+    for lab in labellings:
+        joint = joints[lab.name]
+        clean = joint.cluster >= 0
+        sizes: dict[int, int] = {}
+        for c, n in zip(joint.cluster[clean], joint.counts[clean], strict=True):
+            sizes[int(c)] = sizes.get(int(c), 0) + int(n)
+        n_noise = int(joint.counts[~clean].sum())
+        lab_docs.append({
+            "name": lab.name,
+            "origin": lab.origin,
+            "component": lab.component,
+            "column": lab.column,
+            "params": _json_params(lab.params),
+            "n_rows": int(joint.n),
+            "n_clusters": len(sizes),
+            "n_noise": n_noise,
+            "cluster_sizes": _suppress_rows(
+                [{"cluster": c, "n": n} for c, n in sorted(sizes.items())], mc,
+                spec.options.suppress),
+            "notes": list(lab.notes),
+            "extras": _jsonable(lab.extras),
+            "composition": _composition(joint, spec, lab.name, suppressed),
+        })
+    res_docs = []
+    for r in results:
+        d = r.to_json()
+        d["per_cluster"] = _suppress_rows(d["per_cluster"], mc, spec.options.suppress)
+        d["detail"] = _jsonable(d["detail"])
+        res_docs.append(d)
+    rows_audited = int(joint_full.n)
+    plugins = [
+        {"name": p.name, "package": p.package, "version": p.version, "builtin": p.builtin}
+        for p in sorted(host.plugins.values(), key=lambda p: p.name)
+    ]
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "tool": {"name": "fairaudit", "version": __version__},
+        "status": status.value,
+        "input": {
+            "path": str(path),
+            "format": _format_of(path),
+            "rows": int(n_input),
+            "rows_audited": rows_audited,
+            "fingerprint": fingerprint,
+            "columns": [c for c in (data.frame.columns if data is not None else [])
+                        if c != ROW_ID] or list(roles.sensitive)
+                       + ([roles.labels] if roles.labels else []),
+            "sensitive": list(roles.sensitive),
+            "attributes": list(joint_full.attribute_names),
+            "ordinal": {k: list(v) for k, v in roles.ordinal.items()},
+            "labels": roles.labels,
+            "features": list(data.roles.features) if data is not None else [],
+            "excluded_columns": dict(data.roles.excluded) if data is not None
+            else dict(roles.excluded),
+            "exclusions": exclusions,
+            "sample": sample_info,
+            "groups": groups,
+        },
+        "chain": spec.to_json(),
+        "preprocessing": preprocessing,
+        "labellings": lab_docs,
+        "results": res_docs,
+        "checks": checks,
+        "suppressed": suppressed,
+        "notes": notes,
+        "environment": {
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+            "versions": _versions(),
+            "plugins": plugins,
+        },
+        "timing": {
+            "created": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "total_seconds": round(total, 4),
+            "steps": [
+                {"kind": t.kind, "step": t.step, "labelling": t.labelling,
+                 "seconds": round(t.seconds, 4)}
+                for t in timings
+            ],
+        },
+    }
+
+
+def _format_of(path: str) -> str:
+    from fairaudit.io import resolve_input
+
+    try:
+        return resolve_input(path).format
+    except FairauditError:
+        return "plugin"
+
+

@@ -1,0 +1,1 @@
+"""fairaudit built-in components, registered through the fairaudit entry-point group."""

@@ -1,0 +1,125 @@
+"""Built-in baseline clusterers: ``kmeans`` (scikit-learn) and ``dbscan``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from fairaudit.components import AnyOf, Clusterer, Interval, Options
+from fairaudit.data import AuditData
+from fairaudit.hookspecs import hookimpl
+
+
+class KMeansClusterer(Clusterer):
+    """k-means (scikit-learn ``KMeans``); ``n_clusters="auto"`` picks k in ``k_range`` by
+    silhouette on a seeded sample."""
+
+    name = "kmeans"
+    description = "k-means baseline (scikit-learn); k by silhouette when n_clusters='auto'."
+    requires = frozenset({"features"})
+    provides = frozenset({"labels", "prototypes"})
+    max_rows = None
+    constraints = {
+        "n_clusters": AnyOf((Interval(int, 2, None), Options(("auto",)))),
+        "n_init": Interval(int, 1, None),
+        "max_iter": Interval(int, 1, None),
+        "k_min": Interval(int, 2, None),
+        "k_max": Interval(int, 2, None),
+    }
+    param_docs = {
+        "n_clusters": "number of clusters, or 'auto' (silhouette over k_min..k_max)",
+        "n_init": "k-means restarts (best inertia kept)",
+        "max_iter": "iterations per run",
+        "k_min": "smallest k tried by 'auto'",
+        "k_max": "largest k tried by 'auto'",
+        "random_state": "seed (filled from the chain seed when unset)",
+    }
+
+    def __init__(
+        self,
+        n_clusters: int | str = "auto",
+        *,
+        n_init: int = 10,
+        max_iter: int = 300,
+        k_min: int = 2,
+        k_max: int = 8,
+        random_state: int | None = None,
+    ):
+        self.n_clusters = n_clusters
+        self.n_init = n_init
+        self.max_iter = max_iter
+        self.k_min = k_min
+        self.k_max = k_max
+        self.random_state = random_state
+
+    def fit(self, data: AuditData) -> KMeansClusterer:
+        from sklearn.cluster import KMeans
+
+        from fairaudit.cluster.baselines import select_k_silhouette
+
+        X = data.feature_matrix()
+        extras: dict[str, Any] = {}
+        k = self.n_clusters
+        if k == "auto":
+            sel = select_k_silhouette(
+                X, range(self.k_min, self.k_max + 1), random_state=self.random_state
+            )
+            k = sel.k
+            extras["k_selection"] = {
+                "method": "silhouette",
+                "sample_size": sel.sample_size,
+                "scores": [{"k": kk, "silhouette": s} for kk, s in sel.scores],
+            }
+            self.notes_ = (f"k = {k} chosen by silhouette over {self.k_min}..{self.k_max}",)
+        if k > X.shape[0]:
+            raise ValueError(
+                f"The 'n_clusters' parameter of kmeans ({k}) is larger than the number of rows "
+                f"({X.shape[0]})"
+            )
+        km = KMeans(
+            n_clusters=k, n_init=self.n_init, max_iter=self.max_iter,
+            random_state=self.random_state,
+        ).fit(X)
+        self.labels_ = km.labels_.astype(np.int64)
+        self.cluster_centers_ = km.cluster_centers_
+        self.prototypes_ = km.cluster_centers_
+        self.n_clusters_ = int(k)
+        self.inertia_ = float(km.inertia_)
+        self.extras_ = {**extras, "inertia": float(km.inertia_)}
+        return self
+
+
+class DBSCANClusterer(Clusterer):
+    """DBSCAN (scikit-learn); noise is labelled -1."""
+
+    name = "dbscan"
+    description = "DBSCAN baseline (scikit-learn); noise = -1."
+    requires = frozenset({"features"})
+    provides = frozenset({"labels"})
+    max_rows = 200_000
+    constraints = {
+        "eps": Interval(float, 0, None, closed="neither"),
+        "min_samples": Interval(int, 1, None),
+    }
+    param_docs = {
+        "eps": "neighbourhood radius (on the preprocessed, standardised features)",
+        "min_samples": "points in an eps-neighbourhood (incl. the point) to be a core point",
+    }
+
+    def __init__(self, eps: float = 0.5, *, min_samples: int = 5):
+        self.eps = eps
+        self.min_samples = min_samples
+
+    def fit(self, data: AuditData) -> DBSCANClusterer:
+        from sklearn.cluster import DBSCAN
+
+        X = data.feature_matrix()
+        self.labels_ = DBSCAN(eps=self.eps, min_samples=self.min_samples).fit_predict(X)
+        self.labels_ = self.labels_.astype(np.int64)
+        return self
+
+
+@hookimpl
+def fairaudit_register_clusterers() -> list[type]:
+    return [KMeansClusterer, DBSCANClusterer]

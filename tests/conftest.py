@@ -1,0 +1,81 @@
+"""Shared fixtures: a built-ins-only host, a seeded synthetic table, its Parquet file, the CLI."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+# Never let GX phone home, whatever the test does.
+os.environ.setdefault("GX_ANALYTICS_ENABLED", "False")
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE_DATA = ROOT / "examples" / "data" / "adult_sample.parquet"
+
+
+def make_synthetic(n: int = 2000, seed: int = 0) -> pl.DataFrame:
+    """Seeded table with a planted imbalance: segment 0 is 80% F, the others 20% F."""
+    rng = np.random.default_rng(seed)
+    segment = rng.integers(0, 3, size=n)
+    p_f = np.where(segment == 0, 0.8, 0.2)
+    sex = np.where(rng.random(n) < p_f, "F", "M")
+    race = rng.choice(["a", "b", "c"], size=n, p=[0.6, 0.3, 0.1])
+    centres = np.array([[0.0, 0.0], [5.0, 5.0], [-5.0, 5.0]])
+    X = centres[segment] + rng.normal(size=(n, 2))
+    return pl.DataFrame(
+        {
+            "customer_id": np.arange(n),
+            "x1": X[:, 0],
+            "x2": X[:, 1],
+            "channel": rng.choice(["web", "store"], size=n),
+            "sex": sex,
+            "race": race,
+            "segment": segment,
+        }
+    )
+
+
+@pytest.fixture
+def host():
+    """A host with the built-in plugins only (no entry points)."""
+    from fairaudit.plugins import Host
+
+    return Host.create(entrypoints=False)
+
+
+@pytest.fixture
+def synthetic() -> pl.DataFrame:
+    return make_synthetic()
+
+
+@pytest.fixture
+def parquet_path(tmp_path: Path, synthetic: pl.DataFrame) -> Path:
+    path = tmp_path / "customers.parquet"
+    synthetic.write_parquet(path)
+    return path
+
+
+@pytest.fixture
+def cli():
+    from click.testing import CliRunner
+
+    return CliRunner()
+
+
+@pytest.fixture
+def run_cli(cli, tmp_path):
+    """Invoke the CLI in tmp_path; returns the click Result."""
+    from fairaudit.cli import main
+
+    def _run(*args: str):
+        cwd = os.getcwd()
+        os.chdir(tmp_path)
+        try:
+            return cli.invoke(main, [str(a) for a in args], catch_exceptions=False)
+        finally:
+            os.chdir(cwd)
+
+    return _run
