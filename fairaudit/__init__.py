@@ -1,5 +1,27 @@
-"""fairaudit: audit the fairness of clusterings of tabular data about people."""
+"""fairaudit: audit the fairness of clusterings of tabular data about people.
+
+``fairaudit.audit(...)`` runs an audit from Python; ``fairaudit.write_report(run, path)`` writes
+its HTML and JSON. Algorithms live in :mod:`fairaudit.cluster`, :mod:`fairaudit.metrics` and
+:mod:`fairaudit.preprocess`. Nothing heavy is imported until used.
+"""
 
 from __future__ import annotations
 
+import importlib
+from typing import Any
+
 __version__ = "0.1.0"
+
+_LAZY = {
+    "audit": "fairaudit.api",
+    "write_report": "fairaudit.api",
+    "AuditRun": "fairaudit.results",
+    "hookimpl": "fairaudit.hookspecs",
+}
+__all__ = ["__version__", *_LAZY]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'fairaudit' has no attribute {name!r}")

@@ -106,6 +106,8 @@ class ChainSpec:
     audit: tuple[StepSpec, ...] = ()
     thresholds: tuple[Threshold, ...] = ()
     source: str = "flags"
+    problems: tuple[tuple[str, str], ...] = ()
+    """Problems found while parsing; reported together with validation's (all at once)."""
 
     def to_json(self) -> dict[str, Any]:
         def step(s: StepSpec) -> dict[str, Any]:
@@ -228,9 +230,8 @@ def parse_chain(doc: Mapping[str, Any], *, source: str = "<chain>") -> ChainSpec
         th = _parse_threshold_table(entry, f"threshold[{i}]", problems)
         if th is not None:
             thresholds.append(th)
-    if problems.items:
-        raise ChainValidationError(problems.items, source)
     return ChainSpec(
+        problems=tuple(problems.items),
         data=data,
         options=options,
         preprocess=tuple(steps["preprocess"]),
@@ -455,6 +456,7 @@ def validate_chain(
     metric and its direction). Raises :class:`ChainValidationError` listing every problem.
     """
     problems = _Problems()
+    problems.items.extend(spec.problems)
     kinds = {"preprocess": "preprocessor", "cluster": "clusterer", "audit": "auditor"}
     classes: dict[str, type] = {}
     for group in ("preprocess", "cluster", "audit"):
@@ -559,8 +561,21 @@ def validate_chain(
     if columns is not None:
         _check_columns(spec, list(columns), problems)
     if problems.items:
-        raise ChainValidationError(problems.items, spec.source)
-    return replace(spec, thresholds=tuple(resolved))
+        items = problems.items
+        if spec.source.startswith("flags"):
+            items = [(_flag_path(p), m) for p, m in items]
+        raise ChainValidationError(items, "command line" if spec.source.startswith("flags")
+                                   else spec.source)
+    return replace(spec, thresholds=tuple(resolved), problems=())
+
+
+def _flag_path(path: str) -> str:
+    """Name the CLI option for a problem in a chain built from flags."""
+    for key, flag in (("data.sensitive", "--sensitive"), ("data.labels", "--labels"),
+                      ("data.features", "--features"), ("data.exclude", "--exclude")):
+        if path.startswith(key):
+            return flag
+    return path
 
 
 def _check_params(cls: type, step: StepSpec, problems: _Problems) -> None:
@@ -607,6 +622,11 @@ def _check_columns(spec: ChainSpec, columns: list[str], problems: _Problems) -> 
 
 
 # --------------------------------------------------------------------------- CLI flags
+def _given(flag: Any, default: Any) -> Any:
+    """A flag's value when the user gave it (not None), else ``default``."""
+    return default if flag is None else flag
+
+
 def chain_from_flags(
     registry: Any,
     *,
@@ -619,11 +639,11 @@ def chain_from_flags(
     seed: int | None = None,
     sample: int | None = None,
     thresholds: Sequence[Threshold] = (),
-    min_cell: int = 10,
-    suppress: bool = True,
-    on_null: str = "exclude",
-    on_nonfinite: str = "error",
-    bootstrap: int = 200,
+    min_cell: int | None = None,
+    suppress: bool | None = None,
+    on_null: str | None = None,
+    on_nonfinite: str | None = None,
+    bootstrap: int | None = None,
     base: ChainSpec | None = None,
 ) -> ChainSpec:
     """Build a chain from ``fairaudit audit`` flags (optionally over a ``--chain`` file).
@@ -649,16 +669,26 @@ def chain_from_flags(
             labels=labels if labels is not None else data.labels,
             features=tuple(features) if features else data.features,
             exclude=tuple(exclude) or data.exclude,
-            seed=seed if seed is not None else data.seed,
-            sample=sample if sample is not None else data.sample,
+            seed=_given(seed, data.seed),
+            sample=_given(sample, data.sample),
+            on_null=_given(on_null, data.on_null),
+            on_nonfinite=_given(on_nonfinite, data.on_nonfinite),
         )
-        opts = replace(base.options, k=k if k is not None else base.options.k)
+        o = base.options
+        opts = replace(
+            o,
+            k=_given(k, o.k),
+            min_cell=_given(min_cell, o.min_cell),
+            suppress=_given(suppress, o.suppress),
+            bootstrap=_given(bootstrap, o.bootstrap),
+        )
+        # thresholds given on the command line are judged first, so they win over the chain's
         return replace(
             base,
             data=data,
             options=opts,
             cluster=base.cluster + tuple(cluster_steps),
-            thresholds=base.thresholds + tuple(thresholds),
+            thresholds=tuple(thresholds) + base.thresholds,
         )
     if not cluster_steps and labels is None:
         source = "flags:default"
@@ -682,10 +712,15 @@ def chain_from_flags(
             exclude=tuple(exclude),
             seed=seed or 0,
             sample=sample,
-            on_null=on_null,
-            on_nonfinite=on_nonfinite,
+            on_null=_given(on_null, "exclude"),
+            on_nonfinite=_given(on_nonfinite, "error"),
         ),
-        options=Options(min_cell=min_cell, suppress=suppress, bootstrap=bootstrap, k=k),
+        options=Options(
+            min_cell=_given(min_cell, 10),
+            suppress=_given(suppress, True),
+            bootstrap=_given(bootstrap, 200),
+            k=k,
+        ),
         preprocess=tuple(preprocess),
         cluster=tuple(cluster_steps),
         audit=tuple(audit),

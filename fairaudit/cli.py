@@ -145,15 +145,17 @@ def _default_json(out: Path) -> Path:
               help="Fail (exit 1) when METRIC (or its CI lower bound) is below VALUE.")
 @click.option("--fail-over", multiple=True, metavar="METRIC[@ci]=VALUE",
               help="Fail (exit 1) when METRIC (or its CI upper bound) is above VALUE.")
-@click.option("--min-cell", type=click.IntRange(min=0), default=10, show_default=True,
-              help="Groups/cells below this size are flagged and their counts suppressed.")
-@click.option("--no-suppress", is_flag=True, help="Show exact counts of small cells.")
-@click.option("--on-null", type=click.Choice(["exclude", "error"]), default="exclude",
-              show_default=True, help="Rows with a null sensitive value or label.")
-@click.option("--on-nonfinite", type=click.Choice(["error", "drop"]), default="error",
-              show_default=True, help="Rows with NaN/inf feature values.")
-@click.option("--bootstrap", type=click.IntRange(min=0), default=200, show_default=True,
-              help="Bootstrap replicates for confidence intervals (0 = off).")
+@click.option("--min-cell", type=click.IntRange(min=0), default=None,
+              help="Groups/cells below this size are flagged and their counts suppressed "
+              "[default: 10].")
+@click.option("--no-suppress", is_flag=True, default=None,
+              help="Show exact counts of small cells.")
+@click.option("--on-null", type=click.Choice(["exclude", "error"]), default=None,
+              help="Rows with a null sensitive value or label [default: exclude].")
+@click.option("--on-nonfinite", type=click.Choice(["error", "drop"]), default=None,
+              help="Rows with NaN/inf feature values [default: error].")
+@click.option("--bootstrap", type=click.IntRange(min=0), default=None,
+              help="Bootstrap replicates for confidence intervals, 0 = off [default: 200].")
 @_common
 @_handle_errors
 def audit(data: str, sensitive, labels, features, exclude, chain_file, clusters, k, seed,
@@ -174,7 +176,8 @@ def audit(data: str, sensitive, labels, features, exclude, chain_file, clusters,
     spec = chain_from_flags(
         host.registry, sensitive=sens, labels=labels, features=_split(features) or None,
         exclude=_split(exclude), clusters=clusters, k=k, seed=seed, sample=sample,
-        thresholds=thresholds, min_cell=min_cell, suppress=not no_suppress, on_null=on_null,
+        thresholds=thresholds, min_cell=min_cell,
+        suppress=None if no_suppress is None else not no_suppress, on_null=on_null,
         on_nonfinite=on_nonfinite, bootstrap=bootstrap, base=base,
     )
     return _run_and_write(spec, host, data, Path(out),
@@ -203,7 +206,7 @@ def run(chain_file: str, data: str | None, out: str, json_out: str | None, quiet
 
 def _run_and_write(spec, host, data, out: Path, json_out: Path | None, quiet: bool) -> int:
     from fairaudit.io import atomic_write_text
-    from fairaudit.report import write_html
+    from fairaudit.report import render_html
     from fairaudit.runner import run_chain
 
     json_path = json_out or _default_json(out)
@@ -214,9 +217,10 @@ def _run_and_write(spec, host, data, out: Path, json_out: Path | None, quiet: bo
             raise ConfigError(f"{target}: the folder {target.parent} does not exist")
     progress = _Progress(enabled=not quiet and sys.stderr.isatty())
     run_obj = run_chain(spec, host, data_path=data, progress=progress)
-    atomic_write_text(json_path, json.dumps(run_obj.to_json(), indent=2, ensure_ascii=False))
     progress("render report")
-    write_html(run_obj, out, host)
+    html = render_html(run_obj, host)  # render fully before writing anything
+    atomic_write_text(json_path, json.dumps(run_obj.to_json(), indent=2, ensure_ascii=False))
+    atomic_write_text(out, html)
     if not quiet:
         _summary(run_obj, out, json_path)
     return run_obj.exit_code

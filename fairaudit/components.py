@@ -359,6 +359,8 @@ class ReportSection:
     order: ClassVar[int] = 500
     template: ClassVar[str] = ""
     description: ClassVar[str] = ""
+    auditors: ClassVar[tuple[str, ...]] = ()
+    """Auditors this section shows in full; the generic results section leaves them out."""
 
     def applies(self, run: AuditRun) -> bool:
         return True

@@ -29,7 +29,9 @@ class ChainValidationError(ConfigError):
         self.problems = tuple(problems)
         self.source = source
         where = f"{source}: " if source else ""
-        lines = [f"{where}{len(self.problems)} problem(s) in the chain:"]
+        what = "in the options" if source == "command line" else "in the chain"
+        where = "" if source == "command line" else where
+        lines = [f"{where}{len(self.problems)} problem(s) {what}:"]
         lines += [f"  {path}: {msg}" if path else f"  {msg}" for path, msg in self.problems]
         super().__init__("\n".join(lines))
 

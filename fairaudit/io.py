@@ -6,10 +6,12 @@ plugins through the ``fairaudit_read_table`` hook. The input is only ever read, 
 
 from __future__ import annotations
 
+import contextlib
 import glob as _glob
 import hashlib
 import logging
 import os
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -157,18 +159,23 @@ def fingerprint(spec: str) -> str:
 
 
 def atomic_write_text(path: Path, text: str) -> Path:
-    """Write ``text`` to ``path`` via a temporary file in the same folder and a rename."""
+    """Write ``text`` to ``path`` through a temporary sibling file and ``os.replace``."""
     path = Path(path)
-    if path.parent and not path.parent.exists():
-        raise InputError(f"{path}: the folder {path.parent} does not exist")
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    directory = path.parent if str(path.parent) else Path(".")
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
     try:
-        with open(tmp, "w", encoding="utf-8") as fh:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
+        try:  # keep the mode of the file being replaced; a new file gets rw-r--r--
+            mode = os.stat(path).st_mode & 0o777
+        except OSError:
+            mode = 0o644
+        os.chmod(tmp, mode)
         os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
     return path

@@ -46,6 +46,8 @@ DEFAULT_PLUGINS: tuple[tuple[str, str], ...] = (
     ("builtins_clusterers", "fairaudit_builtins.clusterers"),
     ("builtins_auditors", "fairaudit_builtins.auditors"),
     ("builtins_sections", "fairaudit_builtins.sections"),
+    ("builtins_encoding", "fairaudit_builtins.encoding"),
+    ("builtins_centroid", "fairaudit_builtins.centroid"),
 )
 """Built-in plugin modules as ``(plugin name, module)``; the same names as their entry points."""
 
@@ -126,7 +128,14 @@ def make_plugin_manager(
         pm.register(importlib.import_module(module), name=name)
         infos[name] = PluginInfo(name, BUILTIN_DIST, __version__, True)
 
-    pm.check_pending()
+    try:
+        pm.check_pending()
+    except pluggy.PluginValidationError as exc:
+        name = pm.get_name(exc.plugin) or "?"
+        raise PluginError(
+            f"plugin {name!r} has a hook implementation that matches no fairaudit hook "
+            f"({exc}); is a hook name misspelled? Skip it with --disable-plugin {name}"
+        ) from exc
     pm.fairaudit_plugin_infos = infos  # type: ignore[attr-defined]
     return pm
 

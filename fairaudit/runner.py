@@ -13,6 +13,7 @@ import inspect
 import logging
 import math
 import platform
+import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -90,21 +91,27 @@ def run_chain(
     spec: ChainSpec,
     host: Any,
     *,
-    data_path: str | None = None,
+    data_path: Any = None,
     progress: Progress | None = None,
 ) -> AuditRun:
-    """Run ``spec`` on ``data_path`` (or ``spec.data.path``) and return the :class:`AuditRun`."""
+    """Run ``spec`` on ``data_path`` (or ``spec.data.path``) and return the :class:`AuditRun`.
+
+    ``data_path`` is a path, directory or glob (read through the ``fairaudit_read_table`` hook),
+    or an in-memory ``polars.DataFrame`` / ``LazyFrame``.
+    """
     import polars as pl
 
-    from fairaudit.io import fingerprint
 
     started = time.perf_counter()
     clock = _Clock(host, progress)
-    path = data_path or spec.data.path
-    if not path:
+    path = data_path if data_path is not None else spec.data.path
+    in_memory = isinstance(path, pl.DataFrame | pl.LazyFrame)
+    if not in_memory and not path:
         raise ConfigError("no input data: give DATA on the command line or data.path in the chain")
 
     def _load():
+        if in_memory:
+            return path.lazy()
         lf = host.read_table(path, dict(spec.data.reader_options))
         if lf is None:
             raise InputError(f"{path}: no installed reader handles this input")
@@ -115,6 +122,20 @@ def run_chain(
     columns = list(schema.names())
     spec = validate_chain(spec, host.registry, columns=columns)
     roles = _resolve_roles(spec, schema)
+
+    warm = _prewarm_imports()
+    try:
+        return _run_validated(spec, host, lf, path, in_memory, roles, clock, progress, started,
+                              warm)
+    finally:
+        if warm is not None:
+            warm.join()
+
+
+def _run_validated(spec, host, lf, path, in_memory, roles, clock, progress, started, warm):
+    import polars as pl
+
+    from fairaudit.io import fingerprint
 
     # ------------------------------------------------------------ one pass: counts per group
     joint_full = clock.run(
@@ -152,6 +173,8 @@ def run_chain(
         )
 
     # ------------------------------------------------------------ input checks (GX)
+    if warm is not None:
+        warm.join()  # never import GX from two threads at once (its imports are circular)
     checks = clock.run(
         "checks", "great_expectations", None,
         lambda: _run_checks(lf, data, roles, joint_full, spec, n_input),
@@ -249,14 +272,38 @@ def run_chain(
         sample_info=sample_info, labellings=labellings, joints=joints, results=results,
         checks=checks, preprocessing=preprocessing, notes=notes, status=status, host=host,
         timings=clock.timings, total=time.perf_counter() - started,
-        fingerprint=fingerprint(path),
+        fingerprint=_frame_fingerprint(path) if in_memory else fingerprint(path),
     )
+    if in_memory:
+        doc["input"]["path"] = "<in-memory table>"
+        doc["input"]["format"] = "polars"
     run = AuditRun(doc)
     host.run_finished(run=run)
     return run
 
 
 # ---------------------------------------------------------------------------- helpers
+def _prewarm_imports() -> Any:
+    """Start importing Great Expectations (seconds of pure-Python import) in a background thread
+    while the main thread reads the data (polars releases the GIL). Returns the thread, which the
+    caller joins before it uses GX itself: GX's package imports are circular, so two threads
+    importing it at once can see a partially initialised module.
+    """
+    import threading
+
+    def _warm() -> None:
+        try:
+            import great_expectations  # noqa: F401
+        except Exception:  # pragma: no cover - the real import reports problems later
+            log.debug("prewarm import failed", exc_info=True)
+
+    if "great_expectations" in sys.modules:
+        return None
+    thread = threading.Thread(target=_warm, name="fairaudit-prewarm", daemon=True)
+    thread.start()
+    return thread
+
+
 def _fit_transform(comp: Preprocessor, view: AuditData) -> AuditData:
     return comp.fit_transform(view).replace(include_sensitive=True)
 
@@ -398,7 +445,7 @@ def _materialise(lf: Any, roles: ColumnRoles, spec: ChainSpec, n_input: int, max
         rng = np.random.default_rng(spec.data.seed)
         valid_ids = q.select(ROW_ID).collect(engine="streaming").get_column(ROW_ID).to_numpy()
         keep = np.sort(rng.choice(valid_ids, size=max_rows, replace=False))
-        q = q.filter(pl.col(ROW_ID).is_in(pl.Series(keep)))
+        q = q.filter(pl.col(ROW_ID).is_in(keep.tolist()))
         sample_info = {
             "rows": int(max_rows),
             "seed": spec.data.seed,
@@ -491,8 +538,9 @@ def _run_checks(lf, data, roles, joint, spec, n_input) -> list[dict[str, Any]]:
         labels=roles.labels,
         features=feats,
         group_counts=group_counts,
-        min_cell=spec.options.min_cell,
+        min_cell=max(1, spec.options.min_cell),
         n_rows=n_input,
+        suppress_small_counts=spec.options.suppress,
     )
     del pl
     return [r.to_json() for r in results]
@@ -633,7 +681,7 @@ def _document(*, spec, path, roles, n_input, joint_full, data, sample_info, labe
             for g, n in sizes.items()
         ]
         for g, n in sizes.items():
-            if n < mc:
+            if spec.options.suppress and n < mc:
                 suppressed.append({"labelling": None, "attribute": a, "group": g, "cluster": None,
                                    "reason": f"group below min_cell={mc}"})
     exclusions = {}
@@ -726,7 +774,22 @@ def _document(*, spec, path, roles, n_input, joint_full, data, sample_info, labe
     }
 
 
-def _format_of(path: str) -> str:
+def _frame_fingerprint(frame: Any) -> str:
+    import hashlib
+
+    import polars as pl
+
+    if isinstance(frame, pl.LazyFrame):
+        return "unavailable (lazy in-memory table)"
+    h = hashlib.sha256()
+    h.update(str(frame.schema).encode())
+    h.update(frame.hash_rows(seed=0).to_numpy().tobytes())
+    return "rowhash:" + h.hexdigest()
+
+
+def _format_of(path: Any) -> str:
+    if not isinstance(path, str):
+        return "polars"
     from fairaudit.io import resolve_input
 
     try:

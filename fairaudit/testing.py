@@ -249,7 +249,7 @@ def check_auditor_results(cls: type) -> None:
     declared = {m.name for m in cls.metrics}
     obj = cls(**{k: v for k, v in _seeded(cls).items() if k == "random_state"})
     if issubclass(cls, CountingAuditor):
-        for attribute, table in joint.tables().items():
+        for table in joint.tables().values():
             values = obj.compute(table)
             unknown = set(values) - declared
             if unknown:

@@ -10,7 +10,10 @@ from fairaudit.runner import run_chain
 
 def test_labels_audit_planted_imbalance(host, parquet_path):
     spec = chain_from_flags(
-        host.registry, sensitive=["sex", "race"], labels="segment", seed=3,
+        host.registry,
+        sensitive=["sex", "race"],
+        labels="segment",
+        seed=3,
         thresholds=[parse_threshold_flag("balance=0.9", "min", "--fail-under")],
     )
     run = run_chain(spec, host, data_path=str(parquet_path))
@@ -24,3 +27,24 @@ def test_labels_audit_planted_imbalance(host, parquet_path):
     lo, hi = bal["ci"]
     assert lo <= bal["value"] <= hi
     json.dumps(doc)
+
+
+def test_json_matches_schema(host, parquet_path):
+    import importlib.resources
+
+    import jsonschema
+
+    schema = json.loads(
+        importlib.resources.files("fairaudit").joinpath("schema/audit.schema.json").read_text()
+    )
+    spec = chain_from_flags(
+        host.registry,
+        sensitive=["sex", "race"],
+        labels="segment",
+        clusters=["kmeans:n_clusters=3"],
+        features=["x1", "x2"],
+        thresholds=[parse_threshold_flag("wd@ci=0.3", "max", "--fail-over")],
+    )
+    run = run_chain(spec, host, data_path=str(parquet_path))
+    jsonschema.validate(run.to_json(), schema)
+    assert {lab["name"] for lab in run.labellings} == {"segment", "kmeans"}

@@ -1,0 +1,133 @@
+"""Benchmark: `fairaudit audit --labels` vs a bare polars streaming group-by of the same columns.
+
+    python benchmarks/bench_audit.py [--rows 50000000] [--repeat 3]
+
+Generates (once, seeded) a Parquet file with an int cluster column and two categorical sensitive
+columns under benchmarks/_data/, then times, in the same run and each in a fresh process:
+
+* baseline: `pl.scan_parquet(f).group_by([cluster, sex, race]).agg(pl.len()).collect(engine="streaming")`
+* fairaudit: `fairaudit audit f --sensitive sex,race --labels cluster --quiet` (GX checks,
+  balance/distribution/capacity with 200 bootstrap replicates, JSON + HTML report)
+* `fairaudit --help` start-up, and `fairaudit audit` on the demo data.
+
+Wall time and peak RSS (ru_maxrss of the child) are reported; the median of --repeat runs.
+Prints a Markdown table for docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+BIN = Path(sys.executable).parent
+
+
+def generate(path: Path, rows: int, seed: int = 0) -> None:
+    import numpy as np
+    import polars as pl
+
+    if path.exists():
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    sexes = np.array(["female", "male"])
+    races = np.array(["white", "black", "asian", "amer-indian", "other"])
+    chunk = 5_000_000
+    parts = []
+    tmpdir = Path(tempfile.mkdtemp(dir=path.parent))
+    for i, start in enumerate(range(0, rows, chunk)):
+        n = min(chunk, rows - start)
+        cluster = rng.integers(0, 8, size=n, dtype=np.int32)
+        sex = sexes[(rng.random(n) < 0.3 + 0.05 * (cluster % 3)).astype(np.int8)]
+        race = races[rng.choice(5, size=n, p=[0.7, 0.12, 0.1, 0.03, 0.05])]
+        part = tmpdir / f"part{i:03d}.parquet"
+        pl.DataFrame({"cluster": cluster, "sex": sex, "race": race}).write_parquet(part)
+        parts.append(part)
+    pl.scan_parquet([str(p) for p in parts]).sink_parquet(path)
+    for p in parts:
+        p.unlink()
+    tmpdir.rmdir()
+
+
+BASELINE = """
+import sys, polars as pl
+df = (pl.scan_parquet(sys.argv[1]).group_by(["cluster", "sex", "race"]).agg(pl.len())
+      .collect(engine="streaming"))
+assert df.height > 0
+"""
+
+
+def measure(cmd: list[str], repeat: int) -> tuple[float, float]:
+    walls, rss = [], []
+    for _ in range(repeat):
+        # run each measurement in a wrapper so RUSAGE_CHILDREN is per command
+        wrapper = [sys.executable, "-c", _WRAP, *cmd]
+        proc = subprocess.run(wrapper, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise SystemExit(f"{' '.join(cmd)} failed:\n{proc.stderr}")
+        out = proc.stdout.split()
+        walls.append(float(out[0]))
+        rss.append(float(out[1]))
+    return statistics.median(walls), max(rss)
+
+
+_WRAP = """
+import resource, subprocess, sys, time
+t0 = time.perf_counter()
+p = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+wall = time.perf_counter() - t0
+if p.returncode not in (0, 1):
+    sys.stderr.write(p.stderr.decode()[-3000:]); sys.exit(2)
+print(wall, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)
+"""
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rows", type=int, default=50_000_000)
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    data = HERE / "_data" / f"labels_{args.rows}.parquet"
+    t0 = time.perf_counter()
+    generate(data, args.rows)
+    print(f"data: {data} ({data.stat().st_size / 1e6:.0f} MB, generated/checked in "
+          f"{time.perf_counter() - t0:.0f}s)", file=sys.stderr)
+    out = HERE / "_out"
+    out.mkdir(exist_ok=True)
+    fa = str(BIN / "fairaudit")
+    rows = []
+    base = measure([sys.executable, "-c", BASELINE, str(data)], args.repeat)
+    rows.append(("bare polars streaming group-by", base))
+    audit = measure([fa, "audit", str(data), "--sensitive", "sex,race", "--labels", "cluster",
+                     "--quiet", "--out", str(out / "bench.html")], args.repeat)
+    rows.append(("fairaudit audit --labels (checks, 3 auditors, 200 bootstrap, HTML+JSON)", audit))
+    audit_nb = measure([fa, "audit", str(data), "--sensitive", "sex,race", "--labels", "cluster",
+                        "--quiet", "--bootstrap", "0", "--out", str(out / "bench0.html")],
+                       args.repeat)
+    rows.append(("fairaudit audit --labels --bootstrap 0", audit_nb))
+    help_ = measure([fa, "--help"], max(args.repeat, 5))
+    rows.append(("fairaudit --help", help_))
+    demo = measure([fa, "audit", str(ROOT / "examples/data/adult_sample.parquet"), "--sensitive",
+                    "sex,race", "--quiet", "--out", str(out / "demo.html")], args.repeat)
+    rows.append(("fairaudit audit on the demo data (4,000 rows, default comparison)", demo))
+
+    print(f"\n{dt.date.today()} · {platform.platform()} · {os.cpu_count()} cores · "
+          f"Python {platform.python_version()} · rows={args.rows:,} · median of {args.repeat}")
+    print("| command | wall (s) | peak RSS (MB) | time ÷ baseline | memory ÷ baseline |")
+    print("| --- | ---: | ---: | ---: | ---: |")
+    for name, (wall, rss) in rows:
+        print(f"| {name} | {wall:.2f} | {rss:.0f} | {wall / base[0]:.2f} | {rss / base[1]:.2f} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,189 @@
+"""LOFKM: k-means with local-outlier-factor weights (Deepak P, IDEAS 2020, seed 002 §5).
+
+``W(X) = max(LOF_t(X), 1)`` (eq. 10) with the standard LOF of Breunig et al. on ``t`` neighbours
+(query point excluded; scikit-learn's ``LocalOutlierFactor``). The weighted objective (eq. 11) is
+minimised by Lloyd iterations whose assignment step is plain nearest-prototype (eq. 12) and whose
+prototype step is the W-weighted mean (eq. 13) — exactly ``KMeans.fit(X, sample_weight=W)``.
+
+Duplicates: LOF's local reachability density is infinite for a point with at least ``t`` exact
+copies (scikit-learn adds 1e-10 to the mean reachability distance, turning "infinite" into 1e10
+and the neighbouring LOFs into ~1e10 weights). When X contains duplicate rows we compute LOF on
+the distinct rows (Breunig et al.'s remedy: neighbourhoods over distinct points) and give every
+copy the weight of its distinct row; weights are therefore always finite and >= 1.
+"""
+
+from __future__ import annotations
+
+import logging
+import numbers
+from typing import Any
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClusterMixin
+from sklearn.cluster import KMeans
+from sklearn.neighbors import LocalOutlierFactor
+from sklearn.utils import check_random_state
+
+from fairaudit.cluster.ffcm import _check_constant, _check_X
+
+__all__ = ["LOFKMeans", "lof_weights"]
+
+logger = logging.getLogger(__name__)
+
+
+def lof_weights(
+    X: np.ndarray, n_neighbors: int, *, n_jobs: int | None = None
+) -> tuple[np.ndarray, np.ndarray, bool]:
+    """Return ``(weights, lof, deduplicated)`` with ``weights = max(lof, 1)`` (eq. 10).
+
+    ``lof`` is Breunig's LOF over ``n_neighbors`` neighbours (query point excluded). When X has
+    duplicate rows, LOF is computed on the distinct rows and broadcast to the copies.
+    """
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    n = X.shape[0]
+    # Cheap duplicate check: sort rows lexicographically via a void view.
+    view = X.view(np.dtype((np.void, X.dtype.itemsize * X.shape[1]))).ravel()
+    uniq, first, inverse = np.unique(view, return_index=True, return_inverse=True)
+    dedup = uniq.shape[0] < n
+    Xu = X[first] if dedup else X
+    nu = Xu.shape[0]
+    if n_neighbors >= nu:
+        what = "distinct points" if dedup else "points"
+        raise ValueError(
+            f"The 'n_neighbors' parameter of LOFKMeans must be < the number of {what} "
+            f"({nu}); got {n_neighbors}."
+        )
+    lof_est = LocalOutlierFactor(n_neighbors=n_neighbors, n_jobs=n_jobs)
+    lof_est.fit(Xu)
+    lof_u = -lof_est.negative_outlier_factor_
+    lof = lof_u[inverse.ravel()] if dedup else lof_u
+    if not np.isfinite(lof).all():  # pragma: no cover - defensive, dedup removes the cause
+        raise FloatingPointError("LOF produced non-finite values.")
+    return np.maximum(lof, 1.0), lof, dedup
+
+
+class LOFKMeans(ClusterMixin, BaseEstimator):
+    """Local-connectivity k-means (LOFKM).
+
+    Parameters
+    ----------
+    n_clusters : int, default=8
+    n_neighbors : int, default=5
+        t, the LOF neighbourhood size.
+    n_init : int, default=10
+        Number of seeded starts; the one with the lowest weighted objective is kept.
+    init : {"k-means++", "random"}, default="k-means++"
+    max_iter : int, default=300
+    tol : float, default=1e-4
+        scikit-learn's KMeans tolerance (relative to the mean feature variance).
+    n_jobs : int or None
+        Parallel jobs for the LOF neighbour search.
+    random_state : int, RandomState or None
+    """
+
+    def __init__(
+        self,
+        n_clusters: int = 8,
+        *,
+        n_neighbors: int = 5,
+        n_init: int = 10,
+        init: str = "k-means++",
+        max_iter: int = 300,
+        tol: float = 1e-4,
+        n_jobs: int | None = None,
+        random_state: int | np.random.RandomState | None = None,
+    ) -> None:
+        self.n_clusters = n_clusters
+        self.n_neighbors = n_neighbors
+        self.n_init = n_init
+        self.init = init
+        self.max_iter = max_iter
+        self.tol = tol
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+
+    def _validate(self, n: int) -> None:
+        name = "LOFKMeans"
+
+        def _int(param: str, lo: int) -> int:
+            v = getattr(self, param)
+            if not isinstance(v, numbers.Integral) or isinstance(v, bool) or v < lo:
+                raise ValueError(
+                    f"The '{param}' parameter of {name} must be an int >= {lo}; got {v!r}."
+                )
+            return int(v)
+
+        k = _int("n_clusters", 2)
+        if k > n:
+            raise ValueError(
+                f"The 'n_clusters' parameter of {name} must be <= n_samples = {n}; got {k}."
+            )
+        t = _int("n_neighbors", 1)
+        if t >= n:
+            raise ValueError(
+                f"The 'n_neighbors' parameter of {name} must be < n_samples = {n}; got {t}."
+            )
+        _int("n_init", 1)
+        _int("max_iter", 1)
+        if self.init not in ("k-means++", "random"):
+            raise ValueError(
+                f"The 'init' parameter of {name} must be 'k-means++' or 'random'; got {self.init!r}."
+            )
+        tol = self.tol
+        if not isinstance(tol, numbers.Real) or isinstance(tol, bool) or not tol >= 0:
+            raise ValueError(f"The 'tol' parameter of {name} must be a float >= 0; got {tol!r}.")
+
+    def fit(self, X: Any, y: Any = None, *, sample_weight: Any = None) -> LOFKMeans:
+        """Fit LOFKM. ``sample_weight`` (optional) multiplies the LOF weights."""
+        name = "LOFKMeans"
+        X = _check_X(X, name)
+        n = X.shape[0]
+        self._validate(n)
+        _check_constant(X, name)
+        rng = check_random_state(self.random_state)
+        weights, lof, dedup = lof_weights(X, int(self.n_neighbors), n_jobs=self.n_jobs)
+        if dedup:
+            logger.info("%s: duplicate rows found; LOF computed on distinct rows.", name)
+        w = weights
+        if sample_weight is not None:
+            sw = np.asarray(sample_weight, dtype=np.float64)
+            if sw.shape != (n,) or not np.isfinite(sw).all() or (sw < 0).any():
+                raise ValueError(
+                    f"The 'sample_weight' argument of {name} must be {n} finite values >= 0."
+                )
+            w = w * sw
+        km = KMeans(
+            n_clusters=int(self.n_clusters),
+            init=self.init,
+            n_init=int(self.n_init),
+            max_iter=int(self.max_iter),
+            tol=float(self.tol),
+            random_state=rng.randint(np.iinfo(np.int32).max),
+        )
+        km.fit(X, sample_weight=w)
+        self.lof_ = lof
+        self.weights_ = weights
+        self.deduplicated_ = dedup
+        self.cluster_centers_ = km.cluster_centers_
+        self.labels_ = km.labels_
+        self.inertia_ = float(km.inertia_)  # weighted objective, eq. 11
+        self.n_iter_ = int(km.n_iter_)
+        self.n_features_in_ = X.shape[1]
+        return self
+
+    def fit_predict(self, X: Any, y: Any = None, *, sample_weight: Any = None) -> np.ndarray:
+        return self.fit(X, sample_weight=sample_weight).labels_
+
+    def predict(self, X: Any) -> np.ndarray:
+        """Nearest prototype (eq. 12)."""
+        if not hasattr(self, "cluster_centers_"):
+            raise ValueError("This LOFKMeans instance is not fitted yet; call 'fit' first.")
+        X = _check_X(X, "LOFKMeans.predict")
+        if X.shape[1] != self.n_features_in_:
+            raise ValueError(
+                f"X passed to LOFKMeans.predict must have {self.n_features_in_} features; "
+                f"got {X.shape[1]}."
+            )
+        C = self.cluster_centers_
+        D = (X * X).sum(1)[:, None] - 2 * X @ C.T + (C * C).sum(1)[None, :]
+        return np.argmin(D, axis=1)

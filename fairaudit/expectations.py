@@ -1,0 +1,450 @@
+"""Great Expectations (GX 1.x) expectations shipped by fairaudit.
+
+Importing this module imports Great Expectations and registers, in GX's process-wide registry,
+the custom expectations and metrics below. ``import fairaudit`` never does this; run
+``import fairaudit.expectations`` (or ``from fairaudit.expectations import ...``) to get them.
+
+Fairness expectations (batch level, for your own suites):
+
+- :class:`ExpectClusterBalanceToBeAtLeast` -- balance of a clustering (Chierichetti/Bera
+  convention ``aggregate="min"``; FairDen's ``aggregate="mean"``) is at least ``min_value``.
+- :class:`ExpectClusterCapacityFairnessToBeAtLeast` -- fairness_CCE (FCE notes) is at least
+  ``min_value``.
+
+Both build the (groups x clusters) contingency table from a cluster column and one or more
+sensitive columns (several columns = their intersection, e.g. ``female|asian``), exclude rows with
+a null cluster or sensitive value and the noise label (``noise_label``, default -1), and call
+:mod:`fairaudit.metrics.counting`. The validation result carries ``observed_value`` and a
+``details`` dict with the per-cluster breakdown.
+
+Column expectations (used by :func:`fairaudit.checks.run_input_checks`, usable anywhere):
+
+- :class:`ExpectColumnValuesToBeIntegral` -- non-null values are integers (ints, bools, or floats
+  without a fractional part); strings fail.
+- :class:`ExpectColumnValuesToBeFinite` -- non-null numeric values are finite (no +-inf). GX treats
+  NaN as null, so pair it with ``ExpectColumnValuesToNotBeNull`` to also reject NaN.
+
+:func:`ephemeral_context` returns an in-memory GX context with analytics and progress bars off.
+"""
+
+import logging
+import os
+from abc import abstractmethod
+from typing import Any, ClassVar, Literal
+
+# GX must never phone home: switch analytics off before GX is imported for the first time.
+os.environ["GX_ANALYTICS_ENABLED"] = "False"
+
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from great_expectations.compatibility import pydantic  # noqa: E402
+from great_expectations.core.metric_domain_types import MetricDomainTypes  # noqa: E402
+from great_expectations.execution_engine import PandasExecutionEngine  # noqa: E402
+from great_expectations.expectations.expectation import (  # noqa: E402
+    BatchExpectation,
+    ColumnMapExpectation,
+)
+from great_expectations.expectations.metrics.map_metric_provider import (  # noqa: E402
+    ColumnMapMetricProvider,
+    column_condition_partial,
+)
+from great_expectations.expectations.metrics.metric_provider import metric_value  # noqa: E402
+from great_expectations.expectations.metrics.table_metric_provider import (  # noqa: E402
+    TableMetricProvider,
+)
+
+__all__ = [
+    "CONTINGENCY_METRIC",
+    "ExpectClusterBalanceToBeAtLeast",
+    "ExpectClusterCapacityFairnessToBeAtLeast",
+    "ExpectColumnValuesToBeFinite",
+    "ExpectColumnValuesToBeIntegral",
+    "ephemeral_context",
+]
+
+logger = logging.getLogger(__name__)
+
+#: Name of the GX table metric that computes the (groups x clusters) contingency table.
+CONTINGENCY_METRIC = "fairaudit.cluster_group_table"
+_INTEGRAL_METRIC = "column_values.fairaudit_integral"
+_FINITE_METRIC = "column_values.fairaudit_finite"
+_GROUP_SEPARATOR = "|"
+
+
+def ephemeral_context() -> Any:
+    """Return a fresh in-memory GX data context: no files, no analytics, no progress bars.
+
+    Returns:
+        A ``great_expectations`` ``EphemeralDataContext``. Note that GX also makes it the
+        process-wide "current" context (``gx.get_context`` always does).
+    """
+    import great_expectations as gx
+    from great_expectations.data_context.types.base import (
+        DataContextConfig,
+        InMemoryStoreBackendDefaults,
+        ProgressBarsConfig,
+    )
+
+    config = DataContextConfig(
+        store_backend_defaults=InMemoryStoreBackendDefaults(),
+        analytics_enabled=False,
+        progress_bars=ProgressBarsConfig(globally=False, metric_calculations=False),
+    )
+    return gx.get_context(mode="ephemeral", project_config=config)
+
+
+# --------------------------------------------------------------------------------------------
+# Column map expectations
+# --------------------------------------------------------------------------------------------
+
+
+def _integral_mask(column: pd.Series) -> pd.Series:
+    dtype = column.dtype
+    if pd.api.types.is_bool_dtype(dtype) or pd.api.types.is_integer_dtype(dtype):
+        return pd.Series(True, index=column.index)
+    if pd.api.types.is_float_dtype(dtype):
+        values = column.to_numpy(dtype=float, na_value=np.nan)
+        with np.errstate(invalid="ignore"):
+            ok = np.isfinite(values) & (values == np.floor(values))
+        return pd.Series(ok, index=column.index)
+    # object columns: judge element by element (mixed ints and strings happen in CSVs)
+    return column.map(_is_integral_scalar).astype(bool)
+
+
+def _is_integral_scalar(value: Any) -> bool:
+    if isinstance(value, bool | np.bool_ | int | np.integer):
+        return True
+    if isinstance(value, float | np.floating):
+        return bool(np.isfinite(value) and float(value).is_integer())
+    return False
+
+
+class ColumnValuesIntegral(ColumnMapMetricProvider):
+    """Row condition: the value is an integer (int, bool, or a float without fractional part)."""
+
+    condition_metric_name = _INTEGRAL_METRIC
+
+    @column_condition_partial(engine=PandasExecutionEngine)
+    def _pandas(cls, column: pd.Series, **kwargs: Any) -> pd.Series:
+        return _integral_mask(column)
+
+
+class ExpectColumnValuesToBeIntegral(ColumnMapExpectation):
+    """Expect non-null column values to be integers (e.g. cluster labels).
+
+    Ints and bools pass; floats pass when they have no fractional part (a label column read with
+    nulls is often float); strings, fractional floats and +-inf fail. Nulls are ignored (GX
+    filters them before the row condition), as with every GX map expectation.
+
+    Args:
+        column: the column to check.
+        mostly: fraction of non-null values that must pass (default 1).
+    """
+
+    map_metric: ClassVar[str] = _INTEGRAL_METRIC
+    args_keys: ClassVar[tuple[str, ...]] = ("column",)
+
+
+def _finite_mask(column: pd.Series) -> pd.Series:
+    dtype = column.dtype
+    if pd.api.types.is_bool_dtype(dtype):
+        return pd.Series(True, index=column.index)
+    if pd.api.types.is_numeric_dtype(dtype):
+        values = column.to_numpy(dtype=float, na_value=np.nan)
+        return pd.Series(np.isfinite(values), index=column.index)
+    return column.map(_is_finite_scalar).astype(bool)
+
+
+def _is_finite_scalar(value: Any) -> bool:
+    if isinstance(value, bool | np.bool_ | int | np.integer):
+        return True
+    if isinstance(value, float | np.floating):
+        return bool(np.isfinite(value))
+    return False
+
+
+class ColumnValuesFinite(ColumnMapMetricProvider):
+    """Row condition: the value is a finite number."""
+
+    condition_metric_name = _FINITE_METRIC
+
+    @column_condition_partial(engine=PandasExecutionEngine)
+    def _pandas(cls, column: pd.Series, **kwargs: Any) -> pd.Series:
+        return _finite_mask(column)
+
+
+class ExpectColumnValuesToBeFinite(ColumnMapExpectation):
+    """Expect non-null column values to be finite numbers (no +inf / -inf, no strings).
+
+    GX (on pandas) treats NaN as null and filters nulls before map expectations, so NaN is *not*
+    caught here: add ``ExpectColumnValuesToNotBeNull`` on the same column for that.
+
+    Args:
+        column: the column to check.
+        mostly: fraction of non-null values that must pass (default 1).
+    """
+
+    map_metric: ClassVar[str] = _FINITE_METRIC
+    args_keys: ClassVar[tuple[str, ...]] = ("column",)
+
+
+# --------------------------------------------------------------------------------------------
+# Contingency-table metric and fairness expectations
+# --------------------------------------------------------------------------------------------
+
+
+def _as_column_list(sensitive_columns: str | list[str] | tuple[str, ...]) -> list[str]:
+    if isinstance(sensitive_columns, str):
+        return [sensitive_columns]
+    return [str(c) for c in sensitive_columns]
+
+
+def _jsonable(value: Any) -> Any:
+    """Python scalar for a pandas/numpy label (JSON-serialisable in GX results)."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and value.is_integer():
+        return int(value)  # integral labels read as float because of nulls
+    return value
+
+
+def contingency_table(
+    frame: pd.DataFrame,
+    cluster_column: str,
+    sensitive_columns: str | list[str] | tuple[str, ...],
+    noise_label: int | None = -1,
+) -> dict[str, Any]:
+    """Compute the (groups x clusters) count table of a pandas frame.
+
+    Rows with a null cluster or sensitive value are excluded and counted; rows whose cluster equals
+    ``noise_label`` are excluded and counted apart. Several sensitive columns form one
+    intersectional attribute whose group names join the values with ``|``.
+
+    Returns:
+        A JSON-serialisable dict: ``groups`` (list of str), ``clusters`` (list of labels),
+        ``counts`` (list of lists, groups x clusters), ``n_rows``, ``n_used``, ``n_null``,
+        ``n_noise``.
+
+    Raises:
+        ValueError: when a named column is not in the frame.
+    """
+    columns = _as_column_list(sensitive_columns)
+    if not columns:
+        raise ValueError("The 'sensitive_columns' parameter must name at least one column; got [].")
+    missing = [c for c in [cluster_column, *columns] if c not in frame.columns]
+    if missing:
+        raise ValueError(
+            f"Columns {missing} are not in the batch; available columns: {list(frame.columns)}."
+        )
+    n_rows = int(len(frame))
+    sub = frame[[cluster_column, *columns]]
+    keep = sub.notna().all(axis=1).to_numpy()
+    n_null = int(n_rows - keep.sum())
+    sub = sub[keep]
+    n_noise = 0
+    if noise_label is not None:
+        clusters = sub[cluster_column]
+        if pd.api.types.is_numeric_dtype(clusters.dtype):
+            is_noise = (clusters == noise_label).to_numpy()
+        else:
+            is_noise = clusters.map(lambda v: _is_integral_scalar(v) and v == noise_label)
+            is_noise = is_noise.to_numpy(dtype=bool)
+        n_noise = int(is_noise.sum())
+        sub = sub[~is_noise]
+    if len(columns) == 1:
+        group_key = sub[columns[0]].astype(str)
+    else:
+        group_key = sub[columns[0]].astype(str)
+        for c in columns[1:]:
+            group_key = group_key + _GROUP_SEPARATOR + sub[c].astype(str)
+    table = pd.crosstab(group_key.to_numpy(), sub[cluster_column].to_numpy())
+    return {
+        "groups": [str(g) for g in table.index],
+        "clusters": [_jsonable(k) for k in table.columns],
+        "counts": table.to_numpy(dtype=np.int64).tolist(),
+        "n_rows": n_rows,
+        "n_used": int(len(sub)),
+        "n_null": n_null,
+        "n_noise": n_noise,
+    }
+
+
+class ClusterGroupTable(TableMetricProvider):
+    """GX table metric: the (groups x clusters) contingency table (see :func:`contingency_table`)."""
+
+    metric_name = CONTINGENCY_METRIC
+    value_keys = ("cluster_column", "sensitive_columns", "noise_label")
+
+    @metric_value(engine=PandasExecutionEngine)
+    def _pandas(
+        cls,
+        execution_engine: PandasExecutionEngine,
+        metric_domain_kwargs: dict,
+        metric_value_kwargs: dict,
+        metrics: dict[str, Any],
+        runtime_configuration: dict,
+    ) -> dict[str, Any]:
+        frame, _, _ = execution_engine.get_compute_domain(
+            domain_kwargs=metric_domain_kwargs, domain_type=MetricDomainTypes.TABLE
+        )
+        return contingency_table(
+            frame,
+            metric_value_kwargs["cluster_column"],
+            metric_value_kwargs["sensitive_columns"],
+            metric_value_kwargs.get("noise_label"),
+        )
+
+
+class _ClusterFairnessExpectation(BatchExpectation):
+    """Shared parameters and validation of the fairness expectations (not registered: abstract)."""
+
+    cluster_column: str
+    sensitive_columns: list[str] | str
+    min_value: float
+    noise_label: int | None = -1
+
+    metric_dependencies: ClassVar[tuple[str, ...]] = (CONTINGENCY_METRIC,)
+    success_keys: ClassVar[tuple[str, ...]] = (
+        "cluster_column",
+        "sensitive_columns",
+        "min_value",
+        "noise_label",
+    )
+    args_keys: ClassVar[tuple[str, ...]] = ("cluster_column", "sensitive_columns", "min_value")
+
+    @pydantic.validator("min_value")
+    def _check_min_value(cls, value: float) -> float:
+        if not (0.0 <= float(value) <= 1.0):
+            raise ValueError(f"The 'min_value' parameter must be a number in [0, 1]; got {value}.")
+        return float(value)
+
+    @pydantic.validator("sensitive_columns")
+    def _check_sensitive_columns(cls, value: list[str] | str) -> list[str] | str:
+        if not _as_column_list(value):
+            raise ValueError("The 'sensitive_columns' parameter must name at least one column.")
+        return value
+
+    @abstractmethod
+    def _metric(
+        self, table: np.ndarray, groups: list[str]
+    ) -> tuple[float, list[dict[str, Any]], dict[str, Any]]:
+        """Return (value, per-cluster extra fields, extra detail fields) for ``table``."""
+        raise NotImplementedError
+
+    def _validate(
+        self,
+        metrics: dict,
+        runtime_configuration: dict | None = None,
+        execution_engine: Any = None,
+    ) -> dict[str, Any]:
+        info = metrics[CONTINGENCY_METRIC]
+        details: dict[str, Any] = {
+            "cluster_column": self.cluster_column,
+            "sensitive_columns": _as_column_list(self.sensitive_columns),
+            "groups": info["groups"],
+            "n_rows": info["n_rows"],
+            "n_used": info["n_used"],
+            "n_null_excluded": info["n_null"],
+            "n_noise_excluded": info["n_noise"],
+        }
+        if info["n_used"] == 0:
+            details["note"] = "no rows left after excluding nulls and noise"
+            return {"success": False, "result": {"observed_value": None, "details": details}}
+        counts = np.asarray(info["counts"], dtype=np.int64)
+        value, per_cluster_values, extra = self._metric(counts, info["groups"])
+        sizes = counts.sum(axis=0)
+        per_cluster = []
+        for j, cluster in enumerate(info["clusters"]):
+            row = {
+                "cluster": cluster,
+                "size": int(sizes[j]),
+                "group_counts": {g: int(counts[i, j]) for i, g in enumerate(info["groups"])},
+            }
+            row.update(per_cluster_values[j])
+            per_cluster.append(row)
+        details.update(extra)
+        details["per_cluster"] = per_cluster
+        observed = float(value)
+        success = bool(np.isfinite(observed) and observed >= self.min_value)
+        if not np.isfinite(observed):
+            details["note"] = "the metric is undefined (NaN) for this table"
+        return {"success": success, "result": {"observed_value": observed, "details": details}}
+
+
+class ExpectClusterBalanceToBeAtLeast(_ClusterFairnessExpectation):
+    """Expect the balance of a clustering to be at least ``min_value``.
+
+    balance(k) = min over groups g of min(r_g / r_g(k), r_g(k) / r_g) with r_g the group's share
+    of the data and r_g(k) its share of cluster k (FairDen eq. 6-7; Bera et al.); computed by
+    :func:`fairaudit.metrics.counting.balance`. 1 = every cluster mirrors the population.
+
+    Args:
+        cluster_column: column holding the cluster label of each row.
+        sensitive_columns: one column name or a list; several columns are combined into their
+            intersection (groups such as ``female|asian``).
+        min_value: pass when the aggregated balance is >= this value (in [0, 1]).
+        aggregate: ``"min"`` over clusters (Chierichetti/Bera, default) or ``"mean"`` (FairDen).
+        noise_label: cluster label treated as noise and excluded (default -1; None keeps all).
+
+    The result's ``observed_value`` is the aggregated balance; ``details`` holds both aggregates,
+    the per-cluster balance, size and group counts, and how many rows were excluded.
+    """
+
+    aggregate: Literal["min", "mean"] = "min"
+
+    success_keys: ClassVar[tuple[str, ...]] = (
+        *_ClusterFairnessExpectation.success_keys,
+        "aggregate",
+    )
+
+    def _metric(
+        self, table: np.ndarray, groups: list[str]
+    ) -> tuple[float, list[dict[str, Any]], dict[str, Any]]:
+        from fairaudit.metrics.counting import balance
+
+        result = balance(table)
+        per_cluster = [{"balance": float(b)} for b in np.asarray(result.per_cluster)]
+        extra = {
+            "aggregate": self.aggregate,
+            "balance_min": float(result.min),
+            "balance_mean": float(result.mean),
+        }
+        value = result.min if self.aggregate == "min" else result.mean
+        return float(value), per_cluster, extra
+
+
+class ExpectClusterCapacityFairnessToBeAtLeast(_ClusterFairnessExpectation):
+    """Expect the capacity fairness (fairness_CCE) of a clustering to be at least ``min_value``.
+
+    fairness_CCE = min over clusters k and groups i of min(c * gamma_i(k), 1 / (c * gamma_i(k)))
+    with gamma_i(k) = N[i, k] / |G_i| (the share of group i that lands in cluster k) and c the
+    number of clusters (FCE notes); computed by :func:`fairaudit.metrics.counting.fairness_cce`.
+    1 = every group is spread evenly over the clusters.
+
+    Args:
+        cluster_column: column holding the cluster label of each row.
+        sensitive_columns: one column name or a list (combined into their intersection).
+        min_value: pass when fairness_CCE >= this value (in [0, 1]).
+        noise_label: cluster label treated as noise and excluded (default -1; None keeps all).
+
+    The result's ``observed_value`` is fairness_CCE; ``details.per_cluster`` lists each cluster's
+    size, group counts, per-cluster ``fairness_cce`` and ``group_shares`` (gamma_i(k) for every
+    group i).
+    """
+
+    def _metric(
+        self, table: np.ndarray, groups: list[str]
+    ) -> tuple[float, list[dict[str, Any]], dict[str, Any]]:
+        from fairaudit.metrics.counting import fairness_cce, fairness_cce_per_cluster
+
+        value = fairness_cce(table)
+        per_cluster_values = np.asarray(fairness_cce_per_cluster(table), dtype=float)
+        shares = table / table.sum(axis=1)[:, None]
+        per_cluster = [
+            {
+                "fairness_cce": float(per_cluster_values[j]),
+                "group_shares": {g: float(shares[i, j]) for i, g in enumerate(groups)},
+            }
+            for j in range(table.shape[1])
+        ]
+        return float(value), per_cluster, {"n_clusters": int(table.shape[1])}

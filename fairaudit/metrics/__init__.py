@@ -1,0 +1,59 @@
+"""Fairness and quality metrics (layer 1: numpy arrays and contingency tables)."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_LAZY = {
+    "METRICS": "fairaudit.metrics.counting",
+    "BalanceResult": "fairaudit.metrics.counting",
+    "ContingencyTable": "fairaudit.metrics.counting",
+    "MetricInfo": "fairaudit.metrics.counting",
+    "aggregate": "fairaudit.metrics.counting",
+    "balance": "fairaudit.metrics.counting",
+    "balance_mean": "fairaudit.metrics.counting",
+    "balance_min": "fairaudit.metrics.counting",
+    "balance_per_cluster": "fairaudit.metrics.counting",
+    "balance_prime": "fairaudit.metrics.counting",
+    "balance_prime_per_cluster": "fairaudit.metrics.counting",
+    "cce": "fairaudit.metrics.counting",
+    "contingency_table": "fairaudit.metrics.counting",
+    "ed": "fairaudit.metrics.counting",
+    "ed_per_cluster": "fairaudit.metrics.counting",
+    "fairness_cce": "fairaudit.metrics.counting",
+    "fairness_cce_per_cluster": "fairaudit.metrics.counting",
+    "fce_fair": "fairaudit.metrics.counting",
+    "fce_fair_per_cluster": "fairaudit.metrics.counting",
+    "marginalize": "fairaudit.metrics.counting",
+    "mnce": "fairaudit.metrics.counting",
+    "nce_per_cluster": "fairaudit.metrics.counting",
+    "ne": "fairaudit.metrics.counting",
+    "noise_adjusted_balance": "fairaudit.metrics.counting",
+    "proportion": "fairaudit.metrics.counting",
+    "proportion_per_cluster": "fairaudit.metrics.counting",
+    "wd": "fairaudit.metrics.counting",
+    "wd_per_cluster": "fairaudit.metrics.counting",
+    "BootstrapInterval": "fairaudit.metrics.bootstrap",
+    "bootstrap_interval": "fairaudit.metrics.bootstrap",
+    "bootstrap_samples": "fairaudit.metrics.bootstrap",
+    "percentile_interval": "fairaudit.metrics.bootstrap",
+    "resample_counts": "fairaudit.metrics.bootstrap",
+    "LCDResult": "fairaudit.metrics.local_connectivity",
+    "lcd": "fairaudit.metrics.local_connectivity",
+    "DCSIResult": "fairaudit.metrics.dcsi",
+    "DCSIPair": "fairaudit.metrics.dcsi",
+    "dcsi": "fairaudit.metrics.dcsi",
+}
+
+__all__ = list(_LAZY)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

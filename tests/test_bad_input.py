@@ -1,0 +1,313 @@
+"""The bad-input matrix: each case exits 2 with a short message naming the culprit, never a
+traceback; the input is never modified and a failed run leaves no report and no temp file."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.fixture
+def out_dir(tmp_path) -> Path:
+    d = tmp_path / "out"
+    d.mkdir()
+    return d
+
+
+@pytest.fixture
+def audit_bad(run_cli, out_dir):
+    """Run ``fairaudit audit`` expecting exit 2; check the message, input and outputs."""
+
+    def _run(data: Path | str, *args: str, culprits: tuple[str, ...], code: int = 2):
+        data_path = Path(data)
+        before = _sha(data_path) if data_path.is_file() else None
+        result = run_cli("audit", str(data), "--out", str(out_dir / "report.html"), *args)
+        assert result.exit_code == code, (
+            f"expected exit {code}, got {result.exit_code}:\n{result.output}"
+        )
+        err = result.stderr
+        for c in culprits:
+            assert c in err, f"the message does not name {c!r}:\n{err}"
+        assert "Traceback" not in result.output
+        assert len(err.strip().splitlines()) <= 6, f"the message is too long:\n{err}"
+        assert list(out_dir.iterdir()) == [], "a failed run left files behind"
+        if before is not None:
+            assert _sha(data_path) == before, "the input file was modified"
+        return result
+
+    return _run
+
+
+def _write(frame: pl.DataFrame, path: Path) -> Path:
+    frame.write_parquet(path)
+    return path
+
+
+# ----------------------------------------------------------------------------- files
+def test_missing_file(audit_bad, tmp_path):
+    audit_bad(tmp_path / "nope.parquet", "--sensitive", "sex", culprits=("nope.parquet",))
+
+
+def test_glob_matching_nothing(audit_bad, tmp_path):
+    audit_bad(f"{tmp_path}/nothing-*.parquet", "--sensitive", "sex", culprits=("nothing-*",))
+
+
+def test_not_parquet(audit_bad, tmp_path):
+    path = tmp_path / "garbage.parquet"
+    path.write_bytes(b"this is not a parquet file\x00\x01\x02" * 50)
+    audit_bad(path, "--sensitive", "sex", culprits=("garbage.parquet", "Parquet"))
+
+
+def test_truncated_parquet(audit_bad, tmp_path, synthetic):
+    good = _write(synthetic, tmp_path / "good.parquet")
+    path = tmp_path / "truncated.parquet"
+    path.write_bytes(good.read_bytes()[: good.stat().st_size // 2])
+    audit_bad(path, "--sensitive", "sex", "--labels", "segment", culprits=("truncated.parquet",))
+
+
+def test_empty_table(audit_bad, tmp_path, synthetic):
+    path = _write(synthetic.head(0), tmp_path / "empty.parquet")
+    audit_bad(
+        path, "--sensitive", "sex", "--labels", "segment", culprits=("empty.parquet", "empty")
+    )
+
+
+def test_non_utf8_csv(audit_bad, tmp_path):
+    path = tmp_path / "latin1.csv"
+    text = "name,sex,segment\n" + "".join(
+        f"Jos\u00e9 {i},{'FM'[i % 2]},{i % 3}\n" for i in range(40)
+    )
+    path.write_bytes(text.encode("latin-1"))
+    audit_bad(path, "--sensitive", "sex", "--labels", "segment", culprits=("latin1.csv", "UTF-8"))
+
+
+def test_unknown_format(audit_bad, tmp_path):
+    path = tmp_path / "data.xlsx"
+    path.write_bytes(b"PK\x03\x04 not really a spreadsheet")
+    audit_bad(path, "--sensitive", "sex", culprits=("data.xlsx",))
+
+
+# ----------------------------------------------------------------------------- columns
+def test_missing_sensitive_column_suggests_close_names(audit_bad, parquet_path):
+    r = audit_bad(parquet_path, "--sensitive", "sexx", "--labels", "segment", culprits=("sexx",))
+    assert "'sex'" in r.stderr  # did you mean
+
+
+def test_missing_labels_column(audit_bad, parquet_path):
+    r = audit_bad(parquet_path, "--sensitive", "sex", "--labels", "segmnt", culprits=("segmnt",))
+    assert "'segment'" in r.stderr
+
+
+def test_sensitive_column_with_one_group(audit_bad, tmp_path, synthetic):
+    path = _write(synthetic.with_columns(pl.lit("F").alias("sex")), tmp_path / "one.parquet")
+    audit_bad(path, "--sensitive", "sex", "--labels", "segment", culprits=("'sex'", "single group"))
+
+
+def test_all_null_sensitive_column(audit_bad, tmp_path, synthetic):
+    frame = synthetic.with_columns(pl.lit(None, dtype=pl.String).alias("race"))
+    path = _write(frame, tmp_path / "nulls.parquet")
+    audit_bad(path, "--sensitive", "sex,race", "--labels", "segment", culprits=("race", "null"))
+
+
+def test_null_sensitive_values_with_on_null_error(audit_bad, tmp_path, synthetic):
+    frame = synthetic.with_columns(
+        pl.when(pl.int_range(pl.len()) < 5).then(None).otherwise(pl.col("sex")).alias("sex")
+    )
+    path = _write(frame, tmp_path / "some_nulls.parquet")
+    audit_bad(
+        path, "--sensitive", "sex", "--labels", "segment", "--on-null", "error",
+        culprits=("'sex'", "5 row(s)", "null"),
+    )  # fmt: skip
+
+
+def test_float_sensitive_column(audit_bad, tmp_path, synthetic):
+    frame = synthetic.with_columns(pl.col("x1").alias("income"))
+    path = _write(frame, tmp_path / "float.parquet")
+    audit_bad(path, "--sensitive", "income", "--labels", "segment", culprits=("'income'", "float"))
+
+
+@pytest.mark.parametrize(
+    ("values", "what"),
+    [
+        (lambda n: np.linspace(0, 2, n), "non-integral"),
+        (lambda n: np.array(["a", "b"] * (n // 2)), "String"),
+    ],
+    ids=["float", "string"],
+)
+def test_labels_column_not_integral(audit_bad, tmp_path, synthetic, values, what):
+    frame = synthetic.with_columns(pl.Series("cluster_id", values(synthetic.height)))
+    path = _write(frame, tmp_path / "labels.parquet")
+    audit_bad(path, "--sensitive", "sex", "--labels", "cluster_id", culprits=("'cluster_id'",))
+
+
+def test_id_like_sensitive_column_is_refused_with_a_hint(audit_bad, tmp_path):
+    n = 100_000
+    rng = np.random.default_rng(0)
+    frame = pl.DataFrame(
+        {
+            "person": [f"p{i:06d}" for i in range(n)],
+            "sex": rng.choice(["F", "M"], size=n),
+            "segment": rng.integers(0, 3, size=n),
+        }
+    )
+    path = _write(frame, tmp_path / "ids.parquet")
+    r = audit_bad(
+        path, "--sensitive", "person", "--labels", "segment", culprits=("'person'", "identifier")
+    )
+    assert "100000" in r.stderr.replace(",", "")
+
+
+def test_feature_with_nan_is_named(audit_bad, tmp_path, synthetic):
+    frame = synthetic.with_columns(
+        pl.when(pl.int_range(pl.len()) == 7).then(float("nan")).otherwise(pl.col("x2")).alias("x2")
+    )
+    path = _write(frame, tmp_path / "nan.parquet")
+    audit_bad(
+        path, "--sensitive", "sex", "--cluster", "kmeans:n_clusters=3", "--features", "x1,x2",
+        culprits=("'x2'", "--on-nonfinite"),
+    )  # fmt: skip
+
+
+# ----------------------------------------------------------------------------- clustering
+def test_k_larger_than_rows(audit_bad, tmp_path, synthetic):
+    path = _write(synthetic.head(12), tmp_path / "tiny.parquet")
+    audit_bad(
+        path, "--sensitive", "sex", "--cluster", "kmeans:n_clusters=20", "--features", "x1,x2",
+        culprits=("n_clusters", "20", "12"),
+    )  # fmt: skip
+
+
+def test_a_group_smaller_than_k_is_allowed_for_kmeans_and_reported(run_cli, tmp_path, synthetic):
+    """k-means ignores groups, so a group with fewer rows than k is no reason to refuse; the
+    group is flagged as small (below min_cell) and its count suppressed, and the data checks
+    warn about it."""
+    extra = synthetic.head(2).with_columns(pl.lit("tiny").alias("race"))
+    path = _write(pl.concat([synthetic, extra]), tmp_path / "tiny_group.parquet")
+    out = tmp_path / "r.html"
+    result = run_cli(
+        "audit", str(path), "--sensitive", "race", "--cluster", "kmeans:n_clusters=4",
+        "--features", "x1,x2", "--out", str(out),
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    doc = json.loads(out.with_suffix(".json").read_text(encoding="utf-8"))
+    tiny = next(g for g in doc["input"]["groups"]["race"] if g["group"] == "tiny")
+    assert tiny["small"] and tiny["n"] is None
+    assert any(s["group"] == "tiny" for s in doc["suppressed"])
+    warned = [c for c in doc["checks"] if not c["success"] and c["column"] == "race"]
+    assert warned, "the data checks do not mention the small group of 'race'"
+    assert all(c["severity"] == "warning" for c in warned)
+    assert "tiny" in " ".join(c["observed"] for c in warned)
+
+
+def test_unknown_clusterer_suggests(audit_bad, parquet_path):
+    audit_bad(
+        parquet_path, "--sensitive", "sex", "--cluster", "kmean",
+        culprits=("'kmean'", "did you mean 'kmeans'"),
+    )  # fmt: skip
+
+
+def test_unknown_parameter_suggests(audit_bad, parquet_path):
+    audit_bad(
+        parquet_path, "--sensitive", "sex", "--cluster", "kmeans:n_cluster=3",
+        culprits=("n_cluster", "did you mean n_clusters"),
+    )  # fmt: skip
+
+
+def test_parameter_violating_its_constraint(audit_bad, parquet_path):
+    audit_bad(
+        parquet_path, "--sensitive", "sex", "--cluster", "kmeans:n_clusters=1",
+        culprits=("n_clusters", "an int >= 2", "got 1"),
+    )  # fmt: skip
+
+
+def test_sensitive_column_as_feature_is_refused(audit_bad, parquet_path):
+    audit_bad(
+        parquet_path, "--sensitive", "sex", "--cluster", "kmeans:n_clusters=3",
+        "--features", "x1,sex", culprits=("sex",),
+    )  # fmt: skip
+
+
+# ----------------------------------------------------------------------------- chains
+def test_malformed_chain_toml(run_cli, tmp_path, parquet_path, out_dir):
+    chain = tmp_path / "broken.toml"
+    chain.write_text('[data]\nsensitive = ["sex"\n[[audit]]\nuse = "balance"\n', encoding="utf-8")
+    for args in (
+        ("validate", str(chain)),
+        ("run", str(chain), str(parquet_path), "-o", str(out_dir / "r.html")),
+        ("audit", str(parquet_path), "--chain", str(chain), "-o", str(out_dir / "r.html")),
+    ):
+        result = run_cli(*args)
+        assert result.exit_code == 2, result.output
+        assert "broken.toml" in result.stderr and "TOML" in result.stderr
+        assert "line" in result.stderr  # where in the file
+        assert "Traceback" not in result.output
+    assert list(out_dir.iterdir()) == []
+
+
+def test_chain_not_utf8(run_cli, tmp_path):
+    chain = tmp_path / "latin.toml"
+    chain.write_bytes('# caf\u00e9\n[data]\nsensitive = ["sex"]\n'.encode("latin-1"))
+    result = run_cli("validate", str(chain))
+    assert result.exit_code == 2
+    assert "latin.toml" in result.stderr and "UTF-8" in result.stderr
+
+
+def test_missing_chain_file(run_cli, tmp_path):
+    result = run_cli("validate", str(tmp_path / "nochain.toml"))
+    assert result.exit_code == 2
+    assert "nochain.toml" in result.stderr
+
+
+def test_unknown_component_and_parameter_in_a_chain(run_cli, tmp_path):
+    chain = tmp_path / "typos.toml"
+    chain.write_text(
+        '[data]\nsensitive = ["sex"]\n'
+        '[[cluster]]\nuse = "kmeans"\nparams = { n_cluster = 3 }\n'
+        '[[audit]]\nuse = "balanse"\n',
+        encoding="utf-8",
+    )
+    result = run_cli("validate", str(chain))
+    assert result.exit_code == 2
+    err = result.stderr
+    assert "typos.toml" in err
+    assert "cluster[0].params.n_cluster" in err and "did you mean n_clusters" in err
+    assert "audit[0].use" in err and "'balance'" in err
+
+
+# ----------------------------------------------------------------------------- integrity
+def test_successful_run_does_not_modify_the_input(run_cli, parquet_path, tmp_path):
+    before = _sha(parquet_path)
+    mtime = parquet_path.stat().st_mtime_ns
+    siblings = sorted(p.name for p in parquet_path.parent.iterdir())
+    result = run_cli(
+        "audit", str(parquet_path), "--sensitive", "sex", "--labels", "segment",
+        "--out", str(tmp_path / "elsewhere.html"),
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert _sha(parquet_path) == before
+    assert parquet_path.stat().st_mtime_ns == mtime
+    new = set(p.name for p in parquet_path.parent.iterdir()) - set(siblings)
+    assert new <= {"elsewhere.html", "elsewhere.json", "out"}
+
+
+def test_failed_run_keeps_an_existing_report_intact(run_cli, parquet_path, tmp_path):
+    out = tmp_path / "keep.html"
+    out.write_text("previous report", encoding="utf-8")
+    out.with_suffix(".json").write_text('{"previous": true}', encoding="utf-8")
+    result = run_cli(
+        "audit", str(parquet_path), "--sensitive", "nosuchcolumn", "--labels", "segment",
+        "--out", str(out),
+    )  # fmt: skip
+    assert result.exit_code == 2
+    assert out.read_text(encoding="utf-8") == "previous report"
+    assert out.with_suffix(".json").read_text(encoding="utf-8") == '{"previous": true}'
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
