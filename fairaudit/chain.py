@@ -21,8 +21,9 @@ from fairaudit.artifacts import INPUT_ARTIFACTS, LABELS
 from fairaudit.errors import ChainValidationError, ConfigError
 from fairaudit.results import Threshold
 
-DEFAULT_AUDITORS: tuple[str, ...] = ("balance", "distribution", "capacity")
-"""Auditors run when a chain names none (those installed)."""
+DEFAULT_AUDITORS: tuple[str, ...] = ("balance", "distribution", "capacity", "proxy")
+"""Auditors run when a chain names none (those installed). ``proxy`` (proxy features, on a
+sample) is left out when the data has no feature columns."""
 
 DEFAULT_CLUSTERERS: tuple[str, ...] = ("kmeans", "fairden", "ffcm")
 """Clusterers compared by ``fairaudit audit`` when no labels column and no clusterer are given

@@ -284,6 +284,9 @@ class Auditor(Component):
     kind: ClassVar[str] = "auditor"
     requires: ClassVar[frozenset[str]] = frozenset({"labels", "sensitive"})
     metrics: ClassVar[tuple[MetricSpec, ...]] = ()
+    per_labelling: ClassVar[bool] = True
+    """False for auditors that judge the data rather than a clustering (e.g. proxy features):
+    the host runs them once and labels their results ``"(data)"``."""
 
     @classmethod
     def headline(cls) -> MetricSpec:

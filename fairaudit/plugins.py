@@ -48,6 +48,8 @@ DEFAULT_PLUGINS: tuple[tuple[str, str], ...] = (
     ("builtins_sections", "fairaudit_builtins.sections"),
     ("builtins_encoding", "fairaudit_builtins.encoding"),
     ("builtins_centroid", "fairaudit_builtins.centroid"),
+    ("builtins_consensus", "fairaudit_builtins.consensus"),
+    ("builtins_fufs", "fairaudit_builtins.fufs"),
 )
 """Built-in plugin modules as ``(plugin name, module)``; the same names as their entry points."""
 

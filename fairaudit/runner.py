@@ -46,6 +46,8 @@ from fairaudit.results import (
 
 log = logging.getLogger(__name__)
 
+DATA_LABELLING = "(data)"
+"""The ``labelling`` of results from auditors that judge the data, not a clustering."""
 DEFAULT_MAX_ROWS = 100_000
 """Rows held in memory for clustering when no clusterer sets a lower ``max_rows``."""
 CHECK_SAMPLE_ROWS = 100_000
@@ -123,6 +125,13 @@ def run_chain(
     spec = validate_chain(spec, host.registry, columns=columns)
     roles = _resolve_roles(spec, schema)
 
+    if spec.source.startswith("flags") and not roles.features:
+        # a default auditor that needs features (e.g. proxy) has nothing to look at
+        dropped = [s for s in spec.audit
+                   if "features" in host.registry.get("auditor", s.use).cls.requires]
+        if dropped and len(dropped) < len(spec.audit):
+            spec = dataclasses.replace(spec, audit=tuple(s for s in spec.audit if s not in dropped))
+            log.info("no feature columns: skipped %s", ", ".join(s.use for s in dropped))
     warm = _prewarm_imports()
     try:
         return _run_validated(spec, host, lf, path, in_memory, roles, clock, progress, started,
@@ -248,6 +257,8 @@ def _run_validated(spec, host, lf, path, in_memory, roles, clock, progress, star
             rng = np.random.default_rng([audit_seed, lab_index])
             boot = resample_joint(joint, spec.options.bootstrap, rng)
         for step, cls in zip(spec.audit, audit_classes, strict=True):
+            if not cls.per_labelling and lab_index > 0:
+                continue  # about the data, not a clustering: run once
             comp = _instantiate(cls, step, audit_seed, spec)
             if issubclass(cls, CountingAuditor):
                 produced = clock.run(
@@ -263,6 +274,8 @@ def _run_validated(spec, host, lf, path, in_memory, roles, clock, progress, star
                     random_state=audit_seed,
                 )
                 produced = _guard(step, clock.run, "auditor", step.label, lab.name, _audit, comp, ctx)
+                if not cls.per_labelling:
+                    produced = [dataclasses.replace(r, labelling=DATA_LABELLING) for r in produced]
             results.extend(produced)
 
     results = [evaluate(r, spec.thresholds) for r in results]

@@ -504,7 +504,9 @@ def test_failed_write_removes_the_temporary_file(tmp_path, monkeypatch):
     def boom(src, dst):
         raise OSError("disk full")
 
-    monkeypatch.setattr(report.os, "replace", boom)
+    import fairaudit.io
+
+    monkeypatch.setattr(fairaudit.io.os, "replace", boom)
     with pytest.raises(OSError):
         report.atomic_write_text(out, "x")
     assert not out.exists()

@@ -1,0 +1,247 @@
+"""Built-in clusterer ``fce``: fair consensus of several labellings (FCE, seed 003).
+
+In a chain, ``fce`` combines earlier labellings (``[[cluster]]`` steps and/or the ``data.labels``
+column) named in ``labellings``; with ``labellings`` unset it combines every earlier labelling
+when there are at least two, and otherwise generates ``n_bases`` seeded k-means bases from the
+features. ``extras_`` compares the consensus with each base on balance, fairness_CCE, CCE, MNCE,
+NE and ARI, for the report.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from fairaudit.components import AnyOf, Clusterer, Interval, Options, ReportSection, TypeIs
+from fairaudit.data import AuditData
+from fairaudit.hookspecs import hookimpl
+
+
+def _finite(x: Any) -> float | None:
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def _table(labels: np.ndarray, groups: np.ndarray) -> np.ndarray:
+    """groups x clusters counts without noise rows and without empty rows / columns."""
+    keep = labels >= 0
+    lab = np.unique(labels[keep], return_inverse=True)[1]
+    N = np.zeros((int(groups.max()) + 1, int(lab.max()) + 1 if lab.size else 0), dtype=np.int64)
+    np.add.at(N, (groups[keep], lab), 1)
+    return N[N.sum(axis=1) > 0][:, N.sum(axis=0) > 0]
+
+
+def compare_labellings(
+    labellings: dict[str, np.ndarray], attributes: dict[str, np.ndarray], consensus: str
+) -> list[dict[str, Any]]:
+    """One row per (labelling, attribute): counting metrics and ARI with the consensus."""
+    from sklearn.metrics import adjusted_rand_score
+
+    from fairaudit.metrics import balance, cce, fairness_cce, mnce, ne
+
+    rows: list[dict[str, Any]] = []
+    ref = labellings[consensus]
+    for name, labels in labellings.items():
+        keep = labels >= 0
+        ari = adjusted_rand_score(ref[keep], labels[keep]) if keep.any() else float("nan")
+        for attribute, groups in attributes.items():
+            N = _table(labels, groups)
+            row: dict[str, Any] = {
+                "labelling": name,
+                "attribute": attribute,
+                "is_consensus": name == consensus,
+                "n_clusters": int(N.shape[1]),
+                "noise": int((~keep).sum()),
+                "ari_with_consensus": _finite(ari),
+            }
+            if N.shape[0] >= 1 and N.shape[1] >= 1:
+                b = balance(N)
+                row.update(
+                    balance_min=_finite(b.min),
+                    balance_mean=_finite(b.mean),
+                    fairness_cce=_finite(fairness_cce(N)),
+                    cce=_finite(cce(N)),
+                    mnce=_finite(mnce(N)) if N.shape[0] > 1 else None,
+                    ne=_finite(ne(N)) if N.shape[1] > 1 else None,
+                )
+            rows.append(row)
+    return rows
+
+
+class FCEClusterer(Clusterer):
+    """Fair clustering ensemble: a fair, equal-capacity consensus of several labellings."""
+
+    name = "fce"
+    description = (
+        "Fair clustering ensemble (FCE, PAMI 2025): fair, equal-capacity consensus of earlier "
+        "labellings or of seeded k-means bases."
+    )
+    requires = frozenset({"features", "sensitive"})
+    provides = frozenset({"labels"})
+    max_rows = 200_000
+    constraints = {
+        "n_clusters": AnyOf((Interval(int, 2, None), Options((None,)))),
+        "labellings": AnyOf((Options((None,)), TypeIs((list, tuple), "a list of labelling names"))),
+        "n_bases": Interval(int, 2, None),
+        "lambda1": Interval(float, 0.0, None, closed="neither"),
+        "lambda2": AnyOf((Interval(float, 0.0, None), Options(("auto",)))),
+        "max_iter": Interval(int, 1, None),
+    }
+    param_docs = {
+        "n_clusters": "consensus clusters (default: the median k of the bases)",
+        "labellings": "names of earlier labellings to combine (default: all, if >= 2)",
+        "n_bases": "k-means bases generated from the features when no labellings are combined",
+        "lambda1": "weight of the discretisation term (paper: 1e-3)",
+        "lambda2": "weight of the fairness/capacity term ||G^T Y||^2; 'auto' scales with n, c",
+        "max_iter": "outer iterations",
+        "random_state": "seed (filled from the chain seed when unset)",
+    }
+
+    def __init__(
+        self,
+        n_clusters: int | None = None,
+        *,
+        labellings: list[str] | None = None,
+        n_bases: int = 10,
+        lambda1: float = 1e-3,
+        lambda2: float | str = "auto",
+        max_iter: int = 30,
+        random_state: int | None = None,
+    ) -> None:
+        self.n_clusters = n_clusters
+        self.labellings = labellings
+        self.n_bases = n_bases
+        self.lambda1 = lambda1
+        self.lambda2 = lambda2
+        self.max_iter = max_iter
+        self.random_state = random_state
+
+    def _bases(self, data: AuditData) -> tuple[dict[str, np.ndarray], str]:
+        available = dict(data.labellings)
+        if self.labellings is not None:
+            names = list(self.labellings)
+            unknown = [n for n in names if n not in available]
+            if unknown:
+                raise ValueError(
+                    f"fce: unknown labelling(s) {unknown} in 'labellings'; earlier labellings are "
+                    f"{sorted(available)}"
+                )
+            if len(names) < 2:
+                raise ValueError(
+                    f"fce needs at least two base labellings in 'labellings'; got {names}"
+                )
+            return {n: np.asarray(available[n].labels) for n in names}, "labellings"
+        if len(available) >= 2:
+            return {n: np.asarray(lab.labels) for n, lab in available.items()}, "labellings"
+        from fairaudit.cluster import kmeans_bases
+
+        X = data.feature_matrix()
+        k = self.n_clusters or 8
+        gen = kmeans_bases(X, k, n_bases=self.n_bases, random_state=self.random_state)
+        return {f"kmeans_base_{j}": gen[:, j] for j in range(gen.shape[1])}, "kmeans"
+
+    def fit(self, data: AuditData) -> FCEClusterer:
+        from fairaudit.cluster import FairClusteringEnsemble
+
+        bases, origin = self._bases(data)
+        B = np.column_stack(list(bases.values())).astype(np.int64)
+        k = self.n_clusters
+        if k is None:
+            ks = [len(np.unique(b[b >= 0])) for b in B.T]
+            k = max(2, int(np.median(ks)))
+        codes = data.sensitive_codes()
+        est = FairClusteringEnsemble(
+            k,
+            lambda1=self.lambda1,
+            lambda2=self.lambda2,
+            max_iter=self.max_iter,
+            random_state=self.random_state,
+        ).fit(B, sensitive=codes.codes)
+        self.labels_ = est.labels_.astype(np.int64)
+        self.n_clusters_ = k
+        self.estimator_ = est
+
+        attributes = {name: codes.codes[:, j] for j, name in enumerate(codes.names)}
+        if len(codes.names) > 1:
+            inter, _ = codes.intersection()
+            attributes["|".join(codes.names)] = inter
+        all_labels = {**bases, "consensus": self.labels_}
+        self.extras_ = {
+            "method": "fce",
+            "bases_origin": origin,
+            "bases": list(bases),
+            "weights": {n: float(w) for n, w in zip(bases, est.weights_, strict=True)},
+            "lambda1": float(self.lambda1),
+            "lambda2": float(est.lambda2_),
+            "n_iter": int(est.n_iter_),
+            "objective": [
+                {
+                    "iteration": h.iteration,
+                    "objective": h.objective,
+                    "ensemble": h.ensemble,
+                    "discretisation": h.discretisation,
+                    "fairness": h.fairness,
+                    "moves": h.moves,
+                }
+                for h in est.objective_
+            ],
+            "comparison": compare_labellings(all_labels, attributes, "consensus"),
+        }
+        notes = []
+        if origin == "kmeans":
+            notes.append(
+                f"FCE combined {len(bases)} seeded k-means bases (k = {self.n_clusters or 8}) "
+                "generated from the features."
+            )
+        else:
+            notes.append(f"FCE combined the labellings {', '.join(bases)}.")
+        if any((b < 0).any() for b in B.T):
+            notes.append(
+                "Noise rows (-1) in a base abstain from that base's vote; the consensus labels "
+                "every row."
+            )
+        self.notes_ = tuple(notes)
+        return self
+
+
+@hookimpl
+def fairaudit_register_clusterers() -> list[type[Clusterer]]:
+    return [FCEClusterer]
+
+
+# ============================================================================ report section
+class ConsensusSection(ReportSection):
+    """FCE: the fair consensus against each base labelling it combined."""
+
+    name = "consensus"
+    title = "Fair consensus (FCE)"
+    order = 380
+    template = "sections/consensus.html.j2"
+
+    def applies(self, run: Any) -> bool:
+        return any((lab.get("extras") or {}).get("comparison") for lab in run.labellings)
+
+    def context(self, run: Any) -> dict[str, Any]:
+        blocks = []
+        for lab in run.labellings:
+            extras = lab.get("extras") or {}
+            rows = extras.get("comparison")
+            if not rows:
+                continue
+            attributes = list(dict.fromkeys(r["attribute"] for r in rows))
+            blocks.append({
+                "labelling": lab["name"],
+                "attributes": attributes,
+                "rows": rows,
+                "weights": extras.get("weights"),
+                "lambda2": extras.get("lambda2"),
+                "notes": lab.get("notes") or [],
+            })
+        return {"blocks": blocks}
+
+
+@hookimpl
+def fairaudit_register_report_sections() -> list[type]:
+    return [ConsensusSection]
