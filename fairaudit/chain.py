@@ -695,16 +695,19 @@ def chain_from_flags(
         source = "flags:default"
         for i, name in enumerate(n for n in DEFAULT_CLUSTERERS if registry.has("clusterer", n)):
             cluster_steps.append(StepSpec("cluster", name, f"default.cluster[{i}]", {}, name))
-    preprocess = []
-    if cluster_steps:
-        for i, name in enumerate(
-            n for n in DEFAULT_PREPROCESSORS if registry.has("preprocessor", n)
-        ):
-            preprocess.append(StepSpec("preprocess", name, f"default.preprocess[{i}]", {}, name))
     audit = [
         StepSpec("audit", name, f"default.audit[{i}]", {}, name)
         for i, name in enumerate(n for n in DEFAULT_AUDITORS if registry.has("auditor", n))
     ]
+    needs_features = bool(cluster_steps) or any(
+        "features" in registry.get("auditor", s.use).cls.requires for s in audit
+    )
+    preprocess = []
+    if needs_features:
+        for i, name in enumerate(
+            n for n in DEFAULT_PREPROCESSORS if registry.has("preprocessor", n)
+        ):
+            preprocess.append(StepSpec("preprocess", name, f"default.preprocess[{i}]", {}, name))
     return ChainSpec(
         data=DataSpec(
             sensitive=tuple(sensitive),

@@ -47,6 +47,7 @@ DEFAULT_PLUGINS: tuple[tuple[str, str], ...] = (
     ("builtins_auditors", "fairaudit_builtins.auditors"),
     ("builtins_sections", "fairaudit_builtins.sections"),
     ("builtins_encoding", "fairaudit_builtins.encoding"),
+    ("builtins_fairden", "fairaudit_builtins.fairden"),
     ("builtins_centroid", "fairaudit_builtins.centroid"),
     ("builtins_consensus", "fairaudit_builtins.consensus"),
     ("builtins_fufs", "fairaudit_builtins.fufs"),

@@ -129,8 +129,10 @@ def run_chain(
         # a default auditor that needs features (e.g. proxy) has nothing to look at
         dropped = [s for s in spec.audit
                    if "features" in host.registry.get("auditor", s.use).cls.requires]
-        if dropped and len(dropped) < len(spec.audit):
-            spec = dataclasses.replace(spec, audit=tuple(s for s in spec.audit if s not in dropped))
+        if dropped and len(dropped) < len(spec.audit) and not spec.cluster:
+            spec = dataclasses.replace(
+                spec, audit=tuple(s for s in spec.audit if s not in dropped), preprocess=()
+            )
             log.info("no feature columns: skipped %s", ", ".join(s.use for s in dropped))
     warm = _prewarm_imports()
     try:

@@ -41,9 +41,9 @@ _LAZY = {
     "resample_counts": "fairaudit.metrics.bootstrap",
     "LCDResult": "fairaudit.metrics.local_connectivity",
     "lcd": "fairaudit.metrics.local_connectivity",
-    "DCSIResult": "fairaudit.metrics.dcsi",
-    "DCSIPair": "fairaudit.metrics.dcsi",
-    "dcsi": "fairaudit.metrics.dcsi",
+    "DCSIResult": "fairaudit.metrics.density_separation",
+    "DCSIPair": "fairaudit.metrics.density_separation",
+    "dcsi": "fairaudit.metrics.density_separation",
 }
 
 __all__ = list(_LAZY)

@@ -54,9 +54,16 @@ def finite(x: Any) -> float | None:
     return v if math.isfinite(v) else None
 
 
+DATA_LABELLING = "(data)"
+"""Results of auditors that judge the data rather than a clustering (e.g. proxy features)."""
+
+
 def labelling_names(run: Any) -> list[str]:
-    """Labelling names in document order."""
-    return [str(lab["name"]) for lab in run.labellings]
+    """Labelling names in document order, then ``(data)`` when data-level results exist."""
+    names = [str(lab["name"]) for lab in run.labellings]
+    if any(r.get("labelling") == DATA_LABELLING for r in run.results):
+        names.append(DATA_LABELLING)
+    return names
 
 
 def attribute_order(run: Any) -> dict[Any, int]:

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fairaudit.metrics.dcsi import dcsi
+from fairaudit.metrics.density_separation import dcsi
 
 
 def brute_dcsi(X, labels, min_pts=5):

@@ -1,0 +1,128 @@
+"""Benchmark FairDen (dense vs matrix-free) on the DENSIRED n-series and larger generated data.
+
+One measurement per process (peak RSS is per process):
+
+    .venv/bin/python benchmarks/bench_fairden.py one --n 5000 --solver matrix-free
+    .venv/bin/python benchmarks/bench_fairden.py series --sizes 1000 2000 5000 --dense-max 5000
+
+Data: ``/work/shared/data/densired_runtime/n/dataset_n_<n>.csv`` when present (the FairDen runtime
+study's files), otherwise a seeded DENSIRED-like generator (:func:`densired_like`): two
+density-based clusters, each a random walk of Gaussian blobs in 10 dimensions, 0.1 % uniform
+noise, binary sensitive attribute (a seeded permutation of 50 % ones). Features are z-scored,
+min_pts = 21, k = 2 — the reference README's settings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+SHARED = Path("/work/shared/data/densired_runtime/n")
+
+
+def densired_like(
+    n: int, *, d: int = 10, k: int = 2, seed: int = 0
+) -> tuple[np.ndarray, np.ndarray]:
+    """Seeded DENSIRED-like data: k random-walk chains of Gaussian blobs plus 0.1 % noise."""
+    rng = np.random.default_rng(seed)
+    n_noise = max(1, n // 1000)
+    n_cl = n - n_noise
+    sizes = np.full(k, n_cl // k)
+    sizes[: n_cl - sizes.sum()] += 1
+    parts = []
+    for c in range(k):
+        steps = 50
+        start = rng.uniform(-10, 10, size=d)
+        walk = start + np.cumsum(rng.normal(scale=0.6, size=(steps, d)), axis=0)
+        which = rng.integers(0, steps, size=sizes[c])
+        parts.append(walk[which] + rng.normal(scale=0.35, size=(sizes[c], d)))
+    lo = min(p.min() for p in parts)
+    hi = max(p.max() for p in parts)
+    parts.append(rng.uniform(lo, hi, size=(n_noise, d)))
+    X = np.vstack(parts)
+    X = X[rng.permutation(n)]
+    s = np.zeros(n, dtype=np.int64)
+    s[: n // 2] = 1
+    s = rng.permutation(s)
+    return X, s
+
+
+def load(n: int) -> tuple[np.ndarray, np.ndarray, str]:
+    f = SHARED / f"dataset_n_{n}.csv"
+    if f.exists():
+        with open(f) as fh:
+            header = fh.readline().strip().split(",")
+        A = np.loadtxt(f, delimiter=",", skiprows=1)
+        if len(header) == A.shape[1] - 1:
+            header = ["index", *header]
+        low = [h.strip().lower() for h in header]
+        X = A[:, [i for i, h in enumerate(low) if h.startswith("feat_")]]
+        s = A[:, low.index("sensitive")]
+        return X, np.asarray(s, dtype=int), f"DENSIRED {f.name}"
+    X, s = densired_like(n)
+    return X, s, "generated (densired_like, seed 0)"
+
+
+def run_one(n: int, solver: str) -> dict:
+    from fairaudit.cluster.fairden import FairDen
+
+    X, s, source = load(n)
+    X = (X - X.mean(0)) / X.std(0)
+    t0 = time.perf_counter()
+    f = FairDen(2, min_pts=21, solver=solver, random_state=0).fit(X, sensitive=s)
+    t = time.perf_counter() - t0
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    lab = f.labels_
+    return {
+        "n": n,
+        "solver": f.solver_,
+        "seconds": round(t, 3),
+        "peak_rss_mb": round(peak_mb, 1),
+        "source": source,
+        "cluster_sizes": np.bincount(lab + 1).tolist(),
+        "k_history": list(f.k_history_),
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    one = sub.add_parser("one")
+    one.add_argument("--n", type=int, required=True)
+    one.add_argument("--solver", default="matrix-free")
+    ser = sub.add_parser("series")
+    ser.add_argument("--sizes", type=int, nargs="+", required=True)
+    ser.add_argument("--dense-max", type=int, default=5000)
+    ser.add_argument("--out", type=Path, default=None)
+    a = ap.parse_args()
+    if a.cmd == "one":
+        print(json.dumps(run_one(a.n, a.solver)))
+        return
+    print(f"# {platform.platform()} python {platform.python_version()}", flush=True)
+    rows = []
+    for n in a.sizes:
+        for solver in ("matrix-free", "dense"):
+            if solver == "dense" and n > a.dense_max:
+                continue
+            cmd = [sys.executable, __file__, "one", "--n", str(n), "--solver", solver]
+            res = subprocess.run(cmd, capture_output=True, text=True)
+            if res.returncode:
+                print(f"n={n} {solver}: FAILED\n{res.stderr[-400:]}", flush=True)
+                continue
+            row = json.loads(res.stdout.strip().splitlines()[-1])
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+    if a.out:
+        a.out.write_text(json.dumps(rows, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,439 @@
+"""FairDen: fair density-based clustering (Krieger, Beer et al., ICLR 2025; seed ``000``).
+
+Algorithm 1 of the paper with two interchangeable solvers:
+
+* ``solver="dense"`` — the paper's algorithm on explicit n×n matrices (null space of Fᵀ,
+  generalised eigenproblem). The oracle; O(n²) memory, O(n³) time.
+* ``solver="matrix-free"`` — never forms an n×n matrix: products with the dc-distance use its
+  ultrametric merge tree (O(n) per vector), Goodall1 products use per-category sums
+  (O(n·d_c)), and the constrained generalised eigenproblem is solved by LOBPCG with B = D and
+  the constraint block D⁻¹F.
+* ``solver="auto"`` — dense up to ``AUTO_DENSE_MAX_N`` rows (measured break-even, see
+  ``docs/benchmarks/fairden.md``) and when memory allows, matrix-free above.
+
+See ``docs/methods/fairden.md`` for conventions and deviations from the reference code.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import numpy as np
+from sklearn.cluster import KMeans
+from sklearn.utils import check_random_state
+
+from fairaudit.cluster._fairden_ops import (
+    AffinityOperator,
+    DenseSolver,
+    GoodallOperator,
+    MatrixFreeSolver,
+    available_memory_bytes,
+    dense_bytes_needed,
+    encode_columns,
+    fairness_matrix,
+)
+from fairaudit.cluster.dc_distance import MergeTree, merge_tree
+
+__all__ = ["AUTO_DENSE_MAX_N", "ExcludedGroups", "FairDen"]
+
+logger = logging.getLogger(__name__)
+
+AUTO_DENSE_MAX_N = 64
+"""``solver="auto"`` uses the dense solver up to this many rows (measured break-even)."""
+
+MEMORY_SAFETY = 0.5
+"""The dense solver may use at most this fraction of MemAvailable."""
+
+
+@dataclass(frozen=True)
+class ExcludedGroups:
+    """Sensitive groups with fewer than k members, and the rows excluded because of them.
+
+    ``groups``/``sizes`` list the too-small (intersectional) groups; ``rows`` the indices of the
+    excluded rows (empty unless ``small_groups="drop"``). Excluded rows get label −1.
+    """
+
+    groups: tuple[str, ...]
+    sizes: tuple[int, ...]
+    rows: tuple[int, ...]
+    policy: str
+
+    @property
+    def n_rows(self) -> int:
+        return len(self.rows)
+
+
+def _as_2d(a: object, name: str, n: int | None) -> np.ndarray:
+    arr = np.asarray(a)
+    if arr.ndim == 1:
+        arr = arr[:, None]
+    if arr.ndim != 2:
+        raise ValueError(
+            f"The '{name}' parameter of FairDen must be a 1-D or 2-D array; got {arr.ndim} "
+            "dimensions."
+        )
+    if n is not None and arr.shape[0] != n:
+        raise ValueError(
+            f"The '{name}' parameter of FairDen must have one row per row of X ({n}); "
+            f"got {arr.shape[0]}."
+        )
+    return arr
+
+
+class FairDen:
+    """Fair density-based clustering (FairDen).
+
+    Parameters
+    ----------
+    n_clusters : int, default 2
+        Number of non-noise clusters wanted (k). The noise rule may end with more.
+    min_pts : int or "auto", default "auto"
+        μ of the paper: core distances count the point itself, and final clusters smaller than μ
+        become noise. ``"auto"`` = 2d − 1 with d = numeric features + sensitive attributes (the
+        convention of the reference experiments; 21 for 10 features and one sensitive column).
+    solver : {"auto", "dense", "matrix-free"}, default "auto"
+    n_init : int, default 10
+        k-means restarts on the embedding.
+    random_state : int, Generator, RandomState or None
+        Seeds k-means and the LOBPCG start block.
+    small_groups : {"error", "drop"}, default "error"
+        What to do with sensitive groups smaller than k (they cannot be balanced): raise, or
+        exclude their rows (label −1, recorded in ``excluded_``).
+    single_group : {"error", "unconstrained"}, default "error"
+        All rows in one group leaves the fairness constraint empty: raise, or run plain
+        (unconstrained) density-based spectral clustering.
+    tol : float, default 1e-5
+        Relative residual tolerance of the matrix-free eigensolver (scaled by the mean degree).
+    max_iter : int, default 300
+        Iteration cap of the matrix-free eigensolver.
+    mst_algorithm : {"auto", "boruvka", "prim"}, default "auto"
+        Minimum-spanning-tree algorithm of the dc-distance.
+
+    Attributes
+    ----------
+    labels_ : (n,) int array, −1 = noise (or excluded row)
+    n_clusters_ : int, number of non-noise clusters after the noise rule
+    embedding_ : (n, k_used) spectral embedding H (NaN rows for excluded rows)
+    eigenvalues_ : (k_used,) generalised eigenvalues
+    min_pts_ : int, μ used
+    solver_ : str, solver used
+    groups_ : tuple of str, intersectional group names (``a|b`` for several attributes)
+    excluded_ : ExcludedGroups
+    merge_tree_ : MergeTree of the (kept) rows
+    k_history_ : tuple of the k values tried by the noise rule
+    """
+
+    def __init__(
+        self,
+        n_clusters: int = 2,
+        *,
+        min_pts: int | str = "auto",
+        solver: str = "auto",
+        n_init: int = 10,
+        random_state: int | np.random.Generator | np.random.RandomState | None = None,
+        small_groups: str = "error",
+        single_group: str = "error",
+        tol: float = 1e-5,
+        max_iter: int = 300,
+        mst_algorithm: str = "auto",
+    ) -> None:
+        self.n_clusters = n_clusters
+        self.min_pts = min_pts
+        self.solver = solver
+        self.n_init = n_init
+        self.random_state = random_state
+        self.small_groups = small_groups
+        self.single_group = single_group
+        self.tol = tol
+        self.max_iter = max_iter
+        self.mst_algorithm = mst_algorithm
+
+    # sklearn-style parameter access (no BaseEstimator import needed for layer 1 consumers)
+    def get_params(self, deep: bool = True) -> dict[str, object]:
+        return {
+            k: getattr(self, k)
+            for k in (
+                "n_clusters",
+                "min_pts",
+                "solver",
+                "n_init",
+                "random_state",
+                "small_groups",
+                "single_group",
+                "tol",
+                "max_iter",
+                "mst_algorithm",
+            )
+        }
+
+    def set_params(self, **params: object) -> FairDen:
+        valid = self.get_params()
+        for k, v in params.items():
+            if k not in valid:
+                raise ValueError(f"Unknown parameter {k!r} for FairDen.")
+            setattr(self, k, v)
+        return self
+
+    def __repr__(self) -> str:
+        return f"FairDen(n_clusters={self.n_clusters!r}, solver={self.solver!r})"
+
+    # ------------------------------------------------------------------------------------
+    def _validate_params(self) -> None:
+        k = self.n_clusters
+        if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 2:
+            raise ValueError(
+                f"The 'n_clusters' parameter of FairDen must be an int >= 2; got {k!r}."
+            )
+        m = self.min_pts
+        if not (m == "auto" or (isinstance(m, int | np.integer) and not isinstance(m, bool))):
+            raise ValueError(
+                f"The 'min_pts' parameter of FairDen must be 'auto' or an int >= 2; got {m!r}."
+            )
+        if m != "auto" and m < 2:
+            raise ValueError(
+                f"The 'min_pts' parameter of FairDen must be 'auto' or an int >= 2; got {m!r}."
+            )
+        if self.solver not in ("auto", "dense", "matrix-free"):
+            raise ValueError(
+                "The 'solver' parameter of FairDen must be one of 'auto', 'dense', "
+                f"'matrix-free'; got {self.solver!r}."
+            )
+        ni = self.n_init
+        if isinstance(ni, bool) or not isinstance(ni, int | np.integer) or ni < 1:
+            raise ValueError(f"The 'n_init' parameter of FairDen must be an int >= 1; got {ni!r}.")
+        if self.small_groups not in ("error", "drop"):
+            raise ValueError(
+                "The 'small_groups' parameter of FairDen must be 'error' or 'drop'; "
+                f"got {self.small_groups!r}."
+            )
+        if self.single_group not in ("error", "unconstrained"):
+            raise ValueError(
+                "The 'single_group' parameter of FairDen must be 'error' or 'unconstrained'; "
+                f"got {self.single_group!r}."
+            )
+        if not isinstance(self.tol, float | int) or not self.tol > 0:
+            raise ValueError(
+                f"The 'tol' parameter of FairDen must be a float > 0; got {self.tol!r}."
+            )
+        mi = self.max_iter
+        if isinstance(mi, bool) or not isinstance(mi, int | np.integer) or mi < 1:
+            raise ValueError(
+                f"The 'max_iter' parameter of FairDen must be an int >= 1; got {mi!r}."
+            )
+        if self.mst_algorithm not in ("auto", "boruvka", "prim"):
+            raise ValueError(
+                "The 'mst_algorithm' parameter of FairDen must be one of 'auto', 'boruvka', "
+                f"'prim'; got {self.mst_algorithm!r}."
+            )
+
+    def fit(
+        self,
+        X: np.ndarray,
+        y: object = None,
+        *,
+        sensitive: np.ndarray,
+        categorical: np.ndarray | None = None,
+    ) -> FairDen:
+        """Cluster ``X`` (numeric features) fairly w.r.t. ``sensitive`` (one or more columns,
+        combined into the intersectional attribute); ``categorical`` columns enter through the
+        Goodall1 similarity (eq. 15)."""
+        self._validate_params()
+        k = int(self.n_clusters)
+        Xa = np.asarray(X)
+        if Xa.ndim == 1:
+            Xa = Xa[:, None]
+        if Xa.ndim != 2:
+            raise ValueError(f"The 'X' parameter of FairDen must be a 2-D array; got {Xa.ndim}-D.")
+        try:
+            Xa = Xa.astype(np.float64)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(
+                "The 'X' parameter of FairDen must hold numeric features; pass categorical "
+                "columns through 'categorical='."
+            ) from exc
+        n, d_num = Xa.shape
+        if d_num == 0:
+            raise ValueError(
+                "The 'X' parameter of FairDen must have at least one numeric column (the "
+                "dc-distance is defined on numeric features); got 0."
+            )
+        if not np.all(np.isfinite(Xa)):
+            bad = np.argwhere(~np.isfinite(Xa))[0]
+            raise ValueError(
+                "The 'X' parameter of FairDen must not contain NaN or infinite values; found one "
+                f"at row {bad[0]}, column {bad[1]}."
+            )
+        if k >= n:
+            raise ValueError(
+                f"The 'n_clusters' parameter of FairDen must be < the number of rows ({n}); got {k}."
+            )
+        S = _as_2d(sensitive, "sensitive", n)
+        n_attr = S.shape[1]
+        s_codes, s_uniques = encode_columns(S.astype(object))
+        # intersectional group codes
+        comb_codes, inv = np.unique(s_codes, axis=0, return_inverse=True)
+        group = inv.reshape(-1).astype(np.int64)
+        names = tuple(
+            "|".join(str(s_uniques[j][c]) for j, c in enumerate(row)) for row in comb_codes
+        )
+        cat_codes = None
+        if categorical is not None:
+            C = _as_2d(categorical, "categorical", n)
+            if C.shape[1]:
+                cat_codes, cat_uniques = encode_columns(C.astype(object))
+                for j, u in enumerate(cat_uniques):
+                    if u.size < 2:
+                        raise ValueError(
+                            f"The 'categorical' parameter of FairDen: column {j} has a single "
+                            f"value ({u[0]!r}); drop it (it carries no information)."
+                        )
+        d_cat = 0 if cat_codes is None else cat_codes.shape[1]
+
+        # groups too small to balance
+        sizes = np.bincount(group, minlength=len(names))
+        small = np.flatnonzero(sizes < k)
+        keep = np.ones(n, dtype=bool)
+        if small.size:
+            desc = ", ".join(f"{names[g]!r} ({sizes[g]} rows)" for g in small)
+            if self.small_groups == "error":
+                raise ValueError(
+                    f"Sensitive group(s) {desc} have fewer than n_clusters={k} members and "
+                    "cannot be balanced; pass small_groups='drop' to exclude their rows "
+                    "(reported in excluded_)."
+                )
+            keep = ~np.isin(group, small)
+            logger.warning("FairDen: excluding %d rows of small groups %s", (~keep).sum(), desc)
+        self.excluded_ = ExcludedGroups(
+            groups=tuple(names[g] for g in small),
+            sizes=tuple(int(sizes[g]) for g in small),
+            rows=tuple(int(i) for i in np.flatnonzero(~keep)),
+            policy=str(self.small_groups),
+        )
+        kept = np.flatnonzero(keep)
+        Xk = Xa[kept]
+        gk = group[kept]
+        _, gk = np.unique(gk, return_inverse=True)
+        n_groups = int(gk.max()) + 1 if gk.size else 0
+        self.groups_ = tuple(names[g] for g in np.unique(group[kept]))
+        if n_groups < 2:
+            if self.single_group == "error":
+                raise ValueError(
+                    "All rows are in one sensitive group "
+                    f"({self.groups_[0] if self.groups_ else '?'!r}): the fairness constraint is "
+                    "empty. Pass single_group='unconstrained' to run plain density-based "
+                    "clustering."
+                )
+            logger.warning("FairDen: one sensitive group; running without fairness constraint")
+        nk = kept.size
+        mu = 2 * (d_num + n_attr) - 1 if self.min_pts == "auto" else int(self.min_pts)
+        self.min_pts_ = mu
+        if mu > nk:
+            raise ValueError(
+                f"The 'min_pts' parameter of FairDen ({mu}) must be <= the number of rows ({nk})."
+            )
+        if nk < k * mu:
+            raise ValueError(
+                f"FairDen needs at least n_clusters·min_pts = {k}·{mu} = {k * mu} rows to find "
+                f"{k} non-noise clusters of at least min_pts points; got {nk}."
+            )
+
+        tree: MergeTree = merge_tree(Xk, mu, algorithm=self.mst_algorithm)
+        if tree.max_height <= 0:
+            raise ValueError(
+                "All dc-distances are 0 (every row has at least min_pts − 1 exact duplicates of "
+                "a single point): there is no density structure to cluster."
+            )
+        goodall = GoodallOperator.from_codes(cat_codes[kept]) if d_cat else None
+        op = AffinityOperator(
+            tree=tree,
+            goodall=goodall,
+            w_num=d_num / (d_num + d_cat),
+            w_cat=d_cat / (d_num + d_cat),
+        )
+        F = fairness_matrix(gk, n_groups)
+
+        rs = check_random_state(self.random_state)
+        seed_solver = int(rs.randint(np.iinfo(np.int32).max))
+        seed_km = int(rs.randint(np.iinfo(np.int32).max))
+        solver = self._choose_solver(nk)
+        self.solver_ = solver
+        if solver == "dense":
+            eig = DenseSolver(op, F)
+        else:
+            eig = MatrixFreeSolver(
+                op,
+                F,
+                tol=float(self.tol),
+                max_iter=int(self.max_iter),
+                rng=np.random.default_rng(seed_solver),
+            )
+
+        # Algorithm 1, lines 8-18: k smallest eigenvectors, k-means, noise rule, k += 1
+        k_cur = k
+        history = []
+        max_k = nk - n_groups + 1
+        while True:
+            if k_cur > min(max_k, nk // 1):
+                raise ValueError(
+                    f"FairDen could not find {k} non-noise clusters of at least min_pts={mu} "
+                    f"points (tried k = {k}..{k_cur - 1}); lower min_pts or n_clusters."
+                )
+            history.append(k_cur)
+            w, H = eig.solve(k_cur)
+            km = KMeans(n_clusters=k_cur, n_init=int(self.n_init), random_state=seed_km)
+            lab = km.fit_predict(H)
+            counts = np.bincount(lab, minlength=k_cur)
+            big = counts >= mu
+            if int(big.sum()) >= k:
+                break
+            logger.info(
+                "FairDen: %d of %d clusters smaller than min_pts=%d; k -> %d",
+                int((~big).sum()),
+                k_cur,
+                mu,
+                k_cur + 1,
+            )
+            k_cur += 1
+        remap = np.full(k_cur, -1, dtype=np.int64)
+        remap[big] = np.arange(int(big.sum()))
+        labels = np.full(n, -1, dtype=np.int64)
+        labels[kept] = remap[lab]
+        emb = np.full((n, H.shape[1]), np.nan)
+        emb[kept] = H
+        self.labels_ = labels
+        self.n_clusters_ = int(big.sum())
+        self.embedding_ = emb
+        self.eigenvalues_ = np.asarray(w)
+        self.merge_tree_ = tree
+        self.k_history_ = tuple(history)
+        self.n_features_in_ = d_num
+        return self
+
+    def fit_predict(
+        self,
+        X: np.ndarray,
+        y: object = None,
+        *,
+        sensitive: np.ndarray,
+        categorical: np.ndarray | None = None,
+    ) -> np.ndarray:
+        return self.fit(X, sensitive=sensitive, categorical=categorical).labels_
+
+    def _choose_solver(self, n: int) -> str:
+        need = dense_bytes_needed(n)
+        avail = available_memory_bytes()
+        fits = avail is None or need <= MEMORY_SAFETY * avail
+        if self.solver == "dense":
+            if not fits:
+                raise ValueError(
+                    f"solver='dense' would need about {need / 2**30:.1f} GiB for n={n} rows but "
+                    f"only {MEMORY_SAFETY * (avail or 0) / 2**30:.1f} GiB may be used "
+                    "(half of MemAvailable); use solver='matrix-free' or 'auto'."
+                )
+            return "dense"
+        if self.solver == "matrix-free":
+            return "matrix-free"
+        if n <= AUTO_DENSE_MAX_N and fits:
+            return "dense"
+        return "matrix-free"

@@ -1,0 +1,132 @@
+"""dc-distance: merge tree vs a brute-force dense minimax oracle (to 1e-12)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fairaudit.cluster.dc_distance import (
+    core_distances,
+    dc_distance_matrix,
+    merge_tree,
+    mutual_reachability_mst,
+)
+
+
+def brute_dc(X: np.ndarray, min_pts: int) -> np.ndarray:
+    """Dense oracle: core distance counts the point itself; minimax path by Floyd-Warshall."""
+    X = np.asarray(X, dtype=float)
+    n = X.shape[0]
+    D = np.sqrt(((X[:, None, :] - X[None, :, :]) ** 2).sum(-1))
+    core = np.sort(D, axis=1)[:, min_pts - 1]
+    R = np.maximum(D, np.maximum(core[:, None], core[None, :]))
+    np.fill_diagonal(R, 0.0)
+    M = R.copy()
+    for j in range(n):
+        M = np.minimum(M, np.maximum(M[:, j : j + 1], M[j : j + 1, :]))
+    return M
+
+
+def _cases():
+    rng = np.random.default_rng(12345)
+    out = []
+    for t in range(24):
+        n = int(rng.integers(2, 90))
+        d = int(rng.integers(1, 4))
+        X = rng.normal(size=(n, d))
+        if t % 3 == 0:
+            X = np.round(X)  # many ties
+        if t % 4 == 0:
+            X = np.vstack([X, X[: max(1, n // 2)]])  # duplicates
+        m = int(rng.integers(1, min(9, X.shape[0]) + 1))
+        out.append((X, m))
+    # well-separated blobs: exercises the per-component refinement
+    X = np.vstack([rng.normal(size=(150, 2)), rng.normal(size=(150, 2)) + 30.0])
+    out.append((X, 5))
+    return out
+
+
+@pytest.mark.parametrize("algorithm", ["boruvka", "prim"])
+@pytest.mark.parametrize("case", range(25))
+def test_merge_heights_match_brute_force(algorithm, case):
+    X, m = _cases()[case]
+    oracle = brute_dc(X, m)
+    got = merge_tree(X, m, algorithm=algorithm).dc_matrix()
+    np.testing.assert_allclose(got, oracle, rtol=0, atol=1e-12)
+
+
+def test_core_distance_counts_the_point_itself():
+    X = np.array([[0.0], [1.0], [3.0], [7.0]])
+    # min_pts = 2: the nearest *other* point
+    np.testing.assert_allclose(core_distances(X, 2), [1.0, 1.0, 2.0, 4.0])
+    np.testing.assert_allclose(core_distances(X, 1), [0.0, 0.0, 0.0, 0.0])
+
+
+def test_hand_computed_line():
+    # points 0, 1, 3, 7 with min_pts = 2: core = [1, 1, 2, 4]
+    # MR edges: (0,1)=1, (1,2)=2, (2,3)=4 -> dc: d(0,1)=1, d(0,2)=2, d(0,3)=4
+    X = np.array([[0.0], [1.0], [3.0], [7.0]])
+    D = dc_distance_matrix(X, 2)
+    expected = np.array([[0, 1, 2, 4], [1, 0, 2, 4], [2, 2, 0, 4], [4, 4, 4, 0]], dtype=float)
+    np.testing.assert_allclose(D, expected)
+
+
+def test_mst_total_weight_matches_dense_prim():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(300, 3))
+    a = mutual_reachability_mst(X, 7, algorithm="boruvka")
+    b = mutual_reachability_mst(X, 7, algorithm="prim")
+    assert a.u.size == 299 and b.u.size == 299
+    assert abs(a.weight.sum() - b.weight.sum()) < 1e-9
+    np.testing.assert_allclose(np.sort(a.weight), np.sort(b.weight), atol=1e-12)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    n=st.integers(2, 60),
+    m=st.integers(1, 6),
+    b=st.integers(1, 4),
+    seed=st.integers(0, 2**31 - 1),
+)
+def test_ultrametric_product_matches_dense(n, m, b, seed):
+    rng = np.random.default_rng(seed)
+    X = np.round(rng.normal(size=(n, 2)), 1)
+    m = min(m, n)
+    T = merge_tree(X, m)
+    D = T.dc_matrix()
+    V = rng.normal(size=(n, b))
+    np.testing.assert_allclose(T.dc_matmul(V), D @ V, atol=1e-9 * max(1.0, np.abs(D).max()) * n)
+    np.testing.assert_allclose(T.dc_matmul(V[:, 0]), D @ V[:, 0], atol=1e-8 * n)
+    # ultrametric inequality and symmetry
+    assert np.allclose(D, D.T)
+    i, j, k = rng.integers(0, n, size=3)
+    assert D[i, k] <= max(D[i, j], D[j, k]) + 1e-12
+
+
+def test_leaf_order_makes_nodes_contiguous():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(50, 2))
+    T = merge_tree(X, 4)
+    n = T.n
+    for t in range(n - 1):
+        node = n + t
+        s, m = T.node_start[node], T.node_size[node]
+        a, b = int(T.linkage[t, 0]), int(T.linkage[t, 1])
+        leaves_a = set(T.order[T.node_start[a] : T.node_start[a] + T.node_size[a]].tolist())
+        leaves_b = set(T.order[T.node_start[b] : T.node_start[b] + T.node_size[b]].tolist())
+        assert set(T.order[s : s + m].tolist()) == leaves_a | leaves_b
+
+
+@pytest.mark.parametrize(
+    ("X", "m", "msg"),
+    [
+        (np.array([[0.0], [np.nan]]), 1, "NaN"),
+        (np.zeros((3, 2)), 0, "min_pts"),
+        (np.zeros((3, 2)), 4, "min_pts"),
+    ],
+)
+def test_bad_input(X, m, msg):
+    with pytest.raises(ValueError, match=msg):
+        merge_tree(X, m)

@@ -1,0 +1,263 @@
+"""FairDen: dense oracle vs matrix-free, Goodall1 vs brute force, noise rule, bad input, fidelity."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.linalg
+from sklearn.metrics import adjusted_rand_score
+
+from fairaudit.cluster._fairden_ops import GoodallOperator, goodall_weights
+from fairaudit.cluster.fairden import FairDen
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "fairden"
+
+
+def blobs(n_per=50, seed=0, d=2, dup=False):
+    rng = np.random.default_rng(seed)
+    X = np.vstack(
+        [
+            rng.normal(size=(n_per, d)),
+            rng.normal(size=(n_per, d)) + 6,
+            rng.normal(size=(n_per, d)) - 6,
+        ]
+    )
+    if dup:
+        X = np.vstack([X, X[:20]])
+    s = rng.integers(0, 2, size=X.shape[0])
+    return X, s
+
+
+def principal_angles(A, B):
+    return scipy.linalg.subspace_angles(A, B)
+
+
+# -- Goodall1 ---------------------------------------------------------------------------------
+
+
+def brute_goodall(codes):
+    n, dc = codes.shape
+    S = np.zeros((n, n))
+    for k in range(dc):
+        vals, cnt = np.unique(codes[:, k], return_counts=True)
+        p = dict(zip(vals.tolist(), (cnt / n).tolist(), strict=True))
+        for i in range(n):
+            for j in range(n):
+                if codes[i, k] == codes[j, k]:
+                    pk = p[codes[i, k]]
+                    S[i, j] += 1 - sum(q**2 for q in p.values() if q <= pk)
+    return S / dc
+
+
+def test_goodall_matches_brute_force():
+    rng = np.random.default_rng(1)
+    codes = np.column_stack(
+        [rng.integers(0, 3, 40), rng.integers(0, 5, 40), rng.integers(0, 2, 40)]
+    )
+    op = GoodallOperator.from_codes(codes)
+    np.testing.assert_allclose(op.dense(), brute_goodall(codes), atol=1e-12)
+    V = rng.normal(size=(40, 3))
+    np.testing.assert_allclose(op.matmul(V), brute_goodall(codes) @ V, atol=1e-10)
+    np.testing.assert_allclose(op.diag, np.diag(brute_goodall(codes)), atol=1e-12)
+
+
+def test_goodall_hand_computed():
+    # column with frequencies a: 0.5, b: 0.25, c: 0.25
+    # s(b) = s(c) = 1 - (0.25² + 0.25²) = 0.875; s(a) = 1 - (0.0625·2 + 0.25) = 0.625
+    w = goodall_weights(np.array([[0], [0], [1], [2]]))[0]
+    np.testing.assert_allclose(w, [0.625, 0.875, 0.875])
+
+
+# -- solvers agree -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "kind", ["random", "structured", "duplicates", "three_groups", "categorical", "two_attrs"]
+)
+def test_dense_and_matrix_free_agree(kind):
+    rng = np.random.default_rng(7)
+    cat = None
+    if kind == "random":
+        X = rng.normal(size=(150, 3))
+        s = rng.integers(0, 2, 150)
+    else:
+        X, s = blobs(seed=3, dup=kind == "duplicates")
+    if kind == "three_groups":
+        s = rng.integers(0, 3, X.shape[0])
+    if kind == "categorical":
+        cat = np.column_stack(
+            [rng.choice(["a", "b", "c"], X.shape[0]), rng.integers(0, 2, X.shape[0])]
+        )
+    if kind == "two_attrs":
+        s = np.column_stack([s, rng.choice(["x", "y"], X.shape[0])])
+    kw = dict(min_pts=5, random_state=0, n_init=3)
+    fd = FairDen(3, solver="dense", **kw).fit(X, sensitive=s, categorical=cat)
+    fm = FairDen(3, solver="matrix-free", tol=1e-12, **kw).fit(X, sensitive=s, categorical=cat)
+    assert fd.k_history_ == fm.k_history_
+    m = fd.embedding_.shape[1]
+    Hd, Hm = fd.embedding_, fm.embedding_
+    ang = principal_angles(Hd, Hm)
+    assert ang.max() < 1e-6, ang
+    np.testing.assert_allclose(fd.eigenvalues_, fm.eigenvalues_, atol=1e-8)
+    assert adjusted_rand_score(fd.labels_, fm.labels_) == 1.0
+    assert m >= 3
+
+
+def test_embedding_satisfies_constraints():
+    X, s = blobs(seed=5)
+    f = FairDen(3, min_pts=5, solver="dense", random_state=0).fit(X, sensitive=s)
+    H = f.embedding_
+    F = (s[:, None] == np.arange(1)[None, :]).astype(float)
+    F -= F.mean(0)
+    np.testing.assert_allclose(F.T @ H, 0, atol=1e-8)
+    # H^T D H = I with D = degrees of the affinity
+    A = 1 - f.merge_tree_.dc_matrix() / f.merge_tree_.max_height
+    np.fill_diagonal(A, 0)
+    deg = A.sum(1)
+    np.testing.assert_allclose(H.T @ (deg[:, None] * H), np.eye(H.shape[1]), atol=1e-8)
+
+
+def test_fair_on_planted_unfair_blobs():
+    # FairDen fig. 1 in miniature: blob A is 50/50, blob B only group 0, blob C only group 1.
+    # Density alone gives three pure-ish clusters; with k = 2 the fair answer joins B and C.
+    rng = np.random.default_rng(0)
+    X = np.vstack(
+        [
+            rng.normal(size=(100, 2)),
+            rng.normal(size=(100, 2)) + 8,
+            rng.normal(size=(100, 2)) + [16, 0],
+        ]
+    )
+    s = np.r_[
+        rng.permutation(np.r_[np.zeros(50, int), np.ones(50, int)]),
+        np.zeros(100, int),
+        np.ones(100, int),
+    ]
+    f = FairDen(2, min_pts=5, random_state=0).fit(X, sensitive=s)
+    assert f.n_clusters_ == 2
+    for c in range(f.n_clusters_):
+        frac = s[f.labels_ == c].mean()
+        assert 0.4 < frac < 0.6, frac
+
+
+def test_same_seed_same_labels_and_params_untouched():
+    X, s = blobs(seed=2)
+    a = FairDen(3, min_pts=5, random_state=4)
+    before = a.get_params()
+    la = a.fit(X, sensitive=s).labels_
+    lb = FairDen(3, min_pts=5, random_state=4).fit(X, sensitive=s).labels_
+    assert np.array_equal(la, lb)
+    assert a.get_params() == before
+
+
+def test_noise_rule_increments_k_and_recomputes_eigenvectors():
+    rng = np.random.default_rng(0)
+    # two dense blobs plus a tiny far-away group of 3 points (smaller than min_pts)
+    X = np.vstack(
+        [
+            rng.normal(size=(80, 2)),
+            rng.normal(size=(80, 2)) + 10,
+            [[60, 60], [60.1, 60], [60, 60.1]],
+        ]
+    )
+    s = rng.integers(0, 2, X.shape[0])
+    f = FairDen(2, min_pts=5, solver="dense", random_state=0).fit(X, sensitive=s)
+    assert f.n_clusters_ >= 2
+    if len(f.k_history_) > 1:
+        assert f.embedding_.shape[1] == f.k_history_[-1]
+        assert (f.labels_ == -1).sum() >= 1
+    assert set(np.unique(f.labels_)) <= set(range(-1, f.n_clusters_))
+
+
+def test_min_pts_auto_is_2d_minus_1():
+    X, s = blobs(seed=1)
+    f = FairDen(2, random_state=0).fit(X, sensitive=s)
+    assert f.min_pts_ == 2 * (2 + 1) - 1
+    f = FairDen(2, random_state=0).fit(X, sensitive=np.column_stack([s, s]))
+    assert f.min_pts_ == 2 * (2 + 2) - 1
+
+
+# -- bad input ---------------------------------------------------------------------------------
+
+
+def test_small_group_error_names_group_and_drop_records_it():
+    X, s = blobs(seed=4)
+    s = s.astype(object)
+    s[:2] = "tiny"
+    with pytest.raises(ValueError, match="'tiny'"):
+        FairDen(3, min_pts=5).fit(X, sensitive=s)
+    f = FairDen(3, min_pts=5, small_groups="drop", random_state=0).fit(X, sensitive=s)
+    assert f.excluded_.groups == ("tiny",)
+    assert f.excluded_.rows == (0, 1)
+    assert (f.labels_[:2] == -1).all()
+    assert np.isnan(f.embedding_[:2]).all()
+
+
+@pytest.mark.parametrize(
+    ("params", "fit_kw", "match"),
+    [
+        ({"n_clusters": 1}, {}, "n_clusters"),
+        ({"n_clusters": 400}, {}, "n_clusters"),
+        ({"solver": "magic"}, {}, "solver"),
+        ({"min_pts": 1}, {}, "min_pts"),
+        ({"n_clusters": 3, "min_pts": 90}, {}, "n_clusters·min_pts"),
+        ({}, {"sensitive": "one"}, "one sensitive group"),
+        ({}, {"nan": True}, "NaN"),
+        ({}, {"cat_const": True}, "single value"),
+    ],
+)
+def test_bad_input(params, fit_kw, match):
+    X, s = blobs(seed=0)
+    if fit_kw.get("nan"):
+        X = X.copy()
+        X[3, 1] = np.nan
+    if fit_kw.get("sensitive") == "one":
+        s = np.zeros(X.shape[0], int)
+    cat = np.full((X.shape[0], 1), "same") if fit_kw.get("cat_const") else None
+    with pytest.raises(ValueError, match=match):
+        FairDen(**{"min_pts": 5, **params}).fit(X, sensitive=s, categorical=cat)
+
+
+def test_single_group_unconstrained_option():
+    X, _ = blobs(seed=0)
+    f = FairDen(3, min_pts=5, single_group="unconstrained", random_state=0).fit(
+        X, sensitive=np.zeros(X.shape[0], int)
+    )
+    assert f.n_clusters_ >= 3
+    # the three blobs are found
+    truth = np.repeat([0, 1, 2], 50)
+    assert adjusted_rand_score(truth, f.labels_) > 0.95
+
+
+def test_dense_memory_guard(monkeypatch):
+    import fairaudit.cluster.fairden as mod
+
+    monkeypatch.setattr(mod, "available_memory_bytes", lambda: 1000)
+    X, s = blobs(seed=0)
+    with pytest.raises(ValueError, match="solver='dense' would need"):
+        FairDen(2, min_pts=5, solver="dense").fit(X, sensitive=s)
+    f = FairDen(2, min_pts=5, solver="auto", random_state=0).fit(X, sensitive=s)
+    assert f.solver_ == "matrix-free"
+
+
+# -- fidelity against the reference implementation (shipped n = 200 sample) --------------------
+
+
+def test_reference_n200_fidelity():
+    A = np.loadtxt(DATA / "dataset_n_200.csv", delimiter=",", skiprows=1)
+    X = A[:, :10]
+    X = (X - X.mean(0)) / X.std(0)
+    s = A[:, 10].astype(int)
+    ref = A[:, 12].astype(int)
+    for solver in ("dense", "matrix-free"):
+        f = FairDen(2, min_pts=21, solver=solver, random_state=0).fit(X, sensitive=s)
+        assert adjusted_rand_score(ref, f.labels_) >= 0.9
+        # balance (mean over clusters) within 0.03 of the reference's 0.9599
+        bal = []
+        r = np.bincount(s) / s.size
+        for c in range(f.n_clusters_):
+            rc = np.bincount(s[f.labels_ == c], minlength=2) / (f.labels_ == c).sum()
+            bal.append(np.min(np.minimum(r / rc, rc / r)))
+        assert abs(np.mean(bal) - 0.9599358974358975) <= 0.03
