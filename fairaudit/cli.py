@@ -154,13 +154,15 @@ def _default_json(out: Path) -> Path:
               help="Rows with a null sensitive value or label [default: exclude].")
 @click.option("--on-nonfinite", type=click.Choice(["error", "drop"]), default=None,
               help="Rows with NaN/inf feature values [default: error].")
+@click.option("--separator", metavar="CHAR", default=None,
+              help="CSV field separator [default: ',' (tab for .tsv)].")
 @click.option("--bootstrap", type=click.IntRange(min=0), default=None,
               help="Bootstrap replicates for confidence intervals, 0 = off [default: 200].")
 @_common
 @_handle_errors
 def audit(data: str, sensitive, labels, features, exclude, chain_file, clusters, k, seed,
           sample, out, json_out, fail_under, fail_over, min_cell, no_suppress, on_null,
-          on_nonfinite, bootstrap, quiet, debug, disabled) -> int:
+          on_nonfinite, separator, bootstrap, quiet, debug, disabled) -> int:
     """Audit DATA (Parquet file, directory or glob of Parquet files, or CSV)."""
     from fairaudit.chain import chain_from_flags, load_chain, parse_threshold_flag
     from fairaudit.errors import ConfigError
@@ -180,6 +182,14 @@ def audit(data: str, sensitive, labels, features, exclude, chain_file, clusters,
         suppress=None if no_suppress is None else not no_suppress, on_null=on_null,
         on_nonfinite=on_nonfinite, bootstrap=bootstrap, base=base,
     )
+    if separator is not None:
+        if len(separator) != 1:
+            raise ConfigError(f"--separator: expected one character; got {separator!r}")
+        import dataclasses
+
+        spec = dataclasses.replace(
+            spec, data=dataclasses.replace(spec.data, reader_options={"separator": separator})
+        )
     return _run_and_write(spec, host, data, Path(out),
                           Path(json_out) if json_out else None, quiet)
 
