@@ -293,3 +293,13 @@ class AuditData:
             labellings=labellings,
             exclusions=excl,
         )
+
+
+def sample_rows(n: int, max_rows: int | None, seed: int | None) -> np.ndarray:
+    """Sorted row positions of a seeded sample of at most ``max_rows`` of ``n`` rows
+    (every row when ``max_rows`` is None or not smaller than ``n``)."""
+    import numpy as np
+
+    if max_rows is None or n <= max_rows:
+        return np.arange(n)
+    return np.sort(np.random.default_rng(seed).choice(n, int(max_rows), replace=False))

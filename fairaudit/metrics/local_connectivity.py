@@ -28,6 +28,11 @@ __all__ = ["LCDResult", "lcd"]
 logger = logging.getLogger(__name__)
 
 _BLOCK = 1 << 20  # max (points x neighbours) entries held at once
+TIE_RTOL = 1e-9
+"""Distances equal within this relative tolerance count as equal in the two conditions of
+eq. 1-2, so a tie (e.g. two points equidistant from the prototype in rounded data) is decided the
+same way whatever the floating-point rounding: dist(s, c) <= dist(X, c) holds at a tie,
+dist(X, s) < dist(X, c) does not."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -195,7 +200,11 @@ def _cluster_lcd(
             if kk == 1:
                 dist, nb = dist[:, None], nb[:, None]
             dX = dc[idx][:, None]
-            ok = (nb != idx[:, None]) & (dist < dX) & (dc[nb] <= dX)
+            ok = (
+                (nb != idx[:, None])
+                & (dist < dX * (1.0 - TIE_RTOL))
+                & (dc[nb] <= dX * (1.0 + TIE_RTOL))
+            )
             # keep the first t qualifying, in neighbour order (nearest first)
             rank = np.cumsum(ok, axis=1)
             take = ok & (rank <= t)

@@ -29,7 +29,7 @@ from fairaudit.components import (
     Options,
     ReportSection,
 )
-from fairaudit.data import AuditData
+from fairaudit.data import AuditData, sample_rows
 from fairaudit.hookspecs import hookimpl
 from fairaudit.results import MetricResult
 
@@ -385,11 +385,9 @@ class LCDAuditor(Auditor):
         labels = np.asarray(ctx.labelling.labels, dtype=np.int64)
         ids = data.row_ids
         notes: list[str] = []
-        rows = np.arange(len(labels))
-        if self.max_samples is not None and len(labels) > self.max_samples:
-            seed = self.random_state if self.random_state is not None else ctx.random_state
-            rng = np.random.default_rng(seed)
-            rows = np.sort(rng.choice(len(labels), self.max_samples, replace=False))
+        seed = self.random_state if self.random_state is not None else ctx.random_state
+        rows = sample_rows(len(labels), self.max_samples, seed)
+        if rows.size < len(labels):
             notes.append(
                 f"LCD computed on a seeded sample of {self.max_samples} of {len(labels)} rows "
                 "(neighbourhoods are those of the sample)."

@@ -29,7 +29,7 @@ from fairaudit.components import (
     Options,
     ReportSection,
 )
-from fairaudit.data import AuditData
+from fairaudit.data import AuditData, sample_rows
 from fairaudit.hookspecs import hookimpl
 from fairaudit.results import MetricResult
 
@@ -239,11 +239,9 @@ class DCSIAuditor(Auditor):
         X = data.feature_matrix()
         labels = np.asarray(ctx.labelling.labels, dtype=np.int64)
         notes: list[str] = []
-        rows = np.arange(labels.size)
-        if self.max_samples is not None and labels.size > self.max_samples:
-            seed = self.random_state if self.random_state is not None else ctx.random_state
-            rng = np.random.default_rng(seed)
-            rows = np.sort(rng.choice(labels.size, int(self.max_samples), replace=False))
+        seed = self.random_state if self.random_state is not None else ctx.random_state
+        rows = sample_rows(labels.size, self.max_samples, seed)
+        if rows.size < labels.size:
             notes.append(f"DCSI computed on a seeded sample of {rows.size} of {labels.size} rows.")
         res = dcsi(X[rows], labels[rows], min_pts=int(self.min_pts))
         notes.extend(res.notes)

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fairaudit.metrics.local_connectivity import LCDResult, lcd
+from fairaudit.metrics.local_connectivity import TIE_RTOL, LCDResult, lcd
 
 
 def brute_lcd(X: np.ndarray, labels: np.ndarray, t: int, prototypes=None):
@@ -29,7 +29,8 @@ def brute_lcd(X: np.ndarray, labels: np.ndarray, t: int, prototypes=None):
                     continue
                 dsc = math.dist(X[s], proto)
                 dxs = math.dist(X[i], X[s])
-                if dsc <= dxc and dxs < dxc:
+                # ties within TIE_RTOL are decided as the implementation documents
+                if dsc <= dxc * (1 + TIE_RTOL) and dxs < dxc * (1 - TIE_RTOL):
                     cand.append((dxs, s, dsc))
             cand.sort(key=lambda r: (r[0], r[1]))
             total = 0.0
@@ -218,3 +219,14 @@ def test_lazy_export_survives_submodule_import():
     b = f(X, labels, t=3)
     np.testing.assert_array_equal(a.point_lcd, b.point_lcd)
     np.testing.assert_array_equal(a.point_lcd, lcd(X, labels, t=3).point_lcd)
+
+
+def test_ties_in_rounded_data_match_the_oracle():
+    # seed 40, n 29, k 4, t 3: rows 0 and 7 are equidistant from their prototype in exact
+    # arithmetic, but float rounding differs by one ulp (found by the property test above)
+    rng = np.random.default_rng(40)
+    X = rng.normal(size=(29, 2)).round(1)
+    labels = rng.integers(0, 4, 29)
+    res = lcd(X, labels, t=3)
+    point, *_ = brute_lcd(X, labels, 3)
+    np.testing.assert_allclose(res.point_lcd, point, rtol=1e-9, atol=1e-9)
