@@ -17,61 +17,16 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
+from fixture_plugins import FakeEntryPoint, install_fake_entry_points
 
 from fairaudit.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
-FIXTURE_PLUGINS = Path(__file__).resolve().parent / "plugins"
 EXAMPLE_DATA = ROOT / "examples" / "data" / "adult_sample.parquet"
 CHAINS = ROOT / "examples" / "chains"
 
 
 # ----------------------------------------------------------------------------- helpers
-def load_fixture_plugin(name: str):
-    """Import ``tests/plugins/<name>.py`` under a private module name."""
-    mod_name = f"fairaudit_fixture_{name}"
-    if mod_name in sys.modules:
-        return sys.modules[mod_name]
-    spec = importlib.util.spec_from_file_location(mod_name, FIXTURE_PLUGINS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[mod_name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-class _Dist:
-    def __init__(self, name: str, version: str = "9.9"):
-        self.name = name
-        self.version = version
-
-
-class FakeEntryPoint:
-    """Stands in for an installed third-party plugin's entry point."""
-
-    group = "fairaudit"
-
-    def __init__(self, name: str, module: str, package: str = "fixture-plugin"):
-        self.name = name
-        self.module = module
-        self.value = f"fairaudit_fixture_{module}"
-        self.dist = _Dist(package)
-
-    def load(self):
-        return load_fixture_plugin(self.module)
-
-
-def install_fake_entry_points(monkeypatch, *eps) -> None:
-    real = importlib.metadata.entry_points
-
-    def entry_points(**kwargs):
-        found = list(real(**kwargs))
-        if kwargs.get("group") == "fairaudit":
-            found += list(eps)
-        return found
-
-    monkeypatch.setattr(importlib.metadata, "entry_points", entry_points)
-
-
 def _doc(path: Path) -> dict:
     return json.loads(Path(path).read_text(encoding="utf-8"))
 
@@ -84,12 +39,11 @@ def _stub_html(monkeypatch) -> None:
     """Replace the (matplotlib-heavy) HTML rendering by a stub, for tests about the JSON and
     exit codes only; tests of the page itself use the real renderer."""
     import fairaudit.report
-    from fairaudit.io import atomic_write_text
 
-    def write_html(run, path, host=None, *, template_dirs=()):
-        return atomic_write_text(Path(path), "<!-- html rendering stubbed in this test -->\n")
+    def render_html(run, host=None, *, template_dirs=()):
+        return "<!-- html rendering stubbed in this test -->\n"
 
-    monkeypatch.setattr(fairaudit.report, "write_html", write_html)
+    monkeypatch.setattr(fairaudit.report, "render_html", render_html)
 
 
 @pytest.fixture

@@ -3,7 +3,6 @@ step), and the order in which the lifecycle hooks fire."""
 
 from __future__ import annotations
 
-import importlib.util
 import inspect
 import sys
 from pathlib import Path
@@ -11,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
+from fixture_plugins import load_fixture_plugin
 
 from fairaudit import hookspecs
 from fairaudit.chain import parse_chain
@@ -20,19 +20,7 @@ from fairaudit.results import AuditRun
 from fairaudit.runner import run_chain
 from fairaudit.testing import record_hooks, registered
 
-FIXTURE_PLUGINS = Path(__file__).resolve().parent / "plugins"
 PREFIX = "fairaudit_"
-
-
-def load_fixture_plugin(name: str):
-    mod_name = f"fairaudit_fixture_{name}"
-    if mod_name in sys.modules:
-        return sys.modules[mod_name]
-    spec = importlib.util.spec_from_file_location(mod_name, FIXTURE_PLUGINS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[mod_name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def _hook_names() -> list[str]:
