@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fairaudit.cluster.lofkm import LOFKMeans, lof_weights
+from fairaudit.cluster.lofkm import LOFKMeans, local_outlier_factor, lof_weights
 
 
 def brute_lof(X, t):
@@ -41,6 +41,24 @@ def test_weights_match_brute_force_lof(t):
     assert not dedup
     np.testing.assert_allclose(lof, ref, rtol=1e-6)
     np.testing.assert_allclose(w, np.maximum(ref, 1.0), rtol=1e-6)
+
+
+@pytest.mark.parametrize(("n", "d", "t"), [(300, 2, 5), (500, 10, 5), (400, 3, 20), (50, 4, 1)])
+def test_lof_equals_scikit_learn(n, d, t):
+    """Our k-d-tree LOF is scikit-learn's LocalOutlierFactor, to rounding."""
+    from sklearn.neighbors import LocalOutlierFactor
+
+    rng = np.random.default_rng(n + d + t)
+    X = np.vstack([rng.normal(size=(n - 5, d)), rng.uniform(-6, 6, (5, d))])
+    ref = -LocalOutlierFactor(n_neighbors=t).fit(X).negative_outlier_factor_
+    np.testing.assert_allclose(local_outlier_factor(X, t), ref, rtol=1e-12)
+    np.testing.assert_allclose(local_outlier_factor(X, t, n_jobs=1), ref, rtol=1e-12)
+
+
+def test_signed_zero_rows_are_duplicates():
+    X = np.array([[0.0, 1.0], [-0.0, 1.0], [1.0, 2.0], [3.0, 1.0], [2.0, 5.0], [4.0, 4.0]])
+    w, lof, dedup = lof_weights(X, 2)
+    assert dedup and lof[0] == lof[1] and np.isfinite(w).all()
 
 
 def test_fixed_point_of_eq_12_13():
