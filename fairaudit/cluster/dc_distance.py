@@ -11,10 +11,13 @@ Definitions (FairDen appendix B.2, ``ALGORITHMS.md``):
 The merge tree is built from an exact minimum spanning tree of the mutual-reachability graph:
 
 * ``"boruvka"`` (default in low dimensions): Borůvka rounds whose "nearest point outside my
-  component" queries run on a k-d tree (``scipy.spatial.cKDTree``); a cached k-NN list answers
-  most points, a per-component query on a k-d tree of the complement answers the rest, and every
-  answer is certified exact (a candidate is accepted only when no unseen point can beat it).
-  Sub-quadratic on low-dimensional data, O(n·k) memory.
+  component" queries run on k-d trees (``scipy.spatial.cKDTree``); a cached k-NN list answers
+  most points, deeper k-NN queries the points of small components, bounded queries on k-d trees
+  of other components (one pair of trees per bit of the component label) the rest, and a pivot
+  search with Lipschitz bounds spread over the k-NN graph (:func:`_resolve_component_pivots`)
+  large components whose nearest neighbour component is far away. Every answer is certified
+  exact (a candidate is accepted only when no unseen point can beat it). Sub-quadratic on
+  low-dimensional data, O(n·k) memory.
 * ``"prim"`` (high dimensions): Prim's algorithm on the implicit complete graph, one O(n·d) numpy
   step per point, O(n) memory.
 
@@ -30,8 +33,8 @@ import logging
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.sparse import coo_matrix
-from scipy.sparse.csgraph import connected_components
+from scipy.sparse import coo_matrix, csr_matrix
+from scipy.sparse.csgraph import connected_components, dijkstra
 from scipy.spatial import cKDTree
 
 __all__ = [
@@ -46,6 +49,9 @@ logger = logging.getLogger(__name__)
 
 _PRIM_MIN_DIM = 16  # "auto": Prim's at and above this dimension, Borůvka below
 _GLOBAL_CAP = 256  # deepest k-NN query on the whole tree before per-component complement trees
+_PIVOT_MIN_QUERY = 2048  # components with this many unsettled points and a far-away rest ...
+_PIVOT_GAP = 4.0  # ... (bound U > this × median k-NN radius) use the pivot search
+_PIVOT_GRAPH_K = 16  # k-NN graph edges used to propagate pivot bounds
 
 
 def _check_X(X: np.ndarray, name: str = "X") -> np.ndarray:
@@ -148,6 +154,7 @@ def _mst_boruvka(
     knn_i = knn_i.astype(np.int64)
     # r with the cached neighbours; d <= r always
     knn_r = np.maximum(knn_d, np.maximum(core[:, None], core[knn_i]))
+    knn_d = np.asarray(knn_d, dtype=np.float64)
     dK = knn_d[:, -1]
     eu: list[np.ndarray] = []
     ev: list[np.ndarray] = []
@@ -182,10 +189,18 @@ def _mst_boruvka(
                 cnt = np.bincount(comp[q], minlength=2)
                 only = int(np.argmin(cnt))
                 todo = todo[todo == only]
+            q = q[np.isin(comp[q], todo)]
+            rest = []
             for c in todo:
                 qc = q[comp[q] == c]
-                others = np.flatnonzero(comp != c)
-                _resolve_component(X, core, qc, others, ub, c, cand, partner, dK)
+                if qc.size >= _PIVOT_MIN_QUERY and ub[c] > _PIVOT_GAP * np.median(dK[qc]):
+                    _resolve_component_pivots(
+                        X, core, qc, comp, c, ub, cand, partner, knn_i, knn_d
+                    )
+                else:
+                    rest.append(qc)
+            if rest:
+                _resolve_bitwise(X, core, np.concatenate(rest), comp, n_comp, ub, cand, partner)
         # pick each component's lightest edge
         order = np.lexsort((cand, comp))
         first = np.ones(n, dtype=bool)
@@ -244,65 +259,182 @@ def _refine_global(
     return q
 
 
-def _resolve_component(
+def _query_outside(
     X: np.ndarray,
     core: np.ndarray,
     q: np.ndarray,
     others: np.ndarray,
+    sub: cKDTree,
+    comp: np.ndarray,
     ub: np.ndarray,
-    c: int,
     cand: np.ndarray,
     partner: np.ndarray,
-    dK: np.ndarray | None = None,
 ) -> None:
-    """Exact nearest outside point (mutual reachability) for the query points ``q`` of one
-    component, on a k-d tree of the complement. Updates ``cand``/``partner``/``ub`` in place.
+    """Exact lightest edge (mutual reachability) from each query point ``q`` to the points
+    ``others`` (all outside the query point's component; ``sub`` is their k-d tree).
 
-    Neighbours are fetched in growing batches; a point is settled once fewer than k points lie
-    within the component bound U or its k-th neighbour is at least min(candidate, U) away (no
-    unseen point can then do better, since r >= d)."""
-    if q.size == 0 or others.size == 0:
-        return
-    sub = cKDTree(X[others])
-    U = float(ub[c])
-    q = q[core[q] < U]
-    if q.size > 64 and not np.isfinite(U):
-        # seed a finite bound from a few points (any real edge weight is an upper bound)
-        # sparse (large k-NN radius) points tend to lie on the component's rim: probe those
-        rim = q[np.argsort(-dK[q])[:32]] if dK is not None else q[:0]
-        probe = np.unique(np.concatenate([rim, q[:: max(1, q.size // 32)]]))
-        d, i = sub.query(X[probe], k=1, workers=-1)
-        y = others[i]
-        r = np.maximum(d, np.maximum(core[probe], core[y]))
-        j = int(np.argmin(r))
-        U = float(r[j])
-        if r[j] < cand[probe[j]]:
-            cand[probe[j]] = r[j]
-            partner[probe[j]] = y[j]
-        q = q[core[q] < U]
+    Neighbours are fetched in growing batches within the bound ``U`` of the point's component
+    (``ub``, lowered as edges are found); a point is settled once fewer than k points lie within
+    U or its k-th neighbour is at least min(candidate, U) away (no unseen point can then do
+    better, since r >= d). Points are queried in groups of similar U (one bound per call).
+    Updates ``cand``/``partner``/``ub`` in place."""
+    q = q[core[q] < ub[comp[q]]]
     k = 8
-    while q.size:
+    while q.size and others.size:
         kk = min(k, others.size)
-        bound = U * (1 + 1e-12) if np.isfinite(U) else np.inf
-        d, i = sub.query(X[q], k=kk, distance_upper_bound=bound, workers=-1)
-        d = d.reshape(q.size, kk)
-        i = i.reshape(q.size, kk)
+        U = ub[comp[q]]
+        key = np.full(q.size, np.inf)
+        fin = np.isfinite(U)
+        key[fin] = np.floor(np.log(np.maximum(U[fin], 1e-300)) / np.log(1.25))
+        o = np.argsort(key, kind="stable")
+        q, U, key = q[o], U[o], key[o]
+        starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+        ends = np.append(starts[1:], q.size)
+        d = np.empty((q.size, kk))
+        i = np.empty((q.size, kk), dtype=np.int64)
+        for s0, s1 in zip(starts.tolist(), ends.tolist(), strict=True):
+            bnd = float(U[s0:s1].max())
+            bnd = bnd * (1 + 1e-12) if np.isfinite(bnd) else np.inf
+            dd, ii = sub.query(X[q[s0:s1]], k=kk, distance_upper_bound=bnd, workers=-1)
+            d[s0:s1] = np.reshape(dd, (s1 - s0, kk))
+            i[s0:s1] = np.reshape(ii, (s1 - s0, kk))
         found = np.isfinite(d)
         y = others[np.where(found, i, 0)]
         r = np.where(found, np.maximum(d, np.maximum(core[q][:, None], core[y])), np.inf)
+        rows = np.arange(q.size)
         jm = np.argmin(r, axis=1)
-        best = r[np.arange(q.size), jm]
+        best = r[rows, jm]
         better = best < cand[q]
         cand[q[better]] = best[better]
-        partner[q[better]] = y[np.arange(q.size), jm][better]
-        if np.any(better):
-            U = min(U, float(best[better].min()))
+        partner[q[better]] = y[rows, jm][better]
+        np.minimum.at(ub, comp[q], best)
         last = d[:, -1]
-        settled = (~np.isfinite(last)) | (last >= np.minimum(cand[q], U)) | (kk >= others.size)
+        settled = (
+            (~np.isfinite(last))
+            | (last >= np.minimum(cand[q], ub[comp[q]]))
+            | (kk >= others.size)
+        )
         q = q[~settled]
-        q = q[core[q] < U]
+        q = q[core[q] < ub[comp[q]]]
         k *= 4
+
+
+def _resolve_bitwise(
+    X: np.ndarray,
+    core: np.ndarray,
+    q: np.ndarray,
+    comp: np.ndarray,
+    n_comp: int,
+    ub: np.ndarray,
+    cand: np.ndarray,
+    partner: np.ndarray,
+) -> None:
+    """Lightest outside edges of the query points of many components at once.
+
+    Any two components differ in some bit of their label, so the nearest point of *another*
+    component is the nearest, over the ⌈log2 C⌉ bits, among the points whose label differs in
+    that bit: 2·⌈log2 C⌉ k-d trees per round instead of one complement tree per component."""
+    n_bits = max(1, int(np.ceil(np.log2(max(n_comp, 2)))))
+    for bit in range(n_bits):
+        side = ((comp >> bit) & 1).astype(bool)
+        for s in (False, True):
+            qs = q[side[q] == s]
+            qs = qs[core[qs] < ub[comp[qs]]]
+            if qs.size == 0:
+                continue
+            others = np.flatnonzero(side != s)
+            if others.size == 0:
+                continue
+            _query_outside(X, core, qs, others, cKDTree(X[others]), comp, ub, cand, partner)
+
+
+def _resolve_component_pivots(
+    X: np.ndarray,
+    core: np.ndarray,
+    q: np.ndarray,
+    comp: np.ndarray,
+    c: int,
+    ub: np.ndarray,
+    cand: np.ndarray,
+    partner: np.ndarray,
+    knn_i: np.ndarray,
+    knn_d: np.ndarray,
+) -> None:
+    """Exact lightest edge from the points ``q`` of a large component ``c`` whose nearest other
+    component is far away.
+
+    Per-point k-d-tree queries are then slow for every point (in 10 dimensions a query whose
+    answer is far away visits most leaves). Instead: the Euclidean distance to the rest,
+    ``g(x) = d(x, rest)``, is 1-Lipschitz, so an exact ``g(p)`` at a few *pivots* bounds it
+    everywhere: ``g(x) >= g(p) − path(p, x)`` for any path inside the component (edges of the
+    cached k-NN graph, a path is never shorter than the straight line). One multi-source
+    Dijkstra spreads the best such bound; a point whose bound ``max(core(x), g_lb(x))`` reaches
+    the best edge found so far (``U``) cannot improve it. Pivots are drawn from the points not
+    yet ruled out until few are left; those few get the exact per-point search. The result is
+    exact; only the work depends on the data."""
+    U = float(ub[c])
+    q = q[core[q] < U]
+    if q.size == 0:
+        return
+    others = np.flatnonzero(comp != c)
+    sub = cKDTree(X[others])
+    members = np.flatnonzero(comp == c)
+    m = members.size
+    loc = np.full(X.shape[0], -1, dtype=np.int64)
+    loc[members] = np.arange(m)
+    kg = min(_PIVOT_GRAPH_K, knn_i.shape[1])
+    nb = loc[knn_i[members, :kg]]
+    keep = nb >= 0
+    rows = np.repeat(np.arange(m), kg)[keep.ravel()]
+    cols = nb[keep]
+    wts = knn_d[members, :kg][keep]
+    g_lb = np.full(m, -np.inf)  # lower bounds on g at the members (local index)
+    exact = np.zeros(m, dtype=bool)  # g known exactly (pivots)
+    lq = loc[q]
+    unc = lq
+    rng = np.random.default_rng(0)
+    it = 0
+    while unc.size > _PIVOT_MIN_QUERY:
+        it += 1
+        n_piv = max(_PIVOT_MIN_QUERY // 2, unc.size // 32)
+        piv = np.sort(rng.choice(unc, size=min(n_piv, unc.size), replace=False))
+        d, i = sub.query(X[members[piv]], k=1, workers=-1)
+        y = others[i]
+        pts = members[piv]
+        r = np.maximum(d, np.maximum(core[pts], core[y]))
+        better = r < cand[pts]
+        cand[pts[better]] = r[better]
+        partner[pts[better]] = y[better]
+        U = min(U, float(r.min()))
+        g_lb[piv] = d
+        exact[piv] = True
+        # multi-source Dijkstra from a virtual node n_m with edge weights M − g(p): the distance
+        # to x is M − max_p (g(p) − path(p, x)).
+        src = np.flatnonzero(exact)
+        M = float(g_lb[src].max()) + 1.0
+        G = csr_matrix(
+            (
+                np.concatenate([wts, wts, M - g_lb[src]]),
+                (
+                    np.concatenate([rows, cols, np.full(src.size, m)]),
+                    np.concatenate([cols, rows, src]),
+                ),
+            ),
+            shape=(m + 1, m + 1),
+        )
+        dist = dijkstra(G, directed=True, indices=m, limit=M - U)[:m]
+        bound = (M - dist) - 1e-9 * M  # rounding margin keeps it a lower bound
+        np.maximum(g_lb, np.where(exact, g_lb, bound), out=g_lb)
+        # a point is done when its bound reaches U, or when its candidate edge meets its bound
+        # (e.g. a pivot whose nearest outside point is also its lightest edge)
+        lb = np.maximum(core[members[unc]], g_lb[unc])
+        unc = unc[(lb < U) & (cand[members[unc]] > lb)]
+        logger.debug(
+            "pivot search, component %d, pass %d: %d pivots, U=%.6g, %d points left",
+            c, it, piv.size, U, unc.size,
+        )
     ub[c] = U
+    _query_outside(X, core, members[unc], others, sub, comp, ub, cand, partner)
 
 
 def _kruskal_filter(n: int, u: np.ndarray, v: np.ndarray, w: np.ndarray) -> MSTEdges:

@@ -57,6 +57,45 @@ def test_merge_heights_match_brute_force(algorithm, case):
     np.testing.assert_allclose(got, oracle, rtol=0, atol=1e-12)
 
 
+def _far_cases():
+    rng = np.random.default_rng(777)
+    out = []
+    for t in range(6):
+        d = int(rng.integers(2, 6))
+        k = int(rng.integers(2, 4))
+        parts = [rng.normal(size=(int(rng.integers(40, 120)), d)) + 25.0 * rng.normal(size=d)
+                 for _ in range(k)]
+        parts.append(rng.uniform(-40, 40, size=(3, d)))  # a little noise between the blobs
+        X = np.vstack(parts)
+        if t % 2 == 0:
+            X = np.round(X, 1)  # ties
+        if t % 3 == 0:
+            X = np.vstack([X, X[:20]])  # duplicates
+        out.append((X, int(rng.integers(2, 8))))
+    return out
+
+
+@pytest.mark.parametrize("case", range(6))
+def test_pivot_search_matches_brute_force(monkeypatch, caplog, case):
+    """Force the pivot search (far-apart components) on small data: still exact."""
+    import fairaudit.cluster.dc_distance as dcd
+
+    monkeypatch.setattr(dcd, "_PIVOT_MIN_QUERY", 8)
+    monkeypatch.setattr(dcd, "_PIVOT_GRAPH_K", 4)
+    monkeypatch.setattr(dcd, "_GLOBAL_CAP", 16)
+    calls = []
+    real = dcd._resolve_component_pivots
+    monkeypatch.setattr(
+        dcd, "_resolve_component_pivots", lambda *a, **k: calls.append(1) or real(*a, **k)
+    )
+    X, m = _far_cases()[case]
+    with caplog.at_level("DEBUG", logger="fairaudit.cluster.dc_distance"):
+        got = merge_tree(X, m, algorithm="boruvka").dc_matrix()
+    assert calls, "the pivot search was not exercised"
+    assert "pass 1" in caplog.text, "no pivot pass ran"
+    np.testing.assert_allclose(got, brute_dc(X, m), rtol=0, atol=1e-12)
+
+
 def test_core_distance_counts_the_point_itself():
     X = np.array([[0.0], [1.0], [3.0], [7.0]])
     # min_pts = 2: the nearest *other* point
