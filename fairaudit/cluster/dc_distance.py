@@ -194,9 +194,7 @@ def _mst_boruvka(
             for c in todo:
                 qc = q[comp[q] == c]
                 if qc.size >= _PIVOT_MIN_QUERY and ub[c] > _PIVOT_GAP * np.median(dK[qc]):
-                    _resolve_component_pivots(
-                        X, core, qc, comp, c, ub, cand, partner, knn_i, knn_d
-                    )
+                    _resolve_component_pivots(X, core, qc, comp, c, ub, cand, partner, knn_i, knn_d)
                 else:
                     rest.append(qc)
             if rest:
@@ -310,9 +308,7 @@ def _query_outside(
         np.minimum.at(ub, comp[q], best)
         last = d[:, -1]
         settled = (
-            (~np.isfinite(last))
-            | (last >= np.minimum(cand[q], ub[comp[q]]))
-            | (kk >= others.size)
+            (~np.isfinite(last)) | (last >= np.minimum(cand[q], ub[comp[q]])) | (kk >= others.size)
         )
         q = q[~settled]
         q = q[core[q] < ub[comp[q]]]
@@ -431,7 +427,11 @@ def _resolve_component_pivots(
         unc = unc[(lb < U) & (cand[members[unc]] > lb)]
         logger.debug(
             "pivot search, component %d, pass %d: %d pivots, U=%.6g, %d points left",
-            c, it, piv.size, U, unc.size,
+            c,
+            it,
+            piv.size,
+            U,
+            unc.size,
         )
     ub[c] = U
     _query_outside(X, core, members[unc], others, sub, comp, ub, cand, partner)

@@ -21,9 +21,9 @@ import numbers
 from typing import Any
 
 import numpy as np
+from scipy.spatial import cKDTree
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.cluster import KMeans
-from scipy.spatial import cKDTree
 from sklearn.utils import check_random_state
 
 from fairaudit.cluster.ffcm import _check_constant, _check_X

@@ -63,8 +63,10 @@ def _far_cases():
     for t in range(6):
         d = int(rng.integers(2, 6))
         k = int(rng.integers(2, 4))
-        parts = [rng.normal(size=(int(rng.integers(40, 120)), d)) + 25.0 * rng.normal(size=d)
-                 for _ in range(k)]
+        parts = [
+            rng.normal(size=(int(rng.integers(40, 120)), d)) + 25.0 * rng.normal(size=d)
+            for _ in range(k)
+        ]
         parts.append(rng.uniform(-40, 40, size=(3, d)))  # a little noise between the blobs
         X = np.vstack(parts)
         if t % 2 == 0:
