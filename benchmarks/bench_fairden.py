@@ -98,12 +98,17 @@ def main() -> None:
     one = sub.add_parser("one")
     one.add_argument("--n", type=int, required=True)
     one.add_argument("--solver", default="matrix-free")
+    one.add_argument("--verbose", action="store_true", help="log FairDen's stages to stderr")
     ser = sub.add_parser("series")
     ser.add_argument("--sizes", type=int, nargs="+", required=True)
     ser.add_argument("--dense-max", type=int, default=5000)
     ser.add_argument("--out", type=Path, default=None)
     a = ap.parse_args()
     if a.cmd == "one":
+        if a.verbose:
+            import logging
+
+            logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
         print(json.dumps(run_one(a.n, a.solver)))
         return
     print(f"# {platform.platform()} python {platform.python_version()}", flush=True)

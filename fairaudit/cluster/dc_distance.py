@@ -392,7 +392,7 @@ def _resolve_component_pivots(
     it = 0
     while unc.size > _PIVOT_MIN_QUERY:
         it += 1
-        n_piv = max(_PIVOT_MIN_QUERY // 2, unc.size // 32)
+        n_piv = max(_PIVOT_MIN_QUERY // 2, unc.size // 64)
         piv = np.sort(rng.choice(unc, size=min(n_piv, unc.size), replace=False))
         d, i = sub.query(X[members[piv]], k=1, workers=-1)
         y = others[i]

@@ -17,6 +17,7 @@ See ``docs/methods/fairden.md`` for conventions and deviations from the referenc
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -338,7 +339,11 @@ class FairDen:
                 f"{k} non-noise clusters of at least min_pts points; got {nk}."
             )
 
+        t0 = time.perf_counter()
         tree: MergeTree = merge_tree(Xk, mu, algorithm=self.mst_algorithm)
+        logger.info(
+            "FairDen: dc-distance merge tree of %d rows in %.1f s", nk, time.perf_counter() - t0
+        )
         if tree.max_height <= 0:
             raise ValueError(
                 "All dc-distances are 0 (every row has at least min_pts − 1 exact duplicates of "
@@ -380,9 +385,18 @@ class FairDen:
                     f"points (tried k = {k}..{k_cur - 1}); lower min_pts or n_clusters."
                 )
             history.append(k_cur)
+            t0 = time.perf_counter()
             w, H = eig.solve(k_cur)
+            t1 = time.perf_counter()
             km = KMeans(n_clusters=k_cur, n_init=int(self.n_init), random_state=seed_km)
             lab = km.fit_predict(H)
+            logger.info(
+                "FairDen: k=%d: %s eigensolver %.1f s, k-means %.1f s",
+                k_cur,
+                solver,
+                t1 - t0,
+                time.perf_counter() - t1,
+            )
             counts = np.bincount(lab, minlength=k_cur)
             big = counts >= mu
             if int(big.sum()) >= k:
