@@ -109,6 +109,7 @@ def main() -> None:
             import logging
 
             logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+            logging.getLogger("fairaudit.cluster.dc_distance").setLevel(logging.DEBUG)
         print(json.dumps(run_one(a.n, a.solver)))
         return
     print(f"# {platform.platform()} python {platform.python_version()}", flush=True)

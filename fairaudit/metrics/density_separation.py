@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.spatial import cKDTree
 
-from fairaudit.cluster.dc_distance import mutual_reachability_mst
+from fairaudit.cluster.dc_distance import closest_pair, mutual_reachability_mst
 
 __all__ = ["DCSIPair", "DCSIResult", "dcsi"]
 
@@ -112,14 +112,10 @@ def dcsi(X: np.ndarray, labels: np.ndarray, min_pts: int = 5) -> DCSIResult:
         cores.append(core)
         conn_l.append(conn)
     pairs: list[DCSIPair] = []
-    trees = [cKDTree(cp) for cp in cores]
     for a in range(len(clusters)):
         for b in range(a + 1, len(clusters)):
             A, B = cores[a], cores[b]
-            if A.shape[0] <= B.shape[0]:
-                sep = float(trees[b].query(A, k=1, workers=-1)[0].min())
-            else:
-                sep = float(trees[a].query(B, k=1, workers=-1)[0].min())
+            sep = closest_pair(A, B)[0] if A.shape[0] and B.shape[0] else math.inf
             conn = max(conn_l[a], conn_l[b])
             if conn > 0:
                 q = sep / conn

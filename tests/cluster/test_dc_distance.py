@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fairaudit.cluster.dc_distance import (
+    closest_pair,
     core_distances,
     dc_distance_matrix,
     merge_tree,
@@ -96,6 +97,53 @@ def test_pivot_search_matches_brute_force(monkeypatch, caplog, case):
     assert calls, "the pivot search was not exercised"
     assert "pass 1" in caplog.text, "no pivot pass ran"
     np.testing.assert_allclose(got, brute_dc(X, m), rtol=0, atol=1e-12)
+
+
+def _brute_pair(A, B):
+    D = np.sqrt(((A[:, None, :] - B[None, :, :]) ** 2).sum(-1))
+    i, j = np.unravel_index(np.argmin(D), D.shape)
+    return D[i, j]
+
+
+@pytest.mark.parametrize("pivots", [False, True])
+@pytest.mark.parametrize("seed", range(6))
+def test_closest_pair_matches_brute_force(monkeypatch, pivots, seed):
+    import fairaudit.cluster.dc_distance as dcd
+
+    if pivots:
+        monkeypatch.setattr(dcd, "_PIVOT_MIN_QUERY", 8)
+    rng = np.random.default_rng(seed)
+    d = int(rng.integers(1, 8))
+    A = rng.normal(size=(int(rng.integers(1, 300)), d))
+    B = rng.normal(size=(int(rng.integers(1, 300)), d)) + rng.uniform(0, 12) * rng.normal(size=d)
+    if seed % 2:
+        A, B = np.round(A, 1), np.round(B, 1)  # ties and duplicates
+    dist, i, j = closest_pair(A, B)
+    assert dist == pytest.approx(_brute_pair(A, B), rel=0, abs=1e-12)
+    assert np.linalg.norm(A[i] - B[j]) == pytest.approx(dist, abs=1e-12)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    na=st.integers(1, 60),
+    nb=st.integers(1, 60),
+    gap=st.floats(0, 50),
+    seed=st.integers(0, 2**31 - 1),
+)
+def test_closest_pair_property(na, nb, gap, seed):
+    import fairaudit.cluster.dc_distance as dcd
+
+    rng = np.random.default_rng(seed)
+    A = np.round(rng.normal(size=(na, 3)), 2)
+    B = np.round(rng.normal(size=(nb, 3)), 2) + gap
+    old = dcd._PIVOT_MIN_QUERY
+    dcd._PIVOT_MIN_QUERY = 4  # exercise the pivot search on small sets
+    try:
+        dist, i, j = closest_pair(A, B)
+    finally:
+        dcd._PIVOT_MIN_QUERY = old
+    assert dist == pytest.approx(_brute_pair(A, B), rel=0, abs=1e-12)
+    assert dist == pytest.approx(closest_pair(B, A)[0], abs=0)
 
 
 def test_core_distance_counts_the_point_itself():
