@@ -1,9 +1,9 @@
 """LOFKM: k-means with local-outlier-factor weights (Deepak P, IDEAS 2020, seed 002 §5).
 
 ``W(X) = max(LOF_t(X), 1)`` (eq. 10) with the standard LOF of Breunig et al. on ``t`` neighbours
-(query point excluded), computed exactly as scikit-learn's ``LocalOutlierFactor`` does (same
-neighbours, same formula, same 1e-10 guard) but with the neighbour search on a multi-threaded
-``scipy.spatial.cKDTree`` (:func:`local_outlier_factor`). The weighted objective (eq. 11) is
+(query point excluded; rows tied with the t-th neighbour included, as in Breunig's definition),
+which on data without such ties is exactly scikit-learn's ``LocalOutlierFactor``; the neighbour
+search runs on a multi-threaded ``scipy.spatial.cKDTree`` (:func:`local_outlier_factor`). The weighted objective (eq. 11) is
 minimised by Lloyd iterations whose assignment step is plain nearest-prototype (eq. 12) and whose
 prototype step is the W-weighted mean (eq. 13) — exactly ``KMeans.fit(X, sample_weight=W)``.
 
@@ -33,27 +33,71 @@ __all__ = ["LOFKMeans", "local_outlier_factor", "lof_weights"]
 logger = logging.getLogger(__name__)
 
 
+TIE_RTOL = 1e-9
+"""Distances within this relative tolerance of the t-th neighbour's count as ties (the same rule
+as LCD's): decimal data rarely gives bit-equal distances for points that are equally far apart."""
+
+
 def local_outlier_factor(
     X: np.ndarray, n_neighbors: int, *, n_jobs: int | None = None
 ) -> np.ndarray:
-    """Breunig et al.'s LOF of every row of ``X`` (distinct rows, ``n_neighbors < n``).
+    """Breunig et al.'s LOF (2000, definitions 3–7) of every row of ``X`` (distinct rows,
+    ``n_neighbors < n``).
 
-    Identical to ``-LocalOutlierFactor(n_neighbors).fit(X).negative_outlier_factor_`` of
-    scikit-learn: the ``t`` nearest other rows, ``reach_t(p, o) = max(d(p, o), t-dist(o))``,
-    ``lrd(p) = 1 / (mean_o reach_t(p, o) + 1e-10)``, ``LOF(p) = mean_o lrd(o) / lrd(p)``. Ties
-    at the t-th neighbour are broken by the k-d tree (scikit-learn's tree may pick another of the
-    tied points). ``n_jobs``: threads for the neighbour search (None or -1 = all cores).
+    With t = ``n_neighbors``: ``t-dist(p)`` is the distance to p's t-th nearest other row;
+    the neighbourhood ``N_t(p)`` is every other row within ``t-dist(p)`` — *all* rows tied with
+    the t-th one included (within :data:`TIE_RTOL`), so the result does not depend on how a
+    search tree orders equal distances; ``reach_t(p, o) = max(d(p, o), t-dist(o))``,
+    ``lrd(p) = 1 / (mean_{o in N_t(p)} reach_t(p, o) + 1e-10)``,
+    ``LOF(p) = mean_{o in N_t(p)} lrd(o) / lrd(p)``.
+
+    Without ties at the t-th neighbour this is exactly scikit-learn's
+    ``-LocalOutlierFactor(t).fit(X).negative_outlier_factor_`` (which keeps exactly t neighbours
+    and breaks ties by its tree's order; same 1e-10 guard). The neighbour search runs on a
+    multi-threaded ``scipy.spatial.cKDTree``; ``n_jobs``: threads (None or -1 = all cores).
     """
     X = np.ascontiguousarray(X, dtype=np.float64)
+    n = X.shape[0]
     t = int(n_neighbors)
     workers = -1 if n_jobs is None else int(n_jobs)
-    dist, ind = cKDTree(X).query(X, k=t + 1, workers=workers)
+    tree = cKDTree(X)
+    kq = min(t + 2, n)  # the row itself, t others, and one more to detect ties
+    dist, ind = tree.query(X, k=kq, workers=workers)
     # rows are distinct, so each row is its own unique nearest neighbour (distance 0): column 0
     dist, ind = dist[:, 1:], ind[:, 1:]
-    kdist = dist[:, -1]
-    reach = np.maximum(dist, kdist[ind])
-    lrd = 1.0 / (np.mean(reach, axis=1) + 1e-10)
-    return np.mean(lrd[ind] / lrd[:, np.newaxis], axis=1)
+    kdist = dist[:, t - 1]
+    if kq == t + 2:
+        tied = dist[:, t] <= kdist * (1.0 + TIE_RTOL)
+    else:
+        tied = np.zeros(n, dtype=bool)
+    if not tied.any():
+        # fixed-size neighbourhoods: the same arithmetic as scikit-learn
+        dist, ind = dist[:, :t], ind[:, :t]
+        reach = np.maximum(dist, kdist[ind])
+        lrd = 1.0 / (np.mean(reach, axis=1) + 1e-10)
+        return np.mean(lrd[ind] / lrd[:, np.newaxis], axis=1)
+    # variable-size neighbourhoods: an edge list (src, dst, d)
+    fixed = np.flatnonzero(~tied)
+    src = [np.repeat(fixed, t)]
+    dst = [ind[fixed, :t].ravel()]
+    dd = [dist[fixed, :t].ravel()]
+    rows = np.flatnonzero(tied)
+    balls = tree.query_ball_point(
+        X[rows], r=kdist[rows] * (1.0 + TIE_RTOL), workers=workers, return_sorted=False
+    )
+    lens = np.fromiter((len(b) for b in balls), dtype=np.int64, count=rows.size)
+    s_t = np.repeat(rows, lens)
+    d_t = np.fromiter((j for b in balls for j in b), dtype=np.int64, count=int(lens.sum()))
+    keep = d_t != s_t
+    s_t, d_t = s_t[keep], d_t[keep]
+    src.append(s_t)
+    dst.append(d_t)
+    dd.append(np.linalg.norm(X[s_t] - X[d_t], axis=1))
+    src_a, dst_a, d_a = np.concatenate(src), np.concatenate(dst), np.concatenate(dd)
+    cnt = np.bincount(src_a, minlength=n).astype(np.float64)
+    reach = np.maximum(d_a, kdist[dst_a])
+    lrd = 1.0 / (np.bincount(src_a, weights=reach, minlength=n) / cnt + 1e-10)
+    return np.bincount(src_a, weights=lrd[dst_a], minlength=n) / cnt / lrd
 
 
 def lof_weights(

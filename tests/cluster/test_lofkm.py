@@ -10,15 +10,18 @@ from hypothesis import strategies as st
 from fairaudit.cluster.lofkm import LOFKMeans, local_outlier_factor, lof_weights
 
 
-def brute_lof(X, t):
-    """Breunig et al. (2000) LOF with t neighbours, query point excluded (no ties assumed)."""
+def brute_lof(X, t, rtol=1e-9):
+    """Breunig et al. (2000), definitions 3-7, brute force: N_t(p) = every other point within
+    t-dist(p), ties (within rtol) included."""
     X = np.asarray(X, float)
     n = len(X)
     D = np.sqrt(((X[:, None, :] - X[None, :, :]) ** 2).sum(-1))
     np.fill_diagonal(D, np.inf)
-    nbrs = [list(np.argsort(D[i])[:t]) for i in range(n)]
-    kdist = np.array([D[i, nbrs[i][-1]] for i in range(n)])
-    lrd = np.array([1.0 / np.mean([max(kdist[o], D[i, o]) for o in nbrs[i]]) for i in range(n)])
+    kdist = np.sort(D, axis=1)[:, t - 1]
+    nbrs = [np.flatnonzero(D[i] <= kdist[i] * (1 + rtol)) for i in range(n)]
+    lrd = np.array(
+        [1.0 / (np.mean([max(kdist[o], D[i, o]) for o in nbrs[i]]) + 1e-10) for i in range(n)]
+    )
     return np.array([np.mean([lrd[o] for o in nbrs[i]]) / lrd[i] for i in range(n)])
 
 
@@ -53,6 +56,24 @@ def test_lof_equals_scikit_learn(n, d, t):
     ref = -LocalOutlierFactor(n_neighbors=t).fit(X).negative_outlier_factor_
     np.testing.assert_allclose(local_outlier_factor(X, t), ref, rtol=1e-12)
     np.testing.assert_allclose(local_outlier_factor(X, t, n_jobs=1), ref, rtol=1e-12)
+
+
+@pytest.mark.parametrize(("seed", "t"), [(0, 3), (1, 5), (2, 4), (3, 1)])
+def test_lof_with_ties_matches_breunig(seed, t):
+    """Integer grids and rounded data have many distances tied with the t-th neighbour: all of
+    them are in the neighbourhood (Breunig's N_t), whatever order the tree returns them in."""
+    rng = np.random.default_rng(seed)
+    grid = np.array([[i, j] for i in range(8) for j in range(8)], dtype=float)
+    X = np.vstack([grid, rng.integers(10, 16, (40, 2)).astype(float), [[30.0, 30.0]]])
+    X = np.unique(X, axis=0)
+    np.testing.assert_allclose(local_outlier_factor(X, t), brute_lof(X, t), rtol=1e-12)
+    Y = np.unique(np.round(rng.normal(size=(300, 3)), 1), axis=0)
+    np.testing.assert_allclose(local_outlier_factor(Y, t), brute_lof(Y, t), rtol=1e-12)
+
+
+def test_lof_tie_free_is_scikit_learn_and_breunig():
+    X = _blobs(9)
+    np.testing.assert_allclose(local_outlier_factor(X, 5), brute_lof(X, 5), rtol=1e-12)
 
 
 def test_signed_zero_rows_are_duplicates():
