@@ -191,15 +191,18 @@ def _mst_boruvka(
                 only = int(np.argmin(cnt))
                 todo = todo[todo == only]
             q = q[np.isin(comp[q], todo)]
-            rest = []
-            for c in todo:
-                qc = q[comp[q] == c]
+            q = q[np.argsort(comp[q], kind="stable")]
+            cq = comp[q]
+            cuts = np.flatnonzero(np.r_[True, cq[1:] != cq[:-1], True]) if q.size else []
+            batch = []  # points of components for the bitwise search
+            for a, b in zip(cuts[:-1], cuts[1:], strict=True):
+                c, qc = int(cq[a]), q[a:b]
                 if qc.size >= _PIVOT_MIN_QUERY and ub[c] > _PIVOT_GAP * np.median(dK[qc]):
                     _resolve_component_pivots(X, core, qc, comp, c, ub, cand, partner, knn_i, knn_d)
                 else:
-                    rest.append(qc)
-            if rest:
-                _resolve_bitwise(X, core, np.concatenate(rest), comp, n_comp, ub, cand, partner)
+                    batch.append(qc)
+            if batch:
+                _resolve_bitwise(X, core, np.concatenate(batch), comp, n_comp, ub, cand, partner)
         # pick each component's lightest edge
         order = np.lexsort((cand, comp))
         first = np.ones(n, dtype=bool)
