@@ -7,8 +7,7 @@ its HTML and JSON. Algorithms live in :mod:`fairaudit.cluster`, :mod:`fairaudit.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from fairaudit._lazy import lazy_attributes
 
 __version__ = "0.1.0"
 
@@ -21,7 +20,4 @@ _LAZY = {
 __all__ = ["__version__", *_LAZY]
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'fairaudit' has no attribute {name!r}")
+__getattr__, __dir__ = lazy_attributes(__name__, _LAZY, globals())
