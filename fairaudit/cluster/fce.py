@@ -31,6 +31,8 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from fairaudit._rng import as_generator
+
 logger = logging.getLogger(__name__)
 
 __all__ = ["FCEIteration", "FairClusteringEnsemble", "fce_objective", "kmeans_bases"]
@@ -46,15 +48,6 @@ class FCEIteration:
     discretisation: float
     fairness: float
     moves: int
-
-
-def _rng(random_state: Any) -> np.random.Generator:
-    """A numpy Generator from an int / None / Generator / RandomState (never global state)."""
-    if isinstance(random_state, np.random.Generator):
-        return random_state
-    if isinstance(random_state, np.random.RandomState):
-        return np.random.default_rng(random_state.randint(0, 2**31 - 1))
-    return np.random.default_rng(random_state)
 
 
 def _polar(M: np.ndarray) -> np.ndarray:
@@ -314,7 +307,7 @@ class FairClusteringEnsemble:
         K = max(c, *ks)
         lam1 = float(self.lambda1)
         lam2 = lam1 * T * c**1.5 / n**1.5 if isinstance(self.lambda2, str) else float(self.lambda2)
-        rng = _rng(self.random_state)
+        rng = as_generator(self.random_state)
 
         Ys = [_one_hot(codes[:, i], K) for i in range(m)]
         YsT = [Yi.T.tocsr() for Yi in Ys]
@@ -487,7 +480,7 @@ def kmeans_bases(
             f"The 'n_clusters' parameter of kmeans_bases must be in [2, n_rows={X.shape[0]}]; "
             f"got {ks}."
         )
-    seeds = _rng(random_state).integers(0, 2**31 - 1, size=n_bases)
+    seeds = as_generator(random_state).integers(0, 2**31 - 1, size=n_bases)
     out = np.empty((X.shape[0], n_bases), dtype=np.int64)
     for j in range(n_bases):
         km = KMeans(n_clusters=ks[j], n_init=1, max_iter=max_iter, random_state=int(seeds[j]))

@@ -31,6 +31,8 @@ from typing import Any
 
 import numpy as np
 
+from fairaudit._rng import as_generator
+
 logger = logging.getLogger(__name__)
 
 __all__ = [
@@ -54,14 +56,6 @@ class FUFSState:
     alpha: float
     beta: float
     scale: float
-
-
-def _rng(random_state: Any) -> np.random.Generator:
-    if isinstance(random_state, np.random.Generator):
-        return random_state
-    if isinstance(random_state, np.random.RandomState):
-        return np.random.default_rng(random_state.randint(0, 2**31 - 1))
-    return np.random.default_rng(random_state)
 
 
 def _center(K: np.ndarray) -> np.ndarray:
@@ -477,7 +471,7 @@ class FUFS:
                 + ")."
             )
 
-        rng = _rng(self.random_state)
+        rng = as_generator(self.random_state)
         sample = None
         if n > self.max_samples:
             sample = np.sort(rng.choice(n, size=int(self.max_samples), replace=False))
