@@ -27,7 +27,6 @@ import importlib.resources
 import inspect
 import json
 import logging
-import math
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -40,6 +39,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from fairaudit.results import AuditRun
 
 from fairaudit.io import atomic_write_text
+from fairaudit.results import finite
 
 log = logging.getLogger(__name__)
 
@@ -67,19 +67,9 @@ _DASH = "\u2014"
 
 
 # ----------------------------------------------------------------------------- filters
-def _finite(x: Any) -> float | None:
-    if x is None or isinstance(x, bool):
-        return None
-    try:
-        v = float(x)
-    except (TypeError, ValueError):
-        return None
-    return v if math.isfinite(v) else None
-
-
 def fmt_num(x: Any, digits: int = 3) -> str:
     """A metric value with ``digits`` significant decimals; ``—`` for null / NaN."""
-    v = _finite(x)
+    v = finite(x)
     if v is None:
         return _DASH
     if abs(v) < 1e-12:  # numerical zero (also avoids "-0.000")
@@ -93,7 +83,7 @@ def fmt_num(x: Any, digits: int = 3) -> str:
 
 def fmt_int(x: Any) -> str:
     """A count with thousands separators; ``—`` for null (e.g. suppressed)."""
-    v = _finite(x)
+    v = finite(x)
     if v is None:
         return _DASH
     return f"{int(round(v)):,}"
@@ -101,7 +91,7 @@ def fmt_int(x: Any) -> str:
 
 def fmt_pct(x: Any, digits: int = 1) -> str:
     """A share in [0, 1] as a percentage; ``—`` for null."""
-    v = _finite(x)
+    v = finite(x)
     if v is None:
         return _DASH
     return f"{v * 100:.{digits}f}%"
@@ -111,14 +101,14 @@ def fmt_ci(ci: Any, digits: int = 3) -> str:
     """A confidence interval ``[lo, hi]``; empty string when there is none."""
     if not ci or not isinstance(ci, Sequence) or len(ci) != 2:
         return ""
-    lo, hi = _finite(ci[0]), _finite(ci[1])
+    lo, hi = finite(ci[0]), finite(ci[1])
     if lo is None and hi is None:
         return ""
     return f"[{fmt_num(lo, digits)}, {fmt_num(hi, digits)}]"
 
 
 def fmt_seconds(x: Any) -> str:
-    v = _finite(x)
+    v = finite(x)
     if v is None:
         return _DASH
     if v < 1:
@@ -361,5 +351,3 @@ def write_html(
     path = Path(path)
     html = render_html(run, host, template_dirs=template_dirs)
     return atomic_write_text(path, html)
-
-

@@ -77,8 +77,8 @@ class MetricResult:
             "metric": self.metric,
             "labelling": self.labelling,
             "attribute": self.attribute,
-            "value": _num(self.value),
-            "ci": None if self.ci is None else [_num(self.ci[0]), _num(self.ci[1])],
+            "value": finite(self.value),
+            "ci": None if self.ci is None else [finite(self.ci[0]), finite(self.ci[1])],
             "direction": self.direction.value,
             "headline": self.headline,
             "threshold": None if self.threshold is None else self.threshold.to_json(),
@@ -90,12 +90,18 @@ class MetricResult:
         }
 
 
-def _num(x: float | None) -> float | None:
-    """JSON has no NaN: undefined values are written as null."""
-    if x is None:
+def finite(x: Any) -> float | None:
+    """``x`` as a float, or ``None`` when it is null, a bool, NaN, infinite or not a number.
+
+    JSON has no NaN: undefined values are written as null. Auditors and report sections use this
+    for every number they put into the JSON document."""
+    if x is None or isinstance(x, bool):
         return None
-    x = float(x)
-    return None if math.isnan(x) or math.isinf(x) else x
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return None
+    return v if math.isfinite(v) else None
 
 
 def _judged(result: MetricResult, th: Threshold) -> float:

@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -31,12 +30,7 @@ from fairaudit.components import (
 )
 from fairaudit.data import AuditData, sample_rows
 from fairaudit.hookspecs import hookimpl
-from fairaudit.results import MetricResult
-
-
-def _f(x: Any) -> float | None:
-    x = float(x)
-    return x if math.isfinite(x) else None
+from fairaudit.results import MetricResult, finite
 
 
 def membership_composition(
@@ -62,14 +56,14 @@ def membership_composition(
         rows.append(
             {
                 "cluster": c,
-                "soft_size": _f(soft_size[c]),
+                "soft_size": finite(soft_size[c]),
                 "hard_size": int(hard_size[c]),
                 "groups": [
                     {
                         "group": str(groups[g]),
-                        "population_share": _f(pop[g]),
-                        "soft_share": _f(soft[g, c] / soft_size[c]) if soft_size[c] > 0 else None,
-                        "hard_share": _f(hard[g, c] / hard_size[c]) if hard_size[c] > 0 else None,
+                        "population_share": finite(pop[g]),
+                        "soft_share": finite(soft[g, c] / soft_size[c]) if soft_size[c] > 0 else None,
+                        "hard_share": finite(hard[g, c] / hard_size[c]) if hard_size[c] > 0 else None,
                     }
                     for g in range(G)
                 ],
@@ -165,9 +159,9 @@ class FFCMClusterer(Clusterer):
             "n_iter": int(est.n_iter_),
             "converged": bool(est.n_iter_ < self.max_iter),
             "objective": hist[-200:],
-            "eta_raw": _f(est.eta_raw_),
-            "data_scale": _f(est.data_scale_),
-            "mean_max_membership": _f(est.memberships_.max(axis=1).mean()),
+            "eta_raw": finite(est.eta_raw_),
+            "data_scale": finite(est.data_scale_),
+            "mean_max_membership": finite(est.memberships_.max(axis=1).mean()),
         }
         notes = []
         if est.n_iter_ >= self.max_iter:
@@ -192,7 +186,7 @@ class FFCMClusterer(Clusterer):
             name: membership_composition(est.memberships_, self.labels_, c, g)
             for name, c, g in attrs
         }
-        self.extras_["cluster_bias"] = [_f(v) for v in est.cluster_bias_]
+        self.extras_["cluster_bias"] = [finite(v) for v in est.cluster_bias_]
         return self
 
 
@@ -295,11 +289,11 @@ class LOFKMClusterer(Clusterer):
         self.extras_ = {
             "method": "lofkm",
             "n_neighbors": int(self.n_neighbors),
-            "inertia_weighted": _f(est.inertia_),
+            "inertia_weighted": finite(est.inertia_),
             "weights": {
-                "share_above_1": _f((w > 1).mean()),
-                "quantiles": {str(q): _f(np.quantile(w, q)) for q in (0.5, 0.9, 0.99, 1.0)},
-                "top_rows": [{"row": int(ids[i]), "weight": _f(w[i])} for i in top],
+                "share_above_1": finite((w > 1).mean()),
+                "quantiles": {str(q): finite(np.quantile(w, q)) for q in (0.5, 0.9, 0.99, 1.0)},
+                "top_rows": [{"row": int(ids[i]), "weight": finite(w[i])} for i in top],
             },
             "deduplicated": bool(est.deduplicated_),
         }
@@ -417,8 +411,8 @@ class LCDAuditor(Auditor):
         per_cluster = tuple(
             {
                 "cluster": int(c),
-                "lcd": _f(res.cluster_lcd[i]),
-                "mean_lcd": _f(res.cluster_mean_lcd[i]),
+                "lcd": finite(res.cluster_lcd[i]),
+                "mean_lcd": finite(res.cluster_mean_lcd[i]),
                 "size": sizes[int(c)],
                 "worst_row": int(ids[rows[res.cluster_worst_row[i]]]),
             }
@@ -431,12 +425,12 @@ class LCDAuditor(Auditor):
             worst.append(
                 {
                     "cluster": int(c),
-                    "lcd": _f(res.cluster_lcd[i]),
+                    "lcd": finite(res.cluster_lcd[i]),
                     "size": sizes[int(c)],
                     "worst_points": [
                         {
                             "row": int(ids[rows[j]]),
-                            "lcd": _f(res.point_lcd[j]),
+                            "lcd": finite(res.point_lcd[j]),
                             "support": int(res.n_support[j]),
                         }
                         for j in pts
@@ -451,8 +445,8 @@ class LCDAuditor(Auditor):
             "rows_used": len(rows),
             "worst_clusters": worst,
             "histogram": {"counts": counts.tolist(), "edges": [float(e) for e in edges]},
-            "point_lcd_quantiles": {str(q): _f(np.quantile(vals, q)) for q in (0.5, 0.9, 0.99)},
-            "share_zero": _f((vals == 0).mean()),
+            "point_lcd_quantiles": {str(q): finite(np.quantile(vals, q)) for q in (0.5, 0.9, 0.99)},
+            "share_zero": finite((vals == 0).mean()),
         }
         return [
             self._result(ctx, "avg_lcd", res.avg_lcd, len(rows), tuple(notes), detail, per_cluster),

@@ -9,7 +9,6 @@ NE and ARI, for the report.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -17,11 +16,7 @@ import numpy as np
 from fairaudit.components import AnyOf, Clusterer, Interval, Options, ReportSection, TypeIs
 from fairaudit.data import AuditData
 from fairaudit.hookspecs import hookimpl
-
-
-def _finite(x: Any) -> float | None:
-    x = float(x)
-    return x if math.isfinite(x) else None
+from fairaudit.results import finite
 
 
 def _table(labels: np.ndarray, groups: np.ndarray) -> np.ndarray:
@@ -54,17 +49,17 @@ def compare_labellings(
                 "is_consensus": name == consensus,
                 "n_clusters": int(N.shape[1]),
                 "noise": int((~keep).sum()),
-                "ari_with_consensus": _finite(ari),
+                "ari_with_consensus": finite(ari),
             }
             if N.shape[0] >= 1 and N.shape[1] >= 1:
                 b = balance(N)
                 row.update(
-                    balance_min=_finite(b.min),
-                    balance_mean=_finite(b.mean),
-                    fairness_cce=_finite(fairness_cce(N)),
-                    cce=_finite(cce(N)),
-                    mnce=_finite(mnce(N)) if N.shape[0] > 1 else None,
-                    ne=_finite(ne(N)) if N.shape[1] > 1 else None,
+                    balance_min=finite(b.min),
+                    balance_mean=finite(b.mean),
+                    fairness_cce=finite(fairness_cce(N)),
+                    cce=finite(cce(N)),
+                    mnce=finite(mnce(N)) if N.shape[0] > 1 else None,
+                    ne=finite(ne(N)) if N.shape[1] > 1 else None,
                 )
             rows.append(row)
     return rows

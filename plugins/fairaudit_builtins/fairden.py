@@ -13,7 +13,6 @@ Thin adapters over ``fairaudit.cluster.FairDen`` and ``fairaudit.metrics.dcsi``:
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -31,14 +30,9 @@ from fairaudit.components import (
 )
 from fairaudit.data import AuditData, sample_rows
 from fairaudit.hookspecs import hookimpl
-from fairaudit.results import MetricResult
+from fairaudit.results import MetricResult, finite
 
 _PROJECTION_POINTS = 2000
-
-
-def _f(x: float) -> float | None:
-    x = float(x)
-    return None if math.isnan(x) or math.isinf(x) else x
 
 
 class FairDenClusterer(Clusterer):
@@ -171,11 +165,11 @@ class FairDenClusterer(Clusterer):
                 {"group": g, "size": int(s)} for g, s in zip(ex.groups, ex.sizes, strict=True)
             ],
             "n_excluded_rows": ex.n_rows,
-            "eigenvalues": [_f(v) for v in est.eigenvalues_],
+            "eigenvalues": [finite(v) for v in est.eigenvalues_],
             "projection": {
                 "rows": [int(i) for i in idx],
-                "x": [_f(v) for v in P[:, 0]],
-                "y": [_f(v) for v in P[:, 1]],
+                "x": [finite(v) for v in P[:, 0]],
+                "y": [finite(v) for v in P[:, 1]],
                 "label": [int(v) for v in self.labels_[idx]],
             },
         }
@@ -249,20 +243,20 @@ class DCSIAuditor(Auditor):
             {
                 "cluster_a": p.cluster_a,
                 "cluster_b": p.cluster_b,
-                "separation": _f(p.separation),
-                "connectedness_a": _f(p.connectedness_a),
-                "connectedness_b": _f(p.connectedness_b),
-                "q": _f(p.q),
-                "value": _f(p.value),
+                "separation": finite(p.separation),
+                "connectedness_a": finite(p.connectedness_a),
+                "connectedness_b": finite(p.connectedness_b),
+                "q": finite(p.q),
+                "value": finite(p.value),
             }
             for p in res.pairs
         ]
         per_cluster = tuple(
             {
                 "cluster": int(c),
-                "epsilon": _f(e),
+                "epsilon": finite(e),
                 "n_core": int(nc),
-                "connectedness": _f(cn),
+                "connectedness": finite(cn),
                 "size": int((labels[rows] == c).sum()),
             }
             for c, e, nc, cn in zip(
@@ -272,7 +266,7 @@ class DCSIAuditor(Auditor):
         detail: dict[str, Any] = {
             "pairs": pairs,
             "min_pts": int(self.min_pts),
-            "noise_fraction": _f(res.noise_fraction),
+            "noise_fraction": finite(res.noise_fraction),
             "rows_used": int(rows.size),
         }
         out = []

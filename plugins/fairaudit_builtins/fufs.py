@@ -11,7 +11,6 @@ Both see the sensitive attributes only to measure them; they never become featur
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -30,7 +29,7 @@ from fairaudit.components import (
 )
 from fairaudit.data import AuditData
 from fairaudit.hookspecs import hookimpl
-from fairaudit.results import MetricResult
+from fairaudit.results import MetricResult, finite
 
 _COMMON_CONSTRAINTS = {
     "alpha": Interval(float, 0.0, None),
@@ -49,11 +48,6 @@ _COMMON_DOCS = {
     "max_samples": "rows used in the n x n kernels; a seeded sample above this",
     "random_state": "seed of the row sample (filled from the chain seed when unset)",
 }
-
-
-def _f(x: Any) -> float | None:
-    x = float(x)
-    return x if math.isfinite(x) else None
 
 
 def proxy_table(
@@ -104,15 +98,15 @@ def proxy_table(
         rows.append(
             {
                 "feature": name,
-                "proxy_score": _f(fufs.proxy_scores_[f]),
-                "utility_score": _f(fufs.scores_[f]),
+                "proxy_score": finite(fufs.proxy_scores_[f]),
+                "utility_score": finite(fufs.scores_[f]),
                 "proxy_rank": proxy_rank[f],
                 "selected": bool(fufs.support_[f]),
                 "excluded": f in fufs.excluded_features_,
                 "associations": {
                     attr: {
-                        "cramers_v": _f(assoc.cramers_v[f, j]),
-                        "mutual_information": _f(assoc.mutual_information[f, j]),
+                        "cramers_v": finite(assoc.cramers_v[f, j]),
+                        "mutual_information": finite(assoc.mutual_information[f, j]),
                     }
                     for j, attr in enumerate(attributes)
                 },

@@ -28,13 +28,13 @@ A section claims auditors it shows in full through an ``auditors`` class attribu
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from fairaudit import charts
 from fairaudit.components import ReportSection
 from fairaudit.hookspecs import hookimpl
+from fairaudit.results import finite
 
 MAX_GROUPS = 20
 """Charts show at most this many groups of one attribute (the largest); tables show all."""
@@ -43,17 +43,6 @@ STATUS_RANK = {"fail": 0, "warn": 1, "not_applicable": 2, "pass": 3, "not_evalua
 
 
 # ============================================================================ helpers
-def finite(x: Any) -> float | None:
-    """``x`` as a float, or ``None`` when it is null / NaN / not a number."""
-    if x is None or isinstance(x, bool):
-        return None
-    try:
-        v = float(x)
-    except (TypeError, ValueError):
-        return None
-    return v if math.isfinite(v) else None
-
-
 DATA_LABELLING = "(data)"
 """Results of auditors that judge the data rather than a clustering (e.g. proxy features)."""
 
