@@ -314,6 +314,19 @@ class CountingAuditor(Auditor):
     def breakdown(self, table: GroupTable) -> Sequence[Mapping[str, Any]]:
         return ()
 
+    small_groups: str = "exclude"
+    """"exclude" (default): the host leaves groups with fewer than ``min_cell`` rows out of the
+    table (they are "too small to judge" and listed in the result); "keep": the auditor sees
+    every group."""
+
+    def intervals(self, table: GroupTable, level: float) -> Mapping[str, Any]:
+        """Confidence intervals computed by the auditor itself, ``{metric: interval}``, where an
+        interval is a :class:`fairaudit.metrics.intervals.Interval` (or any object with
+        ``lower``, ``upper`` and ``method``). The host bootstraps every other metric that
+        declares ``bootstrap=True``. Override for metrics the bootstrap gets wrong (minima and
+        maxima of ratios: see docs/metrics.md, "Uncertainty")."""
+        return {}
+
     def compute_batch(self, table: GroupTable, counts: np.ndarray) -> Mapping[str, np.ndarray]:
         """Metric values for a stack of resampled ``counts`` (B x groups x clusters).
 

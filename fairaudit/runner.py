@@ -29,7 +29,6 @@ from fairaudit.components import (
     Auditor,
     CountingAuditor,
     Direction,
-    MetricSpec,
     Preprocessor,
 )
 from fairaudit.contingency import JointTable, joint_from_frame, resample_joint
@@ -563,40 +562,10 @@ def _run_checks(lf, data, roles, joint, spec, n_input) -> list[dict[str, Any]]:
 
 # ---------------------------------------------------------------------------- counting
 def _run_counting(comp: CountingAuditor, lab, joint, tables, boot, spec) -> list[MetricResult]:
-    from fairaudit.metrics.bootstrap import percentile_interval
+    from fairaudit.counting_audit import run_counting_auditor
 
-    out: list[MetricResult] = []
-    specs: dict[str, MetricSpec] = {m.name: m for m in comp.metrics}
-    for attribute, table in tables.items():
-        if table.counts.size == 0:
-            continue
-        values = comp.compute(table)
-        breakdown = list(comp.breakdown(table))
-        batch = None
-        if boot is not None and any(specs[m].bootstrap for m in values if m in specs):
-            counts = joint.bootstrap_counts(attribute, boot)
-            batch = comp.compute_batch(table, counts)
-        for metric, value in values.items():
-            m = specs.get(metric)
-            if m is None:
-                raise FairauditError(
-                    f"auditor {comp.name!r} returned metric {metric!r} it does not declare"
-                )
-            ci = None
-            if batch is not None and m.bootstrap and metric in batch:
-                lo, hi = percentile_interval(np.asarray(batch[metric]), spec.options.ci_level)
-                ci = None if (math.isnan(lo) and math.isnan(hi)) else (float(lo), float(hi))
-            rows = tuple(r for r in breakdown if r.get("metric", m.name) == metric)
-            out.append(
-                MetricResult(
-                    auditor=comp.name, metric=metric, labelling=lab.name,
-                    value=float(value), direction=m.direction, attribute=attribute, ci=ci,
-                    per_cluster=tuple({k: v for k, v in r.items() if k != "metric"} for r in rows),
-                    n_rows=table.n + table.n_noise, headline=m.headline,
-                    notes=() if not math.isnan(float(value)) else (f"{metric} is undefined here",),
-                )
-            )
-    return out
+    return run_counting_auditor(comp, lab.name, joint, tables, boot,
+                                min_cell=spec.options.min_cell, level=spec.options.ci_level)
 
 
 # ---------------------------------------------------------------------------- the document

@@ -7,6 +7,7 @@ Formulas and references: ``docs/metrics.md``.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -15,7 +16,7 @@ import numpy as np
 from fairaudit.components import CountingAuditor, Direction, MetricSpec, Options
 from fairaudit.data import GroupTable
 from fairaudit.hookspecs import hookimpl
-from fairaudit.metrics import counting
+from fairaudit.metrics import counting, intervals
 
 HIGHER = Direction.HIGHER_IS_BETTER
 LOWER = Direction.LOWER_IS_BETTER
@@ -63,6 +64,20 @@ class BalanceAuditor(CountingAuditor):
         if table.n_noise:
             out["balance_noise_adjusted"] = float(
                 counting.noise_adjusted_balance(table.counts, table.n_noise)
+            )
+        return out
+
+    def intervals(self, table: GroupTable, level: float) -> Mapping[str, Any]:
+        out: dict[str, Any] = {
+            "balance": intervals.balance_interval(table.counts, level),
+            "balance_mean": intervals.balance_mean_interval(table.counts, level),
+        }
+        if table.n_noise:
+            # the noise fraction is a constant factor (noise rows are not resampled)
+            frac = table.n / (table.n + table.n_noise)
+            m = out["balance_mean"]
+            out["balance_noise_adjusted"] = dataclasses.replace(
+                m, lower=m.lower * frac, upper=m.upper * frac
             )
         return out
 
@@ -171,6 +186,14 @@ class CapacityAuditor(CountingAuditor):
 
     def compute(self, table: GroupTable) -> Mapping[str, float]:
         return _first(self.compute_batch(table, table.counts[None]))
+
+    def intervals(self, table: GroupTable, level: float) -> Mapping[str, Any]:
+        return {
+            "fairness_cce": intervals.fairness_cce_interval(table.counts, level),
+            "cce": intervals.cce_interval(table.counts, level),
+            "fce_fair": intervals.fce_fair_interval(table.counts, level),
+            "balance_prime": intervals.balance_prime_interval(table.counts, level),
+        }
 
     def compute_batch(self, table: GroupTable, counts: np.ndarray) -> Mapping[str, np.ndarray]:
         fns = {

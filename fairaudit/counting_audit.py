@@ -1,0 +1,194 @@
+"""The audit step of counting auditors: small groups, point values, intervals, per-cluster rows.
+
+A counting auditor sees one group x cluster table per attribute. The host
+
+1. leaves out groups with fewer than ``min_cell`` rows (unless the auditor sets
+   ``small_groups = "keep"``): a ratio over a handful of people says nothing about a segmentation,
+   and one person more or less would swing it. They are listed as "too small to judge";
+2. computes the metrics on the remaining table;
+3. attaches a confidence interval to every metric that declares ``bootstrap=True``: the
+   auditor's own interval where it gives one (``CountingAuditor.intervals``, e.g. the score
+   intersection bounds of the balance and CCE families), otherwise the percentile interval of
+   the multinomial bootstrap of the joint table, widened where needed to contain the estimate
+   (docs/metrics.md, "Uncertainty").
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from fairaudit.components import CountingAuditor, MetricSpec
+from fairaudit.contingency import JointTable
+from fairaudit.data import GroupTable
+from fairaudit.errors import FairauditError
+from fairaudit.results import MetricResult
+
+BOOTSTRAP_METHOD = "bootstrap-percentile"
+
+
+@dataclasses.dataclass(frozen=True)
+class Judgeable:
+    """The part of a table large enough to judge, and what was left out."""
+
+    table: GroupTable | None
+    """``None`` when fewer than two groups remain."""
+    group_rows: tuple[int, ...]
+    """Rows of the full table kept, in order."""
+    cluster_cols: tuple[int, ...]
+    """Columns of the full table kept, in order."""
+    too_small: tuple[str, ...]
+    too_small_rows: int
+
+
+def judgeable(table: GroupTable, min_cell: int, keep_small: bool = False) -> Judgeable:
+    """Drop groups with fewer than ``min_cell`` rows (noise included) and clusters left empty."""
+    sizes = table.counts.sum(axis=1) + table.noise
+    keep = np.ones(len(table.groups), dtype=bool) if keep_small else sizes >= max(min_cell, 0)
+    small = tuple(g for g, k in zip(table.groups, keep, strict=True) if not k)
+    small_rows = int(sizes[~keep].sum())
+    if keep.sum() < 2:
+        return Judgeable(None, (), (), small, small_rows)
+    counts = table.counts[keep]
+    cols = counts.sum(axis=0) > 0
+    out = dataclasses.replace(
+        table,
+        groups=tuple(g for g, k in zip(table.groups, keep, strict=True) if k),
+        clusters=tuple(c for c, k in zip(table.clusters, cols, strict=True) if k),
+        counts=counts[:, cols],
+        noise=table.noise[keep],
+    )
+    return Judgeable(
+        out,
+        tuple(int(i) for i in np.flatnonzero(keep)),
+        tuple(int(i) for i in np.flatnonzero(cols)),
+        small,
+        small_rows,
+    )
+
+
+def _too_small_detail(j: Judgeable, min_cell: int) -> dict[str, Any]:
+    return {
+        "groups": list(j.too_small),
+        "min_cell": int(min_cell),
+        # a total below min_cell would publish a small count (e.g. the size of a lone group)
+        "rows": j.too_small_rows if j.too_small_rows >= min_cell else None,
+    }
+
+
+def _hull(lo: float, hi: float, value: float) -> tuple[float, float, bool]:
+    """The interval widened to contain the estimate; says whether it had to be."""
+    if math.isnan(value):
+        return lo, hi, False
+    new_lo, new_hi = min(lo, value), max(hi, value)
+    return new_lo, new_hi, (new_lo, new_hi) != (lo, hi)
+
+
+def _interval_detail(iv: Any, level: float, table: GroupTable) -> dict[str, Any]:
+    out: dict[str, Any] = {"method": str(getattr(iv, "method", "auditor")), "level": level}
+    for end in ("lower", "upper"):
+        cell = getattr(iv, f"{end}_cell", None)
+        if cell is not None:
+            gi, ki = cell
+            out[f"{end}_set_by"] = {"group": table.groups[gi], "cluster": table.clusters[ki]}
+    return out
+
+
+def run_counting_auditor(
+    comp: CountingAuditor,
+    labelling: str,
+    joint: JointTable,
+    tables: Mapping[str, GroupTable],
+    boot: np.ndarray | None,
+    *,
+    min_cell: int,
+    level: float,
+) -> list[MetricResult]:
+    """All metric results of one counting auditor for one labelling (every attribute).
+
+    ``boot`` holds the bootstrap replicates of the joint table's cells (B x cells), or ``None``
+    when intervals are off (``--bootstrap 0``).
+    """
+    from fairaudit.metrics.bootstrap import percentile_interval
+
+    out: list[MetricResult] = []
+    specs: dict[str, MetricSpec] = {m.name: m for m in comp.metrics}
+    keep_small = getattr(comp, "small_groups", "exclude") == "keep"
+    for attribute, full in tables.items():
+        if full.counts.size == 0:
+            continue
+        j = judgeable(full, min_cell, keep_small)
+        n_rows = full.n + full.n_noise
+        if j.table is None:
+            out.extend(_undetermined(comp, labelling, attribute, j, min_cell, n_rows))
+            continue
+        table = j.table
+        values = comp.compute(table)
+        breakdown = list(comp.breakdown(table))
+        own: Mapping[str, Any] = comp.intervals(table, level) if boot is not None else {}
+        batch = None
+        need_boot = [m for m in values if m in specs and specs[m].bootstrap and m not in own]
+        if boot is not None and need_boot:
+            counts = joint.bootstrap_counts(attribute, boot)
+            counts = counts[:, list(j.group_rows)][:, :, list(j.cluster_cols)]
+            batch = comp.compute_batch(table, counts)
+        for metric, value in values.items():
+            m = specs.get(metric)
+            if m is None:
+                raise FairauditError(
+                    f"auditor {comp.name!r} returned metric {metric!r} it does not declare"
+                )
+            value = float(value)
+            ci = None
+            detail: dict[str, Any] = {}
+            notes: list[str] = []
+            if m.bootstrap and metric in own:
+                iv = own[metric]
+                lo, hi, widened = _hull(float(iv.lower), float(iv.upper), value)
+                ci = (lo, hi)
+                detail["interval"] = _interval_detail(iv, level, table)
+            elif m.bootstrap and batch is not None and metric in batch:
+                lo, hi = percentile_interval(np.asarray(batch[metric]), level)
+                if not (math.isnan(lo) and math.isnan(hi)):
+                    lo, hi, widened = _hull(float(lo), float(hi), value)
+                    ci = (lo, hi)
+                    detail["interval"] = {"method": BOOTSTRAP_METHOD, "level": level,
+                                          "replicates": int(boot.shape[0])}
+                    if widened:
+                        detail["interval"]["widened_to_estimate"] = True
+            if j.too_small:
+                detail["too_small"] = _too_small_detail(j, min_cell)
+            if math.isnan(value):
+                notes.append(f"{metric} is undefined here")
+            rows = tuple(r for r in breakdown if r.get("metric", m.name) == metric)
+            out.append(
+                MetricResult(
+                    auditor=comp.name, metric=metric, labelling=labelling,
+                    value=value, direction=m.direction, attribute=attribute, ci=ci,
+                    per_cluster=tuple({k: v for k, v in r.items() if k != "metric"}
+                                      for r in rows),
+                    n_rows=n_rows, headline=m.headline, notes=tuple(notes), detail=detail,
+                )
+            )
+    return out
+
+
+def _undetermined(comp: CountingAuditor, labelling: str, attribute: str, j: Judgeable,
+                  min_cell: int, n_rows: int) -> Sequence[MetricResult]:
+    """NaN results when fewer than two groups are large enough to judge."""
+    note = (
+        f"too little data: fewer than two groups of {attribute!r} have at least "
+        f"{min_cell} rows (--min-cell), so no comparison between groups is possible"
+    )
+    return [
+        MetricResult(
+            auditor=comp.name, metric=m.name, labelling=labelling, value=float("nan"),
+            direction=m.direction, attribute=attribute, n_rows=n_rows, headline=m.headline,
+            notes=(note,), detail={"too_small": _too_small_detail(j, min_cell)},
+        )
+        for m in comp.metrics
+    ]
