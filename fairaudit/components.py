@@ -319,12 +319,15 @@ class CountingAuditor(Auditor):
     table (they are "too small to judge" and listed in the result); "keep": the auditor sees
     every group."""
 
-    def intervals(self, table: GroupTable, level: float) -> Mapping[str, Any]:
+    def intervals(self, table: GroupTable, level: float,
+                  replicates: np.ndarray) -> Mapping[str, Any]:
         """Confidence intervals computed by the auditor itself, ``{metric: interval}``, where an
         interval is a :class:`fairaudit.metrics.intervals.Interval` (or any object with
-        ``lower``, ``upper`` and ``method``). The host bootstraps every other metric that
-        declares ``bootstrap=True``. Override for metrics the bootstrap gets wrong (minima and
-        maxima of ratios: see docs/metrics.md, "Uncertainty")."""
+        ``lower``, ``upper`` and ``method``). ``replicates`` are the multinomial bootstrap
+        tables of ``table`` (B x groups x clusters), for methods that need them. The host gives
+        every other metric that declares ``bootstrap=True`` the percentile interval of
+        ``compute_batch`` on the replicates. Override for metrics whose percentile interval is
+        wrong (minima of ratios, distances near 0: docs/metrics.md, "Uncertainty")."""
         return {}
 
     def compute_batch(self, table: GroupTable, counts: np.ndarray) -> Mapping[str, np.ndarray]:

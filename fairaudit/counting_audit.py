@@ -7,10 +7,10 @@ A counting auditor sees one group x cluster table per attribute. The host
    and one person more or less would swing it. They are listed as "too small to judge";
 2. computes the metrics on the remaining table;
 3. attaches a confidence interval to every metric that declares ``bootstrap=True``: the
-   auditor's own interval where it gives one (``CountingAuditor.intervals``, e.g. the score
-   intersection bounds of the balance and CCE families), otherwise the percentile interval of
-   the multinomial bootstrap of the joint table, widened where needed to contain the estimate
-   (docs/metrics.md, "Uncertainty").
+   auditor's own interval where it gives one (``CountingAuditor.intervals``: the score
+   intersection bounds of the balance and CCE families, the triangle-inequality bounds of the
+   distances), otherwise the percentile interval of the multinomial bootstrap of the joint
+   table, widened where needed to contain the estimate (docs/metrics.md, "Uncertainty").
 """
 
 from __future__ import annotations
@@ -80,6 +80,15 @@ def _too_small_detail(j: Judgeable, min_cell: int) -> dict[str, Any]:
     }
 
 
+def _too_small_note(j: Judgeable, min_cell: int) -> str:
+    who = ", ".join(j.too_small[:5]) + (f" and {len(j.too_small) - 5} more"
+                                         if len(j.too_small) > 5 else "")
+    people = (f"{j.too_small_rows:,} people" if j.too_small_rows >= min_cell
+              else f"fewer than {min_cell} people")
+    return (f"too small to judge, left out (groups below --min-cell {min_cell}): {who} "
+            f"({people})")
+
+
 def _hull(lo: float, hi: float, value: float) -> tuple[float, float, bool]:
     """The interval widened to contain the estimate; says whether it had to be."""
     if math.isnan(value):
@@ -129,13 +138,14 @@ def run_counting_auditor(
         table = j.table
         values = comp.compute(table)
         breakdown = list(comp.breakdown(table))
-        own: Mapping[str, Any] = comp.intervals(table, level) if boot is not None else {}
+        own: Mapping[str, Any] = {}
         batch = None
-        need_boot = [m for m in values if m in specs and specs[m].bootstrap and m not in own]
-        if boot is not None and need_boot:
+        if boot is not None and any(specs[m].bootstrap for m in values if m in specs):
             counts = joint.bootstrap_counts(attribute, boot)
             counts = counts[:, list(j.group_rows)][:, :, list(j.cluster_cols)]
-            batch = comp.compute_batch(table, counts)
+            own = comp.intervals(table, level, counts)
+            if any(specs[m].bootstrap and m not in own for m in values if m in specs):
+                batch = comp.compute_batch(table, counts)
         for metric, value in values.items():
             m = specs.get(metric)
             if m is None:
@@ -151,6 +161,8 @@ def run_counting_auditor(
                 lo, hi, widened = _hull(float(iv.lower), float(iv.upper), value)
                 ci = (lo, hi)
                 detail["interval"] = _interval_detail(iv, level, table)
+                if detail["interval"]["method"].startswith("bootstrap"):
+                    detail["interval"]["replicates"] = int(boot.shape[0])
             elif m.bootstrap and batch is not None and metric in batch:
                 lo, hi = percentile_interval(np.asarray(batch[metric]), level)
                 if not (math.isnan(lo) and math.isnan(hi)):
@@ -162,6 +174,7 @@ def run_counting_auditor(
                         detail["interval"]["widened_to_estimate"] = True
             if j.too_small:
                 detail["too_small"] = _too_small_detail(j, min_cell)
+                notes.append(_too_small_note(j, min_cell))
             if math.isnan(value):
                 notes.append(f"{metric} is undefined here")
             rows = tuple(r for r in breakdown if r.get("metric", m.name) == metric)

@@ -45,6 +45,7 @@ __all__ = [
     "balance_mean_interval",
     "balance_prime_interval",
     "cce_interval",
+    "distance_intervals",
     "fairness_cce_interval",
     "fce_fair_interval",
     "ratio_score_interval",
@@ -382,3 +383,94 @@ def cce_interval(N: ArrayLike, level: float = 0.95) -> Interval:
     keep = (i != j).ravel()
     a, b = sizes[i.ravel()[keep]], sizes[j.ravel()[keep]]
     return _min_of(_pair_ratio_bounds(a, b), a / b, level)
+
+
+# -------------------------------------------------------------------------------- distances
+DISTANCE_METHOD = "bootstrap-triangle"
+"""Name of the distance metrics' interval method in the audit JSON."""
+
+
+def _deviations(T: NDArray[np.float64], ground: str) -> NDArray[np.float64]:
+    """Per-cluster deviation vectors v_k (..., m, k) whose norm is the cluster's distance:
+    P_k - P_X (zero-one, Euclidean), or its cumulative sums over the declared order (ordinal)."""
+    rows = T.sum(axis=-1)
+    cols = T.sum(axis=-2)
+    n = rows.sum(axis=-1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        px = rows / n[..., None]
+        pk = T / cols[..., None, :]
+    v = pk - px[..., :, None]
+    if ground == "ordinal":
+        v = np.cumsum(v, axis=-2)[..., :-1, :]
+    return v
+
+
+def _norm(v: NDArray[np.float64], kind: str) -> NDArray[np.float64]:
+    if kind == "ed":
+        return np.sqrt((v * v).sum(axis=-2))
+    return np.abs(v).sum(axis=-2) * (0.5 if kind == "wd-zero-one" else 1.0)
+
+
+def distance_intervals(
+    N: ArrayLike, replicates: ArrayLike, level: float = 0.95, *, ground: str = "zero-one",
+    max_undefined: float = 0.1,
+) -> dict[str, Interval]:
+    """Intervals for Ed and Wd aggregated over clusters (``ed``, ``ed_max``, ``ed_sum``,
+    ``wd``, ``wd_max``, ``wd_sum``; Wd with the zero-one or ordinal ground metric).
+
+    Each cluster's distance is a norm of a deviation vector v_k (P_k - P_X, or its cumulative
+    sums for the ordinal ground metric), so by the triangle inequality
+    |d(v) - d(v̂)| <= d(v - v̂), and for the aggregates
+
+    * weighted mean  sum_k p_k ||v_k|| = sum_k ||p_k v_k||:  error <= sum_k ||p_k v_k - p̂_k v̂_k||
+    * max            max_k ||v_k||:                          error <= max_k ||v_k - v̂_k||
+    * sum            sum_k ||v_k||:                          error <= sum_k ||v_k - v̂_k||
+
+    The error bound is a smooth function of the estimation error of the table's proportions,
+    which the multinomial bootstrap does approximate well (unlike the distance itself, which is
+    biased upwards near 0: its percentile interval never covers a perfectly fair population).
+    With c the ``level`` quantile of the bootstrap error bound (``replicates``: B tables laid out
+    like ``N``), the interval is [max(0, d̂ - c), d̂ + c]: it contains d̂ and covers the true
+    distance at least as often as the bound holds. Conservative when the true distance is far
+    from 0 (the triangle inequality is then loose).
+    """
+    T = _table(N)
+    R = np.asarray(replicates, dtype=np.float64)
+    if R.ndim != 3 or R.shape[1:] != T.shape:
+        raise ValueError(
+            f"The 'replicates' parameter must have shape (B, {T.shape[0]}, {T.shape[1]}); got "
+            f"{R.shape}."
+        )
+    if ground not in ("zero-one", "ordinal"):
+        raise ValueError(f"The 'ground' parameter must be 'zero-one' or 'ordinal'; got {ground!r}.")
+    q = float(level)
+    _alpha(q)
+    pk = T.sum(axis=0) / T.sum()
+    pkr = R.sum(axis=1) / R.sum(axis=(1, 2))[:, None]
+    out: dict[str, Interval] = {}
+    for name, kind, g in (("ed", "ed", "zero-one"),
+                          ("wd", "wd-" + ground, ground)):
+        v = _deviations(T, g)  # Ed always compares the plain shares
+        vr = _deviations(R, g)
+        d = _norm(v, kind)  # (k,)
+        e_norm = _norm(vr - v[None], kind)  # (B, k); NaN where a cluster vanished
+        e_weighted = _norm(pkr[:, None, :] * vr - (pk * v)[None], kind)
+        estimates = {
+            name: float((pk * d).sum()),
+            f"{name}_max": float(d.max()),
+            f"{name}_sum": float(d.sum()),
+        }
+        errors = {
+            name: e_weighted.sum(axis=1),
+            f"{name}_max": e_norm.max(axis=1),
+            f"{name}_sum": e_norm.sum(axis=1),
+        }
+        for metric, est in estimates.items():
+            e = errors[metric]
+            ok = np.isfinite(e)
+            if ok.sum() < 2 or (~ok).sum() > max_undefined * e.size:
+                continue
+            c = float(np.quantile(e[ok], q))
+            out[metric] = Interval(lower=max(0.0, est - c), upper=est + c, level=q,
+                                   method=DISTANCE_METHOD, contact_cells=0)
+    return out

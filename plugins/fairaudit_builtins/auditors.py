@@ -67,7 +67,8 @@ class BalanceAuditor(CountingAuditor):
             )
         return out
 
-    def intervals(self, table: GroupTable, level: float) -> Mapping[str, Any]:
+    def intervals(self, table: GroupTable, level: float,
+                  replicates: np.ndarray) -> Mapping[str, Any]:
         out: dict[str, Any] = {
             "balance": intervals.balance_interval(table.counts, level),
             "balance_mean": intervals.balance_mean_interval(table.counts, level),
@@ -142,6 +143,13 @@ class DistributionAuditor(CountingAuditor):
     def compute(self, table: GroupTable) -> Mapping[str, float]:
         return _first(self.compute_batch(table, table.counts[None]))
 
+    def intervals(self, table: GroupTable, level: float,
+                  replicates: np.ndarray) -> Mapping[str, Any]:
+        ground = self._ground(table)
+        if ground == "fairkm-compat":  # not a norm of a deviation: percentile interval
+            return {}
+        return intervals.distance_intervals(table.counts, replicates, level, ground=ground)
+
     def compute_batch(self, table: GroupTable, counts: np.ndarray) -> Mapping[str, np.ndarray]:
         ground = self._ground(table)
         sizes = counts.sum(axis=1)
@@ -187,7 +195,8 @@ class CapacityAuditor(CountingAuditor):
     def compute(self, table: GroupTable) -> Mapping[str, float]:
         return _first(self.compute_batch(table, table.counts[None]))
 
-    def intervals(self, table: GroupTable, level: float) -> Mapping[str, Any]:
+    def intervals(self, table: GroupTable, level: float,
+                  replicates: np.ndarray) -> Mapping[str, Any]:
         return {
             "fairness_cce": intervals.fairness_cce_interval(table.counts, level),
             "cce": intervals.cce_interval(table.counts, level),

@@ -166,3 +166,62 @@ def test_coverage_simulation_one_percent_group():
         assert cov >= 0.95, (name, cov)
         assert lower > 0.1, (name, lower)
         assert width < 0.8, (name, width)
+
+
+# ------------------------------------------------------------------------------ distances
+DIST = {
+    "wd": lambda T, g: C.wd(T, ground=g), "wd_max": lambda T, g: C.wd(T, ground=g, how="max"),
+    "wd_sum": lambda T, g: C.wd(T, ground=g, how="sum"), "ed": lambda T, g: C.ed(T),
+    "ed_max": lambda T, g: C.ed(T, how="max"), "ed_sum": lambda T, g: C.ed(T, how="sum"),
+}
+
+
+@settings(max_examples=40, deadline=None)
+@given(tables, tables, st.sampled_from(["zero-one", "ordinal"]))
+def test_triangle_bound_holds_for_any_two_tables(T, U, ground):
+    """The oracle of the distance intervals: |d(T) - d(U)| <= the error bound that the
+    interval's quantile is taken of (here with U as the single 'replicate')."""
+    if T.shape != U.shape:
+        return
+    # c = the bound for the single replicate U: the interval [d - c, d + c] must contain d(U)
+    ivs = I.distance_intervals(T, np.stack([U, U]), level=0.5, ground=ground)
+    for name, f in DIST.items():
+        d_t, d_u = f(T, ground), f(U, ground)
+        iv = ivs[name]
+        assert iv.lower - 1e-12 <= d_t <= iv.upper + 1e-12
+        assert iv.upper + 1e-9 >= d_u, (name, iv, d_t, d_u)
+        assert iv.lower - 1e-9 <= d_u or iv.lower == 0.0, (name, iv, d_t, d_u)
+
+
+def test_distance_interval_is_a_point_without_sampling_error():
+    T = np.array([[30, 10], [10, 30]])
+    ivs = I.distance_intervals(T, np.repeat(T[None], 5, axis=0))
+    assert ivs["wd"].lower == ivs["wd"].upper == pytest.approx(C.wd(T))
+
+
+def distance_coverage(draws: int, seed: int, fair: bool, n: int = 3000):
+    cond = np.full((4, 3), 1 / 3) if fair else COND
+    P = SHARES[:, None] * cond
+    rng = np.random.default_rng(seed)
+    truth = {k: float(f(P, "zero-one")) for k, f in DIST.items()}
+    hits = {k: [] for k in DIST}
+    widths = {k: [] for k in DIST}
+    from fairaudit.metrics.bootstrap import resample_counts
+
+    for _ in range(draws):
+        T = rng.multinomial(n, P.ravel()).reshape(P.shape)
+        ivs = I.distance_intervals(T, resample_counts(T, 200, rng))
+        for k in DIST:
+            hits[k].append(ivs[k].lower <= truth[k] <= ivs[k].upper)
+            widths[k].append(ivs[k].upper - ivs[k].lower)
+    return {k: (float(np.mean(hits[k])), float(np.median(widths[k]))) for k in DIST}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fair", [False, True])
+def test_distance_coverage_simulation(fair):
+    """The percentile bootstrap never covered a perfectly fair population (Wd = 0: noise only
+    adds distance); the triangle bounds do. Figures in docs/metrics.md."""
+    res = distance_coverage(draws=300, seed=11 if fair else 12, fair=fair)
+    for name, (cov, _) in res.items():
+        assert cov >= (0.9 if fair else 0.95), (name, cov)

@@ -1,0 +1,78 @@
+"""The host's counting step: small groups left out, every interval contains its estimate, the
+interval method is named."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import polars as pl
+
+import fairaudit
+
+
+def _table(seed: int = 0, n: int = 3000, tiny: int = 5) -> pl.DataFrame:
+    rng = np.random.default_rng(seed)
+    race = rng.choice(["a", "b", "c"], size=n, p=[0.6, 0.3, 0.1]).astype(object)
+    race[:tiny] = "tiny"  # a group below --min-cell 10
+    sex = rng.choice(["f", "m"], size=n)
+    seg = rng.integers(0, 3, size=n)
+    return pl.DataFrame({"race": race, "sex": sex, "segment": seg})
+
+
+def test_small_group_is_left_out_and_listed():
+    run = fairaudit.audit(_table(), sensitive=["race", "sex"], labels="segment")
+    res = run.results_for(metric="balance", attribute="race")[0]
+    assert res["detail"]["too_small"] == {"groups": ["tiny"], "min_cell": 10, "rows": None}
+    assert any("too small to judge" in n and "tiny" in n for n in res["notes"])
+    # the balance is that of the three large groups alone
+    df = _table().filter(pl.col("race") != "tiny")
+    N = np.array([[int(((df["race"] == g) & (df["segment"] == k)).sum()) for k in range(3)]
+                  for g in ["a", "b", "c"]])
+    assert res["value"] == fairaudit.metrics.balance_min(N)
+    # the intersection: every race|sex combination of the tiny group is left out
+    inter = run.results_for(metric="balance", attribute="race|sex")[0]
+    small = inter["detail"]["too_small"]["groups"]
+    assert small and all(g.startswith("tiny|") for g in small)
+    # --min-cell 0 keeps it
+    run0 = fairaudit.audit(_table(), sensitive=["race"], labels="segment", min_cell=0)
+    assert "too_small" not in run0.results_for(metric="balance", attribute="race")[0]["detail"]
+
+
+def test_every_interval_contains_its_estimate_and_names_its_method():
+    for seed in range(3):
+        run = fairaudit.audit(_table(seed, n=800, tiny=12), sensitive=["race", "sex"],
+                              labels="segment")
+        counted = [r for r in run.results if r["auditor"] in ("balance", "distribution",
+                                                                 "capacity")]
+        assert counted
+        for r in counted:
+            if r["ci"] is None:
+                continue
+            lo, hi = r["ci"]
+            assert lo <= r["value"] <= hi, r
+            assert r["detail"]["interval"]["method"] in (
+                "score-intersection", "bootstrap-triangle", "bootstrap-percentile")
+        methods = {r["metric"]: r["detail"]["interval"]["method"] for r in counted if r["ci"]}
+        assert methods["balance"] == "score-intersection"
+        assert methods["fairness_cce"] == "score-intersection"
+        assert methods["wd"] == "bootstrap-triangle"
+
+
+def test_fewer_than_two_judgeable_groups_gives_nan_with_a_reason():
+    df = _table(tiny=0)
+    df = df.with_columns(
+        pl.when(pl.arange(0, df.height) < 6).then(pl.lit("rare")).otherwise(pl.lit("a"))
+        .alias("race")
+    )
+    run = fairaudit.audit(df, sensitive=["race"], labels="segment")
+    res = run.results_for(metric="balance", attribute="race")[0]
+    assert res["value"] is None and res["ci"] is None
+    assert any("too little data" in n for n in res["notes"])
+    assert res["detail"]["too_small"]["groups"] == ["rare"]
+    assert math.isnan(run.results_for(metric="wd", attribute="race")[0]["value"] or math.nan)
+
+
+def test_bootstrap_off_means_no_intervals():
+    run = fairaudit.audit(_table(), sensitive=["race"], labels="segment", bootstrap=0)
+    assert all(r["ci"] is None for r in run.results)
