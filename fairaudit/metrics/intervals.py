@@ -337,52 +337,58 @@ def balance_prime_interval(N: ArrayLike, level: float = 0.95) -> Interval:
     return _min_of(bounds, T / cols, level, _cells(*T.shape))
 
 
-def _pair_ratio_bounds(a: NDArray[np.float64], b: NDArray[np.float64]) -> _Bounds:
-    """Bounds of a / b for counts a, b of two cells: conditional on a + b, a is binomial and
-    a / b = π / (1 − π)."""
-    m = a + b
+def _ratio_of_extremes(x: NDArray[np.float64], n: NDArray[np.float64], a: float,
+                       axis: int) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Bounds of min_i p_i / max_i p_i along ``axis`` for binomial shares p = x / n (n is the
+    same along ``axis``), each end missing with probability at most ``a``, in O(size) (no
+    pairs).
 
-    def bounds(alpha: float, side: str):
-        p = wilson_interval(a, m, alpha)[0 if side == "lower" else 1]
-        with np.errstate(divide="ignore"):
-            return np.where(p < 1, p / np.where(p < 1, 1.0 - p, 1.0), np.inf)
-
-    return bounds
+    Lower: min_i lo_i / max_i hi_i with pointwise Wilson bounds at a / 2 each — valid because
+    min_i lo_i <= min_i p_i holds when the argmin's bound does, and max_i hi_i >= max_i p_i when
+    the argmax's does. Upper: min_i hi_i / max_i lo_i with all m bounds simultaneous
+    (Bonferroni a / (2 m))."""
+    m = x.shape[axis]
+    lo, hi = wilson_interval(x, n, a / 2.0)
+    lo_s, hi_s = wilson_interval(x, n, a / (2.0 * m))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lower = lo.min(axis=axis) / hi.max(axis=axis)
+        upper = np.minimum(hi_s.min(axis=axis) / lo_s.max(axis=axis), 1.0)
+    return np.nan_to_num(lower, nan=0.0), np.where(np.isnan(upper), 1.0, upper)
 
 
 def fce_fair_interval(N: ArrayLike, level: float = 0.95) -> Interval:
-    """Interval for the FCE code's ``fair`` = min_k min_g N[g,k] / max_g N[g,k]: the minimum
-    over clusters and ordered group pairs (g, h) of N[g,k] / N[h,k], each bounded through the
-    Wilson interval of N[g,k] out of N[g,k] + N[h,k]. Pairs where both cells are empty do not
-    constrain the minimum and are left out."""
+    """Interval for the FCE code's ``fair`` = min_k min_g N[g,k] / max_g N[g,k]: per cluster,
+    the ratio of the smallest to the largest group share (Wilson bounds conditional on the
+    cluster size, :func:`_ratio_of_extremes`), then intersection bounds over clusters: the lower
+    end is the min of the clusters' lower bounds, the upper end the min of their upper bounds
+    with every cluster simultaneous (Bonferroni over the c clusters)."""
     T = _table(N)
-    g, k = T.shape
+    g, c = T.shape
     if g < 2:
         return Interval(lower=1.0, upper=1.0, level=float(level), contact_cells=0)
-    gi, hi_, ki = np.meshgrid(np.arange(g), np.arange(g), np.arange(k), indexing="ij")
-    keep = (gi != hi_).ravel()
-    a = T[gi.ravel()[keep], ki.ravel()[keep]]
-    b = T[hi_.ravel()[keep], ki.ravel()[keep]]
-    ok = (a + b) > 0
-    a, b = a[ok], b[ok]
-    cells = np.column_stack([gi.ravel()[keep][ok], ki.ravel()[keep][ok]])
-    with np.errstate(divide="ignore"):
-        est = np.where(b > 0, a / np.where(b > 0, b, 1.0), np.inf)
-    return _min_of(_pair_ratio_bounds(a, b), est, level, cells)
+    a = _alpha(level)
+    cols = np.broadcast_to(T.sum(axis=0)[None, :], T.shape)
+    est = T.min(axis=0) / T.max(axis=0)
+    lower, _ = _ratio_of_extremes(T, cols, a, axis=0)
+    _, upper = _ratio_of_extremes(T, cols, a / c, axis=0)
+    lo = float(min(lower.min(), est.min()))
+    hi = float(max(upper.min(), est.min()))
+    return Interval(lower=lo, upper=hi, level=float(level), contact_cells=c)
 
 
 def cce_interval(N: ArrayLike, level: float = 0.95) -> Interval:
-    """Interval for CCE = min_k |k| / max_k |k|: the minimum over ordered cluster pairs of
-    |k| / |l|, each bounded through the Wilson interval of |k| out of |k| + |l|."""
+    """Interval for CCE = min_k |k| / max_k |k|, the ratio of the smallest to the largest
+    cluster share (Wilson bounds on the shares |k| / n, :func:`_ratio_of_extremes`)."""
     T = _table(N)
     sizes = T.sum(axis=0)
-    k = sizes.size
-    if k < 2:
+    if sizes.size < 2:
         return Interval(lower=1.0, upper=1.0, level=float(level), contact_cells=0)
-    i, j = np.meshgrid(np.arange(k), np.arange(k), indexing="ij")
-    keep = (i != j).ravel()
-    a, b = sizes[i.ravel()[keep]], sizes[j.ravel()[keep]]
-    return _min_of(_pair_ratio_bounds(a, b), a / b, level)
+    a = _alpha(level)
+    n = np.full_like(sizes, sizes.sum())
+    lower, upper = _ratio_of_extremes(sizes, n, a, axis=0)
+    est = float(sizes.min() / sizes.max())
+    return Interval(lower=float(min(lower, est)), upper=float(max(upper, est)),
+                    level=float(level), contact_cells=int(sizes.size))
 
 
 # -------------------------------------------------------------------------------- distances
