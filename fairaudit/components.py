@@ -260,6 +260,9 @@ class Clusterer(Component):
     def fit(self, data: AuditData) -> Clusterer:  # pragma: no cover - interface
         raise NotImplementedError
 
+    def predict(self, data: AuditData) -> np.ndarray:
+        raise NotImplementedError(f"{self.name} cannot assign new rows")
+
 
 @dataclass(frozen=True)
 class AuditContext:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -224,3 +224,52 @@ def resample_joint(joint: JointTable, n_boot: int, rng: np.random.Generator) -> 
         p = counts[clean] / n
         out[:, clean] = rng.multinomial(n, p, size=n_boot)
     return out
+
+
+def sum_joint_tables(tables: Sequence[JointTable]) -> JointTable:
+    """The joint table of the union of disjoint row sets: cell counts added by (cluster, group
+    names). Partitions may have seen different groups; the categories of the sum are the union
+    (sorted, or the declared ordinal order)."""
+    import polars as pl
+
+    if not tables:
+        raise ValueError("sum_joint_tables needs at least one table")
+    first = tables[0]
+    attrs = first.attributes
+    frames = []
+    for t in tables:
+        if t.attributes != attrs:
+            raise ValueError(f"joint tables over different attributes: {t.attributes} vs {attrs}")
+        cols: dict[str, Any] = {LABEL_KEY: t.cluster, "__n__": t.counts}
+        for j, a in enumerate(attrs):
+            cats = np.asarray(t.categories[j], dtype=object)
+            cols[a] = cats[t.codes[:, j]] if len(t.counts) else np.zeros(0, dtype=object)
+        frames.append(pl.DataFrame(cols, schema={LABEL_KEY: pl.Int64, "__n__": pl.Int64,
+                                                 **{a: pl.String for a in attrs}}))
+    agg = pl.concat(frames).group_by([LABEL_KEY, *attrs]).agg(pl.col("__n__").sum())
+    cluster = agg.get_column(LABEL_KEY).to_numpy()
+    codes, cats = [], []
+    for a in attrs:
+        values = agg.get_column(a).to_numpy().astype(str)
+        order = first.ordinal.get(a)
+        if order:
+            lookup = {v: i for i, v in enumerate(order)}
+            codes.append(np.array([lookup[v] for v in values], dtype=np.int64))
+            cats.append(tuple(order))
+        else:
+            uniq, inv = np.unique(values, return_inverse=True)
+            codes.append(inv.astype(np.int64).reshape(-1))
+            cats.append(tuple(str(u) for u in uniq))
+    counts = agg.get_column("__n__").to_numpy().astype(np.int64)
+    code_arr = (np.column_stack(codes).astype(np.int64) if codes
+                else np.zeros((len(counts), 0), np.int64))
+    order_idx = np.lexsort((*code_arr.T[::-1], cluster)) if len(counts) else np.arange(0)
+    return JointTable(
+        attributes=attrs,
+        categories=tuple(cats),
+        cluster=cluster[order_idx].astype(np.int64),
+        codes=code_arr[order_idx],
+        counts=counts[order_idx],
+        ordinal=dict(first.ordinal),
+        null_rows=sum(t.null_rows for t in tables),
+    )

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from fairaudit import __version__
+from fairaudit.assign import FittedStep
 from fairaudit.chain import ChainSpec, StepSpec, validate_chain
 from fairaudit.components import (
     AuditContext,
@@ -196,8 +197,12 @@ def _run_validated(spec, host, lf, path, in_memory, roles, clock, progress, star
     notes: list[str] = []
 
     # ------------------------------------------------------------ preprocess
+    sample_data = data
+    fitted_pre: list[FittedStep] = []
+    fitted_clu: list[FittedStep] = []
     for step, cls in zip(spec.preprocess, pre_classes, strict=True):
         comp = _instantiate(cls, step, next(seed_iter), spec)
+        fitted_pre.append(FittedStep(step.label, comp, "sensitive" in cls.requires, step.use))
         view = data if "sensitive" in cls.requires else data.without_sensitive()
 
         data = _guard(step, clock.run, "preprocessor", step.label, None, _fit_transform, comp, view)
@@ -238,6 +243,7 @@ def _run_validated(spec, host, lf, path, in_memory, roles, clock, progress, star
                 continue
             raise
         lab = _labelling_from(fitted, cls, step, data, clock.timings[-1].seconds)
+        fitted_clu.append(FittedStep(lab.name, fitted, "sensitive" in cls.requires, step.use))
         if chosen_k is None and "n_clusters" in lab.params:
             chosen_k = lab.n_clusters if lab.n_clusters >= 2 else None
         labellings.append(lab)
@@ -245,6 +251,13 @@ def _run_validated(spec, host, lf, path, in_memory, roles, clock, progress, star
         joints[lab.name] = joint_from_frame(
             data.frame, label=None, sensitive=roles.sensitive, ordinal=roles.ordinal,
             labels_array=lab.labels,
+        )
+
+    # ------------------------------------------------------------ every row, not the sample
+    if sample_info is not None and fitted_clu:
+        labellings, sample_info = _assign_every_row(
+            lf, sample_data, fitted_pre, fitted_clu, labellings, joints, sample_info, spec,
+            clock, progress,
         )
 
     # ------------------------------------------------------------ audits
@@ -297,6 +310,48 @@ def _run_validated(spec, host, lf, path, in_memory, roles, clock, progress, star
 
 
 # ---------------------------------------------------------------------------- helpers
+def _assign_every_row(lf, sample_data, fitted_pre, fitted_clu, labellings, joints, sample_info,
+                      spec, clock, progress):
+    """Assign every input row with the fitted clusterers and count them (fairaudit.assign);
+    replaces the sample's joint tables in ``joints`` and notes what was done per labelling."""
+    from fairaudit.assign import assign_all_rows
+
+    res = clock.run(
+        "assign", "every row", None,
+        lambda: assign_all_rows(lf, sample_data, fitted_pre, fitted_clu,
+                                on_nonfinite=spec.data.on_nonfinite, progress=progress),
+    )
+    fitted_rows = sample_data.n_rows
+    out = []
+    for lab in labellings:
+        if lab.name in res.joints:
+            joints[lab.name] = res.joints[lab.name]
+            note = (f"fitted on a seeded sample of {fitted_rows:,} rows, then every one of the "
+                    f"{res.rows_assigned:,} rows was assigned with predict: its counting "
+                    "metrics use every row")
+            info = {"rows_fitted": fitted_rows, "rows_assigned": res.rows_assigned,
+                    "rows_not_assigned": dict(res.rows_skipped)}
+            lab = dataclasses.replace(lab, notes=(*lab.notes, note),
+                                      extras={**lab.extras, "assignment": info})
+        elif lab.name in res.cannot_predict:
+            lab = dataclasses.replace(lab, notes=(*lab.notes, res.cannot_predict[lab.name]),
+                                      extras={**lab.extras, "assignment": {
+                                          "rows_fitted": fitted_rows, "rows_assigned": 0}})
+        out.append(lab)
+    if res.joints:
+        sample_info = {
+            **sample_info,
+            "rows_assigned": res.rows_assigned,
+            "note": (
+                f"clusterers were fitted on a seeded random sample of {sample_info['rows']:,} "
+                f"rows and then assigned all {res.rows_assigned:,} rows, so counting metrics "
+                "use every row; feature-based metrics (density, connectivity, silhouette, "
+                "proxy) use the sample"
+            ),
+        }
+    return out, sample_info
+
+
 def _prewarm_imports() -> Any:
     """Start importing Great Expectations (seconds of pure-Python import) in a background thread
     while the main thread reads the data (polars releases the GIL). Returns the thread, which the

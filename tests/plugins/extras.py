@@ -67,6 +67,16 @@ class Sign(Clusterer):
         return self
 
 
+class SignPredict(Sign):
+    """``sign`` that can assign new rows (the same threshold rule)."""
+
+    name = "sign_predict"
+
+    def predict(self, data):
+        x = data.features.get_column(self.column).to_numpy()
+        return (x > self.threshold).astype(np.int64)
+
+
 class RowCount(CountingAuditor):
     """The number of (non-noise) rows in the table: a trivially checkable counting auditor."""
 
@@ -113,7 +123,7 @@ def fairaudit_register_preprocessors() -> list[type]:
 
 @hookimpl
 def fairaudit_register_clusterers() -> list[type]:
-    return [Sign]
+    return [Sign, SignPredict]
 
 
 @hookimpl
