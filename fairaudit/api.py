@@ -35,12 +35,17 @@ def audit(
     bootstrap: int | None = None,
     chain: str | Path | None = None,
     disabled_plugins: Sequence[str] = (),
+    scheduler: str | None = None,
+    workers: int | None = None,
 ) -> AuditRun:
     """Audit ``data`` (a path, directory or glob, or a polars DataFrame/LazyFrame).
 
     ``cluster`` names clusterers as ``"kmeans:n_clusters=4"`` or ``("kmeans", {"n_clusters": 4})``.
     ``fail_under`` / ``fail_over`` map ``METRIC[@ci][[attribute]]`` to a bound, as on the CLI.
     Returns the :class:`~fairaudit.results.AuditRun` (its ``exit_code`` is what the CLI exits with).
+    ``scheduler`` (a Dask scheduler address) or ``workers`` (a local Dask cluster of that many
+    processes) count and assign every row on Dask (``pip install 'fairaudit[dask]'``); the
+    results are identical to the local engine's.
     """
     from fairaudit.chain import chain_from_flags, load_chain, parse_threshold_flag
     from fairaudit.plugins import Host
@@ -66,7 +71,14 @@ def audit(
         min_cell=min_cell, suppress=suppress, bootstrap=bootstrap,
         base=load_chain(chain) if chain else None,
     )
-    return run_chain(spec, host, data_path=data if not isinstance(data, Path) else str(data))
+    from fairaudit.engines import make_engine
+
+    engine = make_engine(scheduler=scheduler, workers=workers)
+    try:
+        return run_chain(spec, host, data_path=data if not isinstance(data, Path) else str(data),
+                         engine=engine)
+    finally:
+        engine.close()
 
 
 def write_report(run: AuditRun, html_path: str | Path, json_path: str | Path | None = None,

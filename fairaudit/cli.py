@@ -158,11 +158,17 @@ def _default_json(out: Path) -> Path:
               help="CSV field separator [default: ',' (tab for .tsv)].")
 @click.option("--bootstrap", type=click.IntRange(min=0), default=None,
               help="Bootstrap replicates for confidence intervals, 0 = off [default: 200].")
+@click.option("--scheduler", metavar="ADDRESS", envvar="DASK_SCHEDULER_ADDRESS", default=None,
+              help="Count and assign every row on a Dask cluster (tcp://host:8786; "
+              "env DASK_SCHEDULER_ADDRESS). Needs pip install 'fairaudit[dask]'.")
+@click.option("--workers", type=click.IntRange(min=1), default=None,
+              help="Count and assign on a local Dask cluster of N worker processes.")
 @_common
 @_handle_errors
 def audit(data: str, sensitive, labels, features, exclude, chain_file, clusters, k, seed,
           sample, out, json_out, fail_under, fail_over, min_cell, no_suppress, on_null,
-          on_nonfinite, separator, bootstrap, quiet, debug, disabled) -> int:
+          on_nonfinite, separator, bootstrap, scheduler, workers, quiet, debug,
+          disabled) -> int:
     """Audit DATA (Parquet file, directory or glob of Parquet files, or CSV)."""
     from fairaudit.chain import chain_from_flags, load_chain, parse_threshold_flag
     from fairaudit.errors import ConfigError
@@ -190,8 +196,14 @@ def audit(data: str, sensitive, labels, features, exclude, chain_file, clusters,
         spec = dataclasses.replace(
             spec, data=dataclasses.replace(spec.data, reader_options={"separator": separator})
         )
-    return _run_and_write(spec, host, data, Path(out),
-                          Path(json_out) if json_out else None, quiet)
+    from fairaudit.engines import make_engine
+
+    engine = make_engine(scheduler=scheduler, workers=workers)
+    try:
+        return _run_and_write(spec, host, data, Path(out),
+                              Path(json_out) if json_out else None, quiet, engine=engine)
+    finally:
+        engine.close()
 
 
 @main.command()
@@ -214,7 +226,8 @@ def run(chain_file: str, data: str | None, out: str, json_out: str | None, quiet
     return _run_and_write(spec, host, data, Path(out), Path(json_out) if json_out else None, quiet)
 
 
-def _run_and_write(spec, host, data, out: Path, json_out: Path | None, quiet: bool) -> int:
+def _run_and_write(spec, host, data, out: Path, json_out: Path | None, quiet: bool,
+                   engine: Any = None) -> int:
     from fairaudit.io import atomic_write_text
     from fairaudit.report import render_html
     from fairaudit.runner import run_chain
@@ -226,7 +239,7 @@ def _run_and_write(spec, host, data, out: Path, json_out: Path | None, quiet: bo
 
             raise ConfigError(f"{target}: the folder {target.parent} does not exist")
     progress = _Progress(enabled=not quiet and sys.stderr.isatty())
-    run_obj = run_chain(spec, host, data_path=data, progress=progress)
+    run_obj = run_chain(spec, host, data_path=data, progress=progress, engine=engine)
     progress("render report")
     html = render_html(run_obj, host)  # render fully before writing anything
     atomic_write_text(json_path, json.dumps(run_obj.to_json(), indent=2, ensure_ascii=False))

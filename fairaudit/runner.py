@@ -95,12 +95,17 @@ def run_chain(
     *,
     data_path: Any = None,
     progress: Progress | None = None,
+    engine: Any = None,
 ) -> AuditRun:
     """Run ``spec`` on ``data_path`` (or ``spec.data.path``) and return the :class:`AuditRun`.
 
     ``data_path`` is a path, directory or glob (read through the ``fairaudit_read_table`` hook),
-    or an in-memory ``polars.DataFrame`` / ``LazyFrame``.
+    or an in-memory ``polars.DataFrame`` / ``LazyFrame``. ``engine`` runs the passes over every
+    row (:mod:`fairaudit.engines`; default: polars on this machine).
     """
+    from fairaudit.engines import LocalEngine
+
+    engine = engine if engine is not None else LocalEngine()
     import polars as pl
 
 
@@ -137,24 +142,24 @@ def run_chain(
     warm = _prewarm_imports()
     try:
         return _run_validated(spec, host, lf, path, in_memory, roles, clock, progress, started,
-                              warm)
+                              warm, engine)
     finally:
         if warm is not None:
             warm.join()
 
 
-def _run_validated(spec, host, lf, path, in_memory, roles, clock, progress, started, warm):
+def _run_validated(spec, host, lf, path, in_memory, roles, clock, progress, started, warm,
+                   engine):
     import polars as pl
 
     from fairaudit.io import fingerprint
 
     # ------------------------------------------------------------ one pass: counts per group
-    joint_full = clock.run(
+    joint_full, n_input = clock.run(
         "load", "count", None,
-        lambda: joint_from_frame(lf, label=roles.labels, sensitive=roles.sensitive,
-                                 ordinal=roles.ordinal),
+        lambda: engine.count(lf, path=path, roles=roles,
+                             reader_options=dict(spec.data.reader_options), progress=progress),
     )
-    n_input = int(lf.select(pl.len()).collect().item())
     if n_input == 0:
         raise InputError(f"{path}: the table is empty (no rows)")
     _check_groups(joint_full, roles, n_input, spec)
@@ -256,8 +261,8 @@ def _run_validated(spec, host, lf, path, in_memory, roles, clock, progress, star
     # ------------------------------------------------------------ every row, not the sample
     if sample_info is not None and fitted_clu:
         labellings, sample_info = _assign_every_row(
-            lf, sample_data, fitted_pre, fitted_clu, labellings, joints, sample_info, spec,
-            clock, progress,
+            lf, path, engine, sample_data, fitted_pre, fitted_clu, labellings, joints,
+            sample_info, spec, clock, progress,
         )
 
     # ------------------------------------------------------------ audits
@@ -310,16 +315,16 @@ def _run_validated(spec, host, lf, path, in_memory, roles, clock, progress, star
 
 
 # ---------------------------------------------------------------------------- helpers
-def _assign_every_row(lf, sample_data, fitted_pre, fitted_clu, labellings, joints, sample_info,
-                      spec, clock, progress):
+def _assign_every_row(lf, path, engine, sample_data, fitted_pre, fitted_clu, labellings, joints,
+                      sample_info, spec, clock, progress):
     """Assign every input row with the fitted clusterers and count them (fairaudit.assign);
     replaces the sample's joint tables in ``joints`` and notes what was done per labelling."""
-    from fairaudit.assign import assign_all_rows
-
     res = clock.run(
         "assign", "every row", None,
-        lambda: assign_all_rows(lf, sample_data, fitted_pre, fitted_clu,
-                                on_nonfinite=spec.data.on_nonfinite, progress=progress),
+        lambda: engine.assign(lf, path=path, reader_options=dict(spec.data.reader_options),
+                              template=sample_data, preprocessors=fitted_pre,
+                              clusterers=fitted_clu, on_nonfinite=spec.data.on_nonfinite,
+                              progress=progress),
     )
     fitted_rows = sample_data.n_rows
     out = []
