@@ -150,6 +150,21 @@ class MetricSpec:
 
     ``headline`` marks the metric a chain's ``threshold`` applies to when it names the auditor.
     ``bootstrap`` asks the host for a confidence interval (counting auditors only).
+
+    The report's glossary and verdicts (:mod:`fairaudit.explain`) read the optional plain-word
+    fields; empty fields fall back to ``description`` and generic text:
+
+    ``meaning``
+        what the metric measures, in plain words (one or two sentences);
+    ``good``
+        what a good value is (e.g. "1 = every cluster mirrors the population; 0.8 or more");
+    ``choose_threshold``
+        how to choose a ``--fail-under`` / ``--fail-over`` bound for it;
+    ``verdict_bound``
+        the bound the per-attribute verdict uses when the user set no threshold (on the fair
+        side in the metric's ``direction``); ``None`` keeps the metric out of the verdict;
+    ``verdict_reason``
+        why that bound (or why the metric stays out of the verdict).
     """
 
     name: str
@@ -159,6 +174,11 @@ class MetricSpec:
     headline: bool = False
     bootstrap: bool = True
     per_attribute: bool = True
+    meaning: str = ""
+    good: str = ""
+    choose_threshold: str = ""
+    verdict_bound: float | None = None
+    verdict_reason: str = ""
 
 
 class Component:
@@ -309,13 +329,31 @@ class CountingAuditor(Auditor):
     The host calls them once per attribute, and again on multinomial bootstrap replicates of the
     joint table to give confidence intervals, so ``compute`` must be cheap and must not look at
     anything but the table.
+
+    ``breakdown(table)`` returns the per-cluster values of every metric, either as a mapping
+    ``{metric: rows}`` or as one sequence of rows in which each row names its ``"metric"``; a row
+    without a ``"metric"`` key belongs to the auditor's headline metric only. Each row is a
+    mapping with ``"cluster"``, ``"value"``, ``"n"`` and any extra keys (e.g.
+    ``"worst_group"``). The host reads it through :meth:`breakdown_for`.
     """
 
     def compute(self, table: GroupTable) -> Mapping[str, float]:  # pragma: no cover
         raise NotImplementedError
 
-    def breakdown(self, table: GroupTable) -> Sequence[Mapping[str, Any]]:
+    def breakdown(
+        self, table: GroupTable
+    ) -> Sequence[Mapping[str, Any]] | Mapping[str, Sequence[Mapping[str, Any]]]:
         return ()
+
+    def breakdown_for(self, table: GroupTable, metric: str) -> tuple[Mapping[str, Any], ...]:
+        """The per-cluster rows of ``metric`` from :meth:`breakdown` (see the class docstring):
+        rows filed under ``metric`` in a mapping, or rows whose ``"metric"`` is ``metric`` —
+        rows without a ``"metric"`` key count for the headline metric only."""
+        rows = self.breakdown(table)
+        if isinstance(rows, Mapping):
+            return tuple(rows.get(metric, ()))
+        headline = self.headline().name if self.metrics else metric
+        return tuple(r for r in rows if r.get("metric", headline) == metric)
 
     small_groups: str = "exclude"
     """"exclude" (default): the host leaves groups with fewer than ``min_cell`` rows out of the

@@ -137,7 +137,6 @@ def run_counting_auditor(
             continue
         table = j.table
         values = comp.compute(table)
-        breakdown = list(comp.breakdown(table))
         own: Mapping[str, Any] = {}
         batch = None
         if boot is not None and any(specs[m].bootstrap for m in values if m in specs):
@@ -177,7 +176,7 @@ def run_counting_auditor(
                 notes.append(_too_small_note(j, min_cell))
             if math.isnan(value):
                 notes.append(f"{metric} is undefined here")
-            rows = tuple(r for r in breakdown if r.get("metric", m.name) == metric)
+            rows = comp.breakdown_for(table, metric)
             out.append(
                 MetricResult(
                     auditor=comp.name, metric=metric, labelling=labelling,

@@ -46,6 +46,7 @@ DEFAULT_PLUGINS: tuple[tuple[str, str], ...] = (
     ("builtins_clusterers", "fairaudit_builtins.clusterers"),
     ("builtins_auditors", "fairaudit_builtins.auditors"),
     ("builtins_sections", "fairaudit_builtins.sections"),
+    ("builtins_explain_section", "fairaudit_builtins.explain_section"),
     ("builtins_encoding", "fairaudit_builtins.encoding"),
     ("builtins_fairden", "fairaudit_builtins.fairden"),
     ("builtins_centroid", "fairaudit_builtins.centroid"),

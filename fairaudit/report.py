@@ -273,9 +273,10 @@ def collect_sections(host: Host | None) -> list[type]:
     """Section classes: from the host's registry, or the built-ins when there is no host."""
     if host is not None:
         return [host.registry.get("section", n).cls for n in host.registry.names("section")]
+    from fairaudit_builtins import explain_section
     from fairaudit_builtins import sections as builtin_sections
 
-    return list(builtin_sections.SECTIONS)
+    return [*builtin_sections.SECTIONS, explain_section.ExplainSection]
 
 
 def _instantiate(cls: type, claimed: frozenset[str]) -> Any:

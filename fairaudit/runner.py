@@ -35,6 +35,7 @@ from fairaudit.components import (
 from fairaudit.contingency import JointTable, joint_from_frame, resample_joint
 from fairaudit.data import ROW_ID, AuditData, ColumnRoles, Labelling
 from fairaudit.errors import ConfigError, FairauditError, InputError
+from fairaudit.explain import explain, metric_specs
 from fairaudit.results import (
     SCHEMA_VERSION,
     AuditRun,
@@ -309,6 +310,7 @@ def _run_validated(spec, host, lf, path, in_memory, roles, clock, progress, star
     if in_memory:
         doc["input"]["path"] = "<in-memory table>"
         doc["input"]["format"] = "polars"
+    doc = explain(doc, metric_specs(host.registry))  # last: reads only published numbers
     run = AuditRun(doc)
     host.run_finished(run=run)
     return run

@@ -48,11 +48,47 @@ class BalanceAuditor(CountingAuditor):
         "mean over clusters (FairDen's convention) and, with noise, FairDen's noise-adjusted value."
     )
     metrics = (
-        MetricSpec("balance", HIGHER, "minimum over clusters of the per-cluster balance",
-                   headline=True),
-        MetricSpec("balance_mean", HIGHER, "mean over clusters of the per-cluster balance"),
-        MetricSpec("balance_noise_adjusted", HIGHER,
-                   "mean balance without noise rows x non-noise fraction (FairDen)"),
+        MetricSpec(
+            "balance", HIGHER, "minimum over clusters of the per-cluster balance",
+            headline=True,
+            meaning=(
+                "For every cluster and group: the group's share of the cluster against its "
+                "share of all rows, as the smaller of the two ratios. The value is the worst "
+                "such ratio: is any group strongly under- or over-represented in some cluster?"
+            ),
+            good=(
+                "1 = every cluster has the population's group mix; 0.8 or more: no group's "
+                "share in any cluster is below 80 % or above 125 % of its share overall; "
+                "0 = some group is absent from some cluster."
+            ),
+            choose_threshold=(
+                "--fail-under balance=0.8 follows the four-fifths rule; write balance@ci=0.8 "
+                "to judge the interval's lower end, so that a small sample cannot pass by luck."
+            ),
+            verdict_bound=0.8,
+            verdict_reason=(
+                "the four-fifths rule (US Uniform Guidelines on Employee Selection, "
+                "29 CFR 1607.4(D)): a group's rate below 80 % of the reference is taken as "
+                "evidence of adverse impact"
+            ),
+        ),
+        MetricSpec(
+            "balance_mean", HIGHER, "mean over clusters of the per-cluster balance",
+            meaning="The per-cluster balance averaged over clusters, unweighted (FairDen's "
+            "convention): one bad cluster counts as much as a good one.",
+            good="1 = every cluster has the population's group mix.",
+            choose_threshold="Compare clusterings with it; gate on balance (the minimum), "
+            "which a single bad cluster cannot hide behind good ones.",
+        ),
+        MetricSpec(
+            "balance_noise_adjusted", HIGHER,
+            "mean balance without noise rows x non-noise fraction (FairDen)",
+            meaning="balance_mean of the clustered rows times the share of rows that are not "
+            "noise (FairDen's tables): leaving rows unclustered is not free.",
+            good="1 = no noise and every cluster has the population's group mix.",
+            choose_threshold="For density-based clusterings with noise; compare clusterings "
+            "of the same data with it rather than gating on it.",
+        ),
     )
 
     def __init__(self) -> None:
@@ -123,13 +159,53 @@ class DistributionAuditor(CountingAuditor):
         "else 0/1 (total variation); 'fairkm-compat' reproduces FairKM's code (order-blind)"
     }
     metrics = (
-        MetricSpec("wd", LOWER, "size-weighted mean over clusters of Wd", headline=True,
-                   range=None),
-        MetricSpec("wd_max", LOWER, "largest per-cluster Wd", range=None),
-        MetricSpec("wd_sum", LOWER, "sum over clusters of Wd", range=None),
-        MetricSpec("ed", LOWER, "size-weighted mean over clusters of Ed", range=(0, 2**0.5)),
-        MetricSpec("ed_max", LOWER, "largest per-cluster Ed", range=(0, 2**0.5)),
-        MetricSpec("ed_sum", LOWER, "sum over clusters of Ed", range=None),
+        MetricSpec(
+            "wd", LOWER, "size-weighted mean over clusters of Wd", headline=True, range=None,
+            meaning=(
+                "How far each cluster's group mix is from the whole data's (earth mover's "
+                "distance), averaged over clusters weighted by size. For unordered groups it is "
+                "the share of a cluster's members that would have to belong to another group "
+                "for the cluster to mirror the population."
+            ),
+            good=(
+                "0 = every cluster mirrors the population; 0.1 = on average 10 % of a "
+                "cluster's members are out of place. At most 1 for unordered groups; for "
+                "ordinal groups it is measured in steps of the declared order."
+            ),
+            choose_threshold=(
+                "--fail-over wd=0.1 tolerates 10 % out of place on average; write wd@ci=0.1 "
+                "to judge the interval's upper end. Small samples bias distances upwards, so "
+                "expect small positive values even for a fair clustering."
+            ),
+            verdict_bound=0.1,
+            verdict_reason=(
+                "10 % of a cluster's members out of place on average; a convention matching "
+                "the tolerance of the balance bound, not a legal rule"
+            ),
+        ),
+        MetricSpec("wd_max", LOWER, "largest per-cluster Wd", range=None,
+                   meaning="Wd of the cluster whose group mix is furthest from the population.",
+                   good="0 = every cluster mirrors the population.",
+                   choose_threshold="Gate on it when no single cluster may be far off, "
+                   "however small."),
+        MetricSpec("wd_sum", LOWER, "sum over clusters of Wd", range=None,
+                   meaning="Wd summed over clusters (FairKM's convention); grows with the "
+                   "number of clusters.",
+                   good="0 = every cluster mirrors the population.",
+                   choose_threshold="Compare clusterings with the same number of clusters only."),
+        MetricSpec("ed", LOWER, "size-weighted mean over clusters of Ed", range=(0, 2**0.5),
+                   meaning="Euclidean distance between each cluster's group shares and the "
+                   "population's, averaged over clusters weighted by size.",
+                   good="0 = every cluster mirrors the population; at most the square root "
+                   "of 2.",
+                   choose_threshold="Prefer wd for gates (its value reads as a share of "
+                   "members); ed is reported for comparison with FFCM and FairKM."),
+        MetricSpec("ed_max", LOWER, "largest per-cluster Ed", range=(0, 2**0.5),
+                   meaning="Ed of the cluster whose group mix is furthest from the population.",
+                   good="0 = every cluster mirrors the population."),
+        MetricSpec("ed_sum", LOWER, "sum over clusters of Ed", range=None,
+                   meaning="Ed summed over clusters; grows with the number of clusters.",
+                   good="0 = every cluster mirrors the population."),
     )
 
     def __init__(self, wd_ground: str = "auto") -> None:
@@ -178,15 +254,61 @@ class CapacityAuditor(CountingAuditor):
         "FUFS's Balance' and Proportion."
     )
     metrics = (
-        MetricSpec("fairness_cce", HIGHER, "min over clusters and groups of "
-                   "min(c·γ, 1/(c·γ)), γ = share of the group in the cluster", headline=True),
-        MetricSpec("cce", HIGHER, "smallest / largest cluster size"),
-        MetricSpec("mnce", HIGHER, "min over clusters of H(group | cluster) / H(group)"),
-        MetricSpec("ne", HIGHER, "normalised entropy of cluster sizes"),
-        MetricSpec("fce_fair", HIGHER, "min over clusters of min_g N / max_g N (FCE code)"),
+        MetricSpec(
+            "fairness_cce", HIGHER, "min over clusters and groups of "
+            "min(c·γ, 1/(c·γ)), γ = share of the group in the cluster", headline=True,
+            meaning=(
+                "For every cluster and group: the share of the group that the cluster holds, "
+                "against 1/c (c clusters). It is 1 only when every group is split evenly over "
+                "equal-sized clusters, so it measures two things at once: equal cluster sizes "
+                "and the group mix."
+            ),
+            good=(
+                "1 = equal-sized clusters, each with the population's group mix. A low value "
+                "can come from unequal cluster sizes alone; the report's sentence says how "
+                "much of it does."
+            ),
+            choose_threshold=(
+                "Set a bound only when equal cluster capacity is itself a requirement (FCE's "
+                "setting); otherwise gate on balance and wd, and read cce for the sizes."
+            ),
+            verdict_reason=(
+                "kept out of the verdict: it also falls when clusters differ in size, which "
+                "says nothing about how groups are treated"
+            ),
+        ),
+        MetricSpec("cce", HIGHER, "smallest / largest cluster size",
+                   meaning="Size of the smallest cluster divided by the size of the largest.",
+                   good="1 = all clusters have the same size.",
+                   choose_threshold="A capacity requirement, not a fairness one."),
+        MetricSpec("mnce", HIGHER, "min over clusters of H(group | cluster) / H(group)",
+                   meaning="How mixed the least mixed cluster is: the entropy of the groups "
+                   "inside it relative to the entropy of the groups overall.",
+                   good="1 = every cluster as mixed as the population; 0 = a cluster holds a "
+                   "single group.",
+                   choose_threshold="Compare clusterings with it; undefined for one group."),
+        MetricSpec("ne", HIGHER, "normalised entropy of cluster sizes",
+                   meaning="How evenly the rows spread over the clusters (entropy of the "
+                   "cluster sizes over its maximum).",
+                   good="1 = all clusters have the same size.",
+                   choose_threshold="A capacity requirement, not a fairness one."),
+        MetricSpec("fce_fair", HIGHER, "min over clusters of min_g N / max_g N (FCE code)",
+                   meaning="For each cluster, the smallest group count over the largest, on "
+                   "raw counts (the FCE authors' code); the worst cluster's value.",
+                   good="1 only when every cluster holds equal numbers of every group, "
+                   "whatever the population mix.",
+                   choose_threshold="Compare clusterings of the same data only; with unequal "
+                   "groups it cannot reach 1."),
         MetricSpec("balance_prime", HIGHER, "FUFS Balance': min_k min_g N[g,k]/|k|",
-                   range=None),
-        MetricSpec("proportion", LOWER, "FUFS Proportion: Σ_k max_g N[g,k]/|k|", range=None),
+                   range=None,
+                   meaning="The smallest share any group has in any cluster (FUFS); no "
+                   "comparison with the population.",
+                   good="At most 1/g (g groups); higher is better.",
+                   choose_threshold="Compare clusterings of the same data only."),
+        MetricSpec("proportion", LOWER, "FUFS Proportion: Σ_k max_g N[g,k]/|k|", range=None,
+                   meaning="Each cluster's largest group share, summed over clusters (FUFS).",
+                   good="Between c/g and c (c clusters, g groups); lower is better.",
+                   choose_threshold="Compare clusterings with the same c and g only."),
     )
 
     def __init__(self) -> None:

@@ -1,0 +1,112 @@
+"""The "What the numbers mean" report section: a verdict per labelling and attribute with its
+rule, the sentence that explains each headline result, and the glossary of the metrics.
+
+It reads ``verdicts``, ``glossary`` and ``results[i].explanation`` from the audit JSON
+(:func:`fairaudit.explain.explain` writes them at the end of every run). A document written
+before they existed is explained on load, with the built-in metrics' glossary text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from fairaudit.components import ReportSection
+from fairaudit.explain import explain, specs_from_classes
+from fairaudit.hookspecs import hookimpl
+
+VERDICT_BADGE = {
+    "fair": "badge badge-pass",
+    "borderline": "badge badge-warn",
+    "unfair": "badge badge-fail",
+    "too little data": "badge badge-not-applicable",
+}
+
+
+def builtin_specs() -> dict[tuple[str, str], Any]:
+    """``{(auditor, metric): MetricSpec}`` of the built-in auditors (for documents without a
+    glossary)."""
+    from fairaudit_builtins import auditors, centroid, fairden, fufs
+
+    return specs_from_classes(
+        [auditors.BalanceAuditor, auditors.DistributionAuditor, auditors.CapacityAuditor,
+         centroid.LCDAuditor, fairden.DCSIAuditor, fufs.ProxyAuditor]
+    )
+
+
+def explained(doc: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``doc`` itself when it carries explanations, verdicts and glossary; else explained now."""
+    complete = "verdicts" in doc and "glossary" in doc and all(
+        "explanation" in r for r in doc.get("results") or () if r.get("headline")
+    )
+    return doc if complete else explain(doc, builtin_specs())
+
+
+def _range_text(rng: Any) -> str:
+    if not rng or len(rng) != 2 or rng[0] is None or rng[1] is None:
+        return "unbounded"
+    lo, hi = rng
+    hi_text = "\u221a2" if abs(hi - 2**0.5) < 1e-9 else f"{hi:g}"
+    return f"[{lo:g}, {hi_text}]"
+
+
+class ExplainSection(ReportSection):
+    name = "explain"
+    title = "What the numbers mean"
+    order = 150
+    template = "sections/explain.html.j2"
+    description = (
+        "A verdict per labelling and attribute with its rule, a sentence per headline result "
+        "naming the cluster and group that set it, and a glossary of the metrics."
+    )
+
+    def applies(self, run: Any) -> bool:
+        return bool(run.results)
+
+    def context(self, run: Any) -> dict[str, Any]:
+        doc = explained(run.doc)
+        groups: dict[str, dict[str, Any]] = {}
+        for v in doc.get("verdicts") or ():
+            rule = str(v.get("rule", ""))
+            groups.setdefault(rule, {"rule": rule, "rows": []})["rows"].append({
+                "labelling": v.get("labelling"),
+                "attribute": v.get("attribute"),
+                "verdict": v.get("verdict"),
+                "badge": VERDICT_BADGE.get(str(v.get("verdict")), "badge badge-not-evaluated"),
+                "reasons": [str(x) for x in v.get("reasons") or ()],
+            })
+        by_lab: dict[str, list[dict[str, Any]]] = {}
+        for r in doc.get("results") or ():
+            if not r.get("headline") or not r.get("explanation"):
+                continue
+            by_lab.setdefault(str(r.get("labelling")), []).append({
+                "metric": r.get("metric"),
+                "attribute": r.get("attribute"),
+                "direction": r.get("direction"),
+                "value": r.get("value"),
+                "ci": r.get("ci"),
+                "explanation": str(r["explanation"]),
+            })
+        glossary = [
+            {
+                "metric": g.get("metric"),
+                "auditor": g.get("auditor"),
+                "headline": bool(g.get("headline")),
+                "direction": g.get("direction"),
+                "range": _range_text(g.get("range")),
+                "meaning": g.get("meaning") or "",
+                "good": g.get("good") or "",
+                "choose_threshold": g.get("choose_threshold") or "",
+            }
+            for g in doc.get("glossary") or ()
+        ]
+        return {
+            "verdict_groups": list(groups.values()),
+            "explanations": [{"labelling": k, "rows": v} for k, v in by_lab.items()],
+            "glossary": glossary,
+        }
+
+
+@hookimpl
+def fairaudit_register_report_sections() -> list[type]:
+    return [ExplainSection]
