@@ -13,6 +13,7 @@ from pathlib import Path
 import jinja2
 import pluggy
 import pytest
+from fairaudit_builtins import explain_section
 from fairaudit_builtins import sections as builtin_sections
 
 from fairaudit import hookspecs, report
@@ -125,6 +126,7 @@ def test_sections_in_order(html):
     ids = re.findall(r'<section class="report-section" id="sec-([a-z0-9_-]+)"', html)
     assert ids == [
         "summary",
+        "explain",
         "data",
         "composition",
         "metrics",
@@ -420,6 +422,7 @@ def _host(*plugins) -> Host:
     pm = pluggy.PluginManager("fairaudit")
     pm.add_hookspecs(hookspecs)
     pm.register(builtin_sections, name="builtins_sections")
+    pm.register(explain_section, name="builtins_explain_section")
     for i, p in enumerate(plugins):
         pm.register(p, name=f"test_plugin_{i}")
     return Host(pm)
