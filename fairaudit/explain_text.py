@@ -333,11 +333,20 @@ def _setting_cell(
     return None, k, g
 
 
-def _limiting_cell(cells: Cells, setting: Cell | None, ctx: Context) -> Cell | None:
-    """The cell whose own approximate lower end reaches lowest (ties: the setting cell, then
-    the smallest reference)."""
+def _limiting_cell(
+    cells: Cells, setting: Cell | None, ctx: Context, r: Mapping[str, Any], t: Table
+) -> Cell | None:
+    """The cell that sets the interval's lower end: the one the interval method names
+    (``detail.interval.lower_set_by``), else the cell whose own approximate lower end reaches
+    lowest (ties: the setting cell, then the smallest reference)."""
     if not len(cells):
         return None
+    named = ((r.get("detail") or {}).get("interval") or {}).get("lower_set_by") or {}
+    if str(named.get("group")) in t.groups and named.get("cluster") in t.clusters:
+        g, k = t.groups.index(str(named["group"])), t.clusters.index(named["cluster"])
+        at = np.nonzero((cells.g == g) & (cells.k == k))[0]
+        if at.size:
+            return cells.cell(int(at[0]))
     lo = np.round(cells.approx_lower(ctx.z, ctx.min_cell), 12)
     not_setting = np.ones(len(cells), dtype=bool)
     if setting is not None:
@@ -365,17 +374,13 @@ def _ci_lower_sentence(
             f"{head} is set by {t.people(cell.g)} in {where} (fewer than {t.min_cell} there"
             f"{expected}): so few that a resample can lose them all."
         )
-    step = 1.0 / ref if ref > 0 else math.inf
-    if not cell.published or step < 0.01:
-        return (
-            f"{head} is set mainly by {t.people(cell.g)} in {where} "
-            f"({t.count_text(cell.g, cell.k)} there{expected}): the cell whose own sampling "
-            "noise reaches lowest."
-        )
-    return (
-        f"{head} is set by {t.people(cell.g)} in {where} ({t.count_text(cell.g, cell.k)} there"
-        f"{expected}): so few that one person more or less moves that ratio by {step:.3f}."
-    )
+    said = f"{head} is set by {t.people(cell.g)} in {where} ({t.count_text(cell.g, cell.k)} there"
+    if not cell.published or ref <= 0:
+        return said + ")."
+    step = 1.0 / ref
+    if ref < 30:
+        return f"{said}{expected}): so few that one person more or less moves that ratio by {step:.3f}."
+    return f"{said}{expected}): one person more or less there moves that ratio by {step:.3f}."
 
 
 # ============================================================================ per metric
@@ -392,10 +397,10 @@ def _balance_text(r: Mapping[str, Any], t: Table, ctx: Context) -> str:
             f"{capitalize(t.cluster_name(k))} ({t.size_text(k)}) holds {t.count_text(g, k)} of "
             f"{t.people(g)}{exp} ({metric} {value_text(value)})."
         )
-        if e is not None and e < 1 and t.counts[g][k] == 0:
+        if e is not None and e < 5 and t.counts[g][k] == 0:
             parts.append(
-                "With fewer than one person expected there, a count of 0 is what chance "
-                "alone often gives."
+                f"With about {_about(e)} expected, chance alone gives a count of 0 about "
+                f"{100 * math.exp(-e):.0f}% of the time (Poisson), so this zero is weak evidence."
             )
     elif k is not None:
         parts.append(f"{capitalize(t.cluster_name(k))} ({t.size_text(k)}) sets the value "
@@ -404,7 +409,7 @@ def _balance_text(r: Mapping[str, Any], t: Table, ctx: Context) -> str:
         parts.append(f"{metric} is {value_text(value)}.")
     ci = r.get("ci")
     if ci and _finite(ci[0]) is not None:
-        lim = _limiting_cell(cells, cell, ctx)
+        lim = _limiting_cell(cells, cell, ctx, r, t)
         parts.append(_ci_lower_sentence(t, lim, float(ci[0]), ctx, what="expected"))
     return " ".join(parts)
 
@@ -434,7 +439,7 @@ def _cce_text(r: Mapping[str, Any], t: Table, ctx: Context) -> str:
     parts.extend(_cce_sizes(t, skip, value))
     ci = r.get("ci")
     if ci and _finite(ci[0]) is not None:
-        lim = _limiting_cell(cells, cell, ctx)
+        lim = _limiting_cell(cells, cell, ctx, r, t)
         parts.append(_ci_lower_sentence(t, lim, float(ci[0]), ctx, what="an even split gives"))
     return " ".join(parts)
 

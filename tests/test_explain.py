@@ -101,6 +101,30 @@ def test_balance_names_the_absent_group_and_its_expected_count():
     )
 
 
+def test_balance_zero_with_few_expected_is_called_weak_evidence():
+    # the case in small: A is 30 of 1000 people (3 %); segment 2 (50 rows) holds none,
+    # where 50 * 0.03 = 1.5 were expected; P(0) under Poisson(1.5) = exp(-1.5) = 22 %
+    doc = make_doc([[15, 15, 0], [470, 450, 50]])
+    assert sentence(doc, "balance").startswith(
+        "Segment 2 (50 rows) holds 0 of the 30 A people, where about 1.5 were expected "
+        "(balance 0.000). With about 1.5 expected, chance alone gives a count of 0 about 22% of "
+        "the time (Poisson), so this zero is weak evidence."
+    )
+
+
+def test_the_cell_the_interval_method_names_sets_the_lower_end():
+    doc = make_doc([[120, 140, 40], [380, 260, 60]], ci={"*": (0.6, 0.9)})
+    r = next(r for r in doc["results"] if r["metric"] == "balance")
+    r["detail"] = {"interval": {"method": "score-intersection", "level": 0.95,
+                                "lower_set_by": {"group": "B", "cluster": 2}}}
+    # B in segment 2: 60 there, 100 * 0.7 = 70 expected; 1/70 = 0.014
+    assert sentence(doc, "balance").endswith(
+        "The lower end of the 95% interval (0.600) is set by the 700 B people in segment 2 "
+        "(60 there, expected about 70.0): one person more or less there moves that ratio by "
+        "0.014."
+    )
+
+
 def test_balance_names_an_over_represented_group():
     # E[A] = (150, 120, 30); q = (0.8, 140/120, 40/30) -> min(q, 1/q) = (0.8, 0.857, 0.75)
     # E[B] = (350, 280, 70); q = (380/350, 260/280, 60/70) -> (0.921, 0.929, 0.857)
