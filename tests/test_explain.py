@@ -240,6 +240,7 @@ def test_suppressed_cell_through_the_runner(tmp_path):
         [("A", 0)] * 150 + [("A", 1)] * 150 + [("A", 2)] * 30
         + [("B", 0)] * 330 + [("B", 1)] * 233 + [("B", 2)] * 57
         + [("C", 0)] * 20 + [("C", 1)] * 17 + [("C", 2)] * 3
+        + [("D", 0)] * 3 + [("D", 1)] * 2  # 5 people: too small to judge (min_cell 10)
     )
     frame = pl.DataFrame({"group": [r[0] for r in rows], "segment": [r[1] for r in rows]})
     run = audit(frame, sensitive="group", labels="segment", bootstrap=50)
@@ -249,7 +250,11 @@ def test_suppressed_cell_through_the_runner(tmp_path):
     for r in heads:
         assert "3 of" not in r["explanation"]
     bal = next(r for r in heads if r["metric"] == "balance")
-    assert "holds fewer than 10 of the C people" in bal["explanation"]
+    assert bal["detail"]["too_small"]["groups"] == ["D"]
+    assert bal["explanation"].startswith("Segment 2 (90 rows) holds fewer than 10 of the C "
+                                         "people, where about 3.6 were expected")
+    assert bal["explanation"].endswith(
+        "Left out as too small to judge (fewer than 10 people each): D.")
     assert {(v["labelling"], v["attribute"]) for v in doc["verdicts"]} == {("segment", "group")}
     assert any(g["metric"] == "balance" for g in doc["glossary"])
     _validate(doc)
@@ -425,3 +430,13 @@ def test_every_headline_result_in_the_demo_html_has_its_sentence_and_verdict(dem
             rf"<td>{re.escape(v['labelling'])}</td>\s*<td>{re.escape(_esc(v['attribute']))}"
             rf"</td>\s*<td><span class=\"[^\"]+\">{v['verdict']}</span>", sec)
     assert "<h3>Glossary</h3>" in sec and "Rule.</strong>" in sec
+
+
+def test_cli_render_of_an_old_json_explains_it(run_cli, tmp_path):
+    out = tmp_path / "old.html"
+    result = run_cli("render", str(DATA / "sample_audit.json"), "-o", str(out))
+    assert result.exit_code == 0, result.output
+    page = out.read_text(encoding="utf-8")
+    sec = page[page.index('id="sec-explain"'):page.index('id="sec-data"')]
+    assert "<h3>Verdicts</h3>" in sec and "<h3>Glossary</h3>" in sec
+    assert "holds" in sec  # the sentences were computed on load
