@@ -38,7 +38,15 @@ class RepresentationGap(CountingAuditor):
     metrics = (
         MetricSpec("representation_gap", Direction.LOWER_IS_BETTER,
                    "max over clusters and groups of |share in cluster - population share|",
-                   headline=True),
+                   headline=True,
+                   # plain words for the report's glossary and verdicts (all optional)
+                   meaning="The largest gap, in any cluster, between a group's share of the "
+                   "cluster and its share of all rows.",
+                   good="0 = every cluster mirrors the population; 0.1 = some group is 10 "
+                   "percentage points off in some cluster.",
+                   choose_threshold="--fail-over representation_gap=0.1 tolerates 10 points.",
+                   verdict_bound=0.1,
+                   verdict_reason="10 percentage points, the tolerance of the example"),
     )
 
     def __init__(self) -> None:
