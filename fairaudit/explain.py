@@ -40,8 +40,8 @@ __all__ = [
 
 VERDICTS = ("fair", "borderline", "unfair", "too little data")
 MAX_CI_WIDTH = 0.5
-"""An interval wider than this share of the metric's range (or than this, for metrics without
-a finite range) says too little to judge: the verdict is ``too little data``."""
+"""An interval that straddles the bound and is wider than this share of the metric's range (or
+than this, for metrics without a finite range) says too little to judge: ``too little data``."""
 DATA_LABELLING = "(data)"
 
 SpecKey = tuple[str, str]
@@ -107,14 +107,14 @@ def _metric_verdict(
         return ("fair" if ok else "unfair",
                 f"{rule}: value {value_text(value)} (no interval: judged on the value alone)")
     shown = f"value {value_text(value)}, interval [{value_text(lo)}, {value_text(hi)}]"
-    if hi - lo > MAX_CI_WIDTH * _span(r, spec):
-        return "too little data", f"{rule}: {shown} is too wide to judge"
     conservative, other = (lo, hi) if higher else (hi, lo)
     clears = (lambda x: x >= bound) if higher else (lambda x: x <= bound)
     if clears(conservative):
         return "fair", f"{rule}: {shown} clears the bound"
     if not clears(other):
         return "unfair", f"{rule}: {shown} is entirely on the wrong side"
+    if hi - lo > MAX_CI_WIDTH * _span(r, spec):
+        return "too little data", f"{rule}: {shown} straddles the bound and is too wide to judge"
     return "borderline", f"{rule}: {shown} straddles the bound"
 
 
@@ -125,8 +125,8 @@ def verdict_rule(level: float = 0.95) -> str:
         "when the interval's conservative end (lower for higher-is-better, upper for "
         "lower-is-better) clears the bound, unfair when the whole interval is on the wrong "
         "side, borderline when it straddles the bound; too little data when the metric is "
-        f"undefined, its interval is wider than {MAX_CI_WIDTH:g} of its range, or fewer than two "
-        "groups are large enough to judge. The attribute is unfair if any metric is, else too "
+        f"undefined, its interval straddles the bound and is wider than {MAX_CI_WIDTH:g} of its "
+        "range, or fewer than two groups are large enough to judge. The attribute is unfair if any metric is, else too "
         "little data if any metric is, else borderline if any is, else fair. The bound is your "
         "threshold when you set one, else the metric's default bound."
     )

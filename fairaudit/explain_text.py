@@ -359,6 +359,9 @@ def _ci_lower_sentence(
     t: Table, cell: Cell | None, lo: float, ctx: Context, *, what: str
 ) -> str:
     head = f"The lower end of the {ctx.level_text} interval ({value_text(lo)})"
+    if lo <= 0 and cell is not None and cell.count == 0:
+        return (f"The lower end of the {ctx.level_text} interval is 0 as well: a group absent "
+                f"from a {t.unit} gives 0 whatever the sample.")
     if cell is None:
         return f"{head} reflects sampling noise in the smallest cells."
     ref = cell.reference

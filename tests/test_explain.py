@@ -94,10 +94,11 @@ def sentence(doc, metric):
 # ----------------------------------------------------------------------------- sentences
 def test_balance_names_the_absent_group_and_its_expected_count():
     # A: 300 of 1000 rows (30 %); segment 2 has 100 rows and no A: 30 expected there
-    doc = make_doc([[150, 150, 0], [350, 250, 100]])
-    assert sentence(doc, "balance").startswith(
+    doc = make_doc([[150, 150, 0], [350, 250, 100]], ci={"*": (0.0, 0.2)})
+    assert sentence(doc, "balance") == (
         "Segment 2 (100 rows) holds 0 of the 300 A people, where about 30.0 were expected "
-        "(balance 0.000)."
+        "(balance 0.000). The lower end of the 95% interval is 0 as well: a group absent from a "
+        "segment gives 0 whatever the sample."
     )
 
 
@@ -285,7 +286,9 @@ def _verdict(*results, groups=2):
         (0.9, [0.8, 0.95], "fair"),            # exactly on the bound clears it
         (0.85, [0.75, 0.9], "borderline"),     # straddles 0.8
         (0.5, [0.4, 0.79], "unfair"),          # whole interval below 0.8
-        (0.5, [0.0, 0.9], "too little data"),  # wider than MAX_CI_WIDTH of [0, 1]
+        (0.5, [0.0, 0.9], "too little data"),  # straddles, wider than MAX_CI_WIDTH of [0, 1]
+        (0.3, [0.08, 0.76], "unfair"),         # wide, but wholly below the bound: decides
+        (0.95, [0.82, 1.0], "fair"),
         (None, None, "too little data"),       # undefined
         (0.9, None, "fair"),                   # no interval: judged on the value
         (0.7, None, "unfair"),
