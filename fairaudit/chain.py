@@ -19,6 +19,7 @@ from typing import Any
 
 from fairaudit.artifacts import INPUT_ARTIFACTS, LABELS
 from fairaudit.errors import ChainValidationError, ConfigError
+from fairaudit.gates import check_threshold
 from fairaudit.results import Threshold
 
 DEFAULT_AUDITORS: tuple[str, ...] = ("balance", "distribution", "capacity", "proxy")
@@ -51,6 +52,7 @@ _OPTION_KEYS = {
     "bootstrap": "bootstrap replicates for confidence intervals (0 = off)",
     "ci_level": "confidence level",
     "k": "number of clusters for clusterers left unset",
+    "timing": "record step timings and the creation time in the JSON (not reproducible)",
 }
 _STEP_KEYS = {"use", "name", "params"}
 _AUDIT_KEYS = _STEP_KEYS | {"threshold", "severity", "on", "metric", "attribute"}
@@ -96,6 +98,9 @@ class Options:
     bootstrap: int = 200
     ci_level: float = 0.95
     k: int | None = None
+    timing: bool = False
+    """Put the ``timing`` block (creation time, seconds per step) in the JSON. Off by default so
+    the same input, seed and version give byte-identical JSON."""
 
 
 @dataclass(frozen=True)
@@ -127,6 +132,7 @@ class ChainSpec:
                 "bootstrap": self.options.bootstrap,
                 "ci_level": self.options.ci_level,
                 "k": self.options.k,
+                "timing": self.options.timing,
                 "on_null": self.data.on_null,
                 "on_nonfinite": self.data.on_nonfinite,
                 "sample": self.data.sample,
@@ -307,6 +313,7 @@ def _parse_options(d: Mapping[str, Any], problems: _Problems) -> Options:
         "bootstrap": lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0,
         "ci_level": lambda v: isinstance(v, float) and 0.5 <= v < 1,
         "k": lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 2,
+        "timing": lambda v: isinstance(v, bool),
     }
     expected = {
         "min_cell": "an int >= 0",
@@ -314,6 +321,7 @@ def _parse_options(d: Mapping[str, Any], problems: _Problems) -> Options:
         "bootstrap": "an int >= 0",
         "ci_level": "a number in [0.5, 1)",
         "k": "an int >= 2",
+        "timing": "true or false",
     }
     for key, ok in checks.items():
         if key in d:
@@ -366,15 +374,30 @@ def _parse_threshold_table(entry: Any, path: str, problems: _Problems):
     if isinstance(value, bool) or not isinstance(value, int | float):
         problems.add(f"{path}.{bound}", "must be a number")
         return None
+    ok = True
+    on = entry.get("on", "value")
+    if on not in ("value", "ci"):
+        problems.add(f"{path}.on", f"must be 'value' or 'ci'; got {on!r}")
+        ok = False
+    severity = entry.get("severity", "error")
+    if severity not in ("error", "warning"):
+        problems.add(f"{path}.severity", f"must be 'error' or 'warning'; got {severity!r}")
+        ok = False
+    for key in ("attribute", "labelling"):
+        if key in entry and not isinstance(entry[key], str):
+            problems.add(f"{path}.{key}", "must be a string")
+            ok = False
+    if not ok:
+        return None
     return Threshold(
         metric=metric,
         value=float(value),
         bound=bound,
-        on=entry.get("on", "value"),
+        on=on,
         attribute=entry.get("attribute"),
-        severity=entry.get("severity", "error"),
+        severity=severity,
         labelling=entry.get("labelling"),
-        source=path,
+        source=f"{path}.{bound}",
     )
 
 
@@ -383,8 +406,9 @@ _THRESHOLD_FLAG = re.compile(
 )
 
 
-def parse_threshold_flag(text: str, bound: str, flag: str) -> Threshold:
-    """Parse ``METRIC[@ci][[ATTRIBUTE]]=VALUE`` from ``--fail-under`` / ``--fail-over``."""
+def parse_threshold_flag(text: str, bound: str, flag: str, severity: str = "error") -> Threshold:
+    """Parse ``METRIC[@ci][[ATTRIBUTE]]=VALUE`` from ``--fail-under`` / ``--fail-over`` (or, with
+    ``severity="warning"``, ``--warn-under`` / ``--warn-over``)."""
     m = _THRESHOLD_FLAG.match(text.strip())
     if not m:
         raise ConfigError(
@@ -401,22 +425,22 @@ def parse_threshold_flag(text: str, bound: str, flag: str) -> Threshold:
         bound=bound,
         on="ci" if m["ci"] else "value",
         attribute=m["attr"],
-        severity="error",
-        source=flag,
+        severity=severity,
+        source=f"{flag} {text.strip()}",
     )
 
 
-def parse_component_flag(text: str) -> tuple[str, dict[str, Any]]:
+def parse_component_flag(text: str, flag: str = "--cluster") -> tuple[str, dict[str, Any]]:
     """Parse ``NAME[:key=value,...]`` (values as TOML literals, else strings)."""
     name, _, rest = text.partition(":")
     name = name.strip()
     if not name:
-        raise ConfigError(f"--cluster {text!r}: expected NAME[:key=value,...]")
+        raise ConfigError(f"{flag} {text!r}: expected NAME[:key=value,...]")
     params: dict[str, Any] = {}
     for part in filter(None, (p.strip() for p in _split_params(rest))):
         key, eq, raw = part.partition("=")
         if not eq or not key.strip():
-            raise ConfigError(f"--cluster {text!r}: {part!r} is not key=value")
+            raise ConfigError(f"{flag} {text!r}: {part!r} is not key=value")
         params[key.strip()] = _literal(raw.strip())
     return name, params
 
@@ -537,7 +561,10 @@ def validate_chain(
                 continue
             m = cls.headline()
             bound = "min" if m.direction.value == "higher_is_better" else "max"
-            resolved.append(replace(th, metric=m.name, bound=bound))
+            th = replace(th, metric=m.name, bound=bound)
+            for msg in check_threshold(th, m, bootstrap=spec.options.bootstrap):
+                problems.add(f"{th.source}.threshold" if th.source else "threshold", msg)
+            resolved.append(th)
             continue
         if th.metric not in metric_specs:
             close = difflib.get_close_matches(th.metric, list(metric_specs), n=1)
@@ -549,16 +576,28 @@ def validate_chain(
             )
             continue
         m, _ = metric_specs[th.metric]
-        if th.on == "ci" and not m.bootstrap:
-            problems.add(th.source or "threshold", f"metric {th.metric!r} has no confidence "
-                         "interval; judge it on the value")
+        for msg in check_threshold(th, m, bootstrap=spec.options.bootstrap):
+            problems.add(th.source or "threshold", msg)
         resolved.append(th)
         if th.attribute is not None and spec.data.sensitive:
-            attrs = set(spec.data.sensitive) | {"|".join(spec.data.sensitive)}
-            if th.attribute not in attrs:
+            attrs = set(spec.data.sensitive)
+            if len(spec.data.sensitive) > 1:
+                attrs.add("|".join(spec.data.sensitive))
+            if not m.per_attribute:
+                problems.add(th.source or "threshold",
+                             f"{th.metric!r} is not computed per attribute; drop [{th.attribute}]")
+            elif th.attribute not in attrs:
                 problems.add(th.source or "threshold",
                              f"unknown attribute {th.attribute!r}; expected one of {sorted(attrs)}")
+        if th.labelling is not None and th.labelling not in seen and not (
+            th.labelling == "(data)" and not _step_per_labelling(metric_specs[th.metric][1],
+                                                                 classes)
+        ):
+            problems.add(th.source or "threshold",
+                         f"unknown labelling {th.labelling!r}; the chain's labellings are "
+                         + (", ".join(repr(x) for x in seen) or "none"))
 
+    _check_roles(spec, problems)
     if columns is not None:
         _check_columns(spec, list(columns), problems)
     if problems.items:
@@ -568,6 +607,25 @@ def validate_chain(
         raise ChainValidationError(items, "command line" if spec.source.startswith("flags")
                                    else spec.source)
     return replace(spec, thresholds=tuple(resolved), problems=())
+
+
+def _step_per_labelling(step: StepSpec, classes: Mapping[str, type]) -> bool:
+    cls = classes.get(step.path)
+    return bool(getattr(cls, "per_labelling", True))
+
+
+def _check_roles(spec: ChainSpec, problems: _Problems) -> None:
+    """Column roles that contradict each other (no data needed)."""
+    seen: dict[str, int] = {}
+    for i, col in enumerate(spec.data.sensitive):
+        if col in seen:
+            problems.add(f"data.sensitive[{i}]",
+                         f"sensitive column {col!r} is given twice; list each column once")
+        seen.setdefault(col, i)
+    if spec.data.labels is not None and spec.data.labels in seen:
+        problems.add("data.labels",
+                     f"column {spec.data.labels!r} is both the labels column and a sensitive "
+                     "column; a clustering cannot be audited against itself")
 
 
 def _flag_path(path: str) -> str:
@@ -645,6 +703,9 @@ def chain_from_flags(
     on_null: str | None = None,
     on_nonfinite: str | None = None,
     bootstrap: int | None = None,
+    audits: Sequence[str] = (),
+    skip_audits: Sequence[str] = (),
+    timing: bool | None = None,
     base: ChainSpec | None = None,
 ) -> ChainSpec:
     """Build a chain from ``fairaudit audit`` flags (optionally over a ``--chain`` file).
@@ -652,8 +713,18 @@ def chain_from_flags(
     Without ``--labels`` and without ``--cluster``, the default comparison clusters with every
     installed clusterer of :data:`DEFAULT_CLUSTERERS` (k-means first: its k, chosen by silhouette
     unless ``--k`` is given, is used by the others). Default preprocessing is ``encode``; default
-    auditors are :data:`DEFAULT_AUDITORS`.
+    auditors are :data:`DEFAULT_AUDITORS`; ``audits`` (``--audit NAME[:k=v,...]``) replaces them
+    (or, over a chain file, adds to its ``[[audit]]`` steps) and ``skip_audits``
+    (``--skip-audit NAME``) leaves auditors out, e.g. the slow ``proxy``.
     """
+    audit_steps: list[StepSpec] = []
+    for i, text in enumerate(audits):
+        name, params = parse_component_flag(text, "--audit")
+        audit_steps.append(StepSpec("audit", name, f"--audit[{i}]", params, name))
+    skip = tuple(dict.fromkeys(skip_audits))
+    for name in skip:
+        if not registry.has("auditor", name):
+            raise ConfigError(f"--skip-audit {name}: {registry.unknown_message('auditor', name)}")
     cluster_steps: list[StepSpec] = []
     for i, text in enumerate(clusters):
         name, params = parse_component_flag(text)
@@ -682,6 +753,7 @@ def chain_from_flags(
             min_cell=_given(min_cell, o.min_cell),
             suppress=_given(suppress, o.suppress),
             bootstrap=_given(bootstrap, o.bootstrap),
+            timing=_given(timing, o.timing),
         )
         # thresholds given on the command line are judged first, so they win over the chain's
         return replace(
@@ -689,18 +761,21 @@ def chain_from_flags(
             data=data,
             options=opts,
             cluster=base.cluster + tuple(cluster_steps),
+            audit=_skip(base.audit + tuple(audit_steps), skip),
             thresholds=tuple(thresholds) + base.thresholds,
         )
     if not cluster_steps and labels is None:
         source = "flags:default"
         for i, name in enumerate(n for n in DEFAULT_CLUSTERERS if registry.has("clusterer", n)):
             cluster_steps.append(StepSpec("cluster", name, f"default.cluster[{i}]", {}, name))
-    audit = [
+    audit = audit_steps or [
         StepSpec("audit", name, f"default.audit[{i}]", {}, name)
         for i, name in enumerate(n for n in DEFAULT_AUDITORS if registry.has("auditor", n))
     ]
+    audit = list(_skip(tuple(audit), skip))
     needs_features = bool(cluster_steps) or any(
-        "features" in registry.get("auditor", s.use).cls.requires for s in audit
+        "features" in registry.get("auditor", s.use).cls.requires
+        for s in audit if registry.has("auditor", s.use)
     )
     preprocess = []
     if needs_features:
@@ -724,6 +799,7 @@ def chain_from_flags(
             suppress=_given(suppress, True),
             bootstrap=_given(bootstrap, 200),
             k=k,
+            timing=_given(timing, False),
         ),
         preprocess=tuple(preprocess),
         cluster=tuple(cluster_steps),
@@ -731,3 +807,8 @@ def chain_from_flags(
         thresholds=tuple(thresholds),
         source=source,
     )
+
+
+def _skip(steps: tuple[StepSpec, ...], names: Sequence[str]) -> tuple[StepSpec, ...]:
+    """``steps`` without the auditors named in ``names`` (by component or step name)."""
+    return tuple(s for s in steps if s.use not in names and s.label not in names)

@@ -1,7 +1,8 @@
 """The ``fairaudit`` command line. The only module that prints or exits.
 
 Exit codes: 0 ran and every error-severity threshold passed; 1 ran and a threshold failed;
-2 usage, configuration or input error; 3 internal error.
+2 usage, configuration or input error; 3 internal error; 130 interrupted (Ctrl-C); 143
+terminated (SIGTERM). ``--debug`` adds a traceback and fairaudit's debug log, never another code.
 """
 
 from __future__ import annotations
@@ -18,7 +19,14 @@ from typing import Any
 import click
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143
 log = logging.getLogger("fairaudit")
+_OWN_LOGGERS = ("fairaudit", "fairaudit_builtins")
+
+
+class _Terminated(BaseException):
+    """Raised in the main thread when the process receives SIGTERM (like KeyboardInterrupt, so
+    every ``finally`` and atomic write cleans up on the way out)."""
 
 
 class _Progress:
@@ -34,11 +42,14 @@ class _Progress:
 
 
 def _setup_logging(debug: bool, quiet: bool) -> None:
-    level = logging.DEBUG if debug else (logging.ERROR if quiet else logging.WARNING)
+    """Warnings (errors with --quiet) from everyone; with --debug, fairaudit's own debug log —
+    never third-party debug logs (Great Expectations alone writes thousands of lines)."""
+    level = logging.ERROR if quiet else logging.WARNING
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", force=True)
-    if not debug:
-        for noisy in ("great_expectations", "matplotlib", "numba", "PIL"):
-            logging.getLogger(noisy).setLevel(logging.ERROR)
+    for own in _OWN_LOGGERS:
+        logging.getLogger(own).setLevel(logging.DEBUG if debug else logging.NOTSET)
+    for noisy in ("great_expectations", "matplotlib", "numba", "PIL", "fontTools", "urllib3"):
+        logging.getLogger(noisy).setLevel(logging.ERROR)
 
 
 def _handle_errors(fn: Callable[..., int | None]) -> Callable[..., None]:
@@ -49,11 +60,11 @@ def _handle_errors(fn: Callable[..., int | None]) -> Callable[..., None]:
         from fairaudit.errors import FairauditError
 
         debug = bool(kwargs.get("debug"))
+        previous = _on_sigterm()
         try:
             code = fn(*args, **kwargs)
         except FairauditError as exc:
-            if debug:
-                raise
+            _traceback(debug)
             click.echo(f"error: {exc}", err=True)
             sys.exit(exc.exit_code)
         except click.exceptions.Exit:
@@ -61,24 +72,64 @@ def _handle_errors(fn: Callable[..., int | None]) -> Callable[..., None]:
         except click.ClickException:
             raise
         except KeyboardInterrupt:
-            click.echo("interrupted", err=True)
-            sys.exit(130)
+            _traceback(debug)
+            click.echo("interrupted: nothing was written", err=True)
+            sys.exit(EXIT_INTERRUPTED)
+        except _Terminated:
+            _traceback(debug)
+            click.echo("terminated (SIGTERM): nothing was written", err=True)
+            sys.exit(EXIT_TERMINATED)
         except Exception as exc:  # an internal error: say so, briefly
-            if debug:
-                raise
+            _traceback(debug)
             click.echo(
                 f"internal error: {type(exc).__name__}: {exc}\n"
-                "run again with --debug for the traceback, and please report it",
+                + ("" if debug else "run again with --debug for the traceback, and ")
+                + "please report it",
                 err=True,
             )
             sys.exit(EXIT_INTERNAL)
+        finally:
+            _restore_sigterm(previous)
         sys.exit(code or EXIT_OK)
 
     return wrapper
 
 
+def _traceback(debug: bool) -> None:
+    if debug:
+        import traceback
+
+        click.echo(traceback.format_exc().rstrip(), err=True)
+
+
+def _on_sigterm() -> Any:
+    """Turn SIGTERM into :class:`_Terminated` in the main thread; returns the old handler."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def _raise(signum: int, frame: Any) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends at once
+        raise _Terminated()
+
+    try:
+        return signal.signal(signal.SIGTERM, _raise)
+    except (ValueError, OSError):  # pragma: no cover - not the main interpreter
+        return None
+
+
+def _restore_sigterm(previous: Any) -> None:
+    import signal
+
+    if previous is not None:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def _common(fn: Callable[..., Any]) -> Callable[..., Any]:
-    fn = click.option("--debug", is_flag=True, help="Debug logging; show tracebacks.")(fn)
+    fn = click.option("--debug", is_flag=True,
+                      help="fairaudit's debug log and tracebacks (the exit code is unchanged).")(fn)
     fn = click.option("--quiet", "-q", is_flag=True, help="No progress or summary output.")(fn)
     fn = click.option(
         "--disable-plugin",
@@ -145,6 +196,21 @@ def _default_json(out: Path) -> Path:
               help="Fail (exit 1) when METRIC (or its CI lower bound) is below VALUE.")
 @click.option("--fail-over", multiple=True, metavar="METRIC[@ci]=VALUE",
               help="Fail (exit 1) when METRIC (or its CI upper bound) is above VALUE.")
+@click.option("--warn-under", multiple=True, metavar="METRIC[@ci]=VALUE",
+              help="Warn (reported, exit 0) when METRIC (or its CI lower bound) is below VALUE.")
+@click.option("--warn-over", multiple=True, metavar="METRIC[@ci]=VALUE",
+              help="Warn (reported, exit 0) when METRIC (or its CI upper bound) is above VALUE.")
+@click.option("--audit", "audits", multiple=True, metavar="NAME[:k=v,...]",
+              help="Run this auditor (repeatable) instead of the defaults, e.g. an installed "
+              "plugin's; with --chain, added to the chain's.")
+@click.option("--skip-audit", "skip_audits", multiple=True, metavar="NAME",
+              help="Leave out auditor NAME (repeatable), e.g. --skip-audit proxy (the slow "
+              "proxy-feature analysis).")
+@click.option("--summary-md", type=click.Path(dir_okay=False), metavar="FILE",
+              help="Also write the gate summary as Markdown (e.g. $GITHUB_STEP_SUMMARY).")
+@click.option("--timing", is_flag=True, default=None,
+              help="Record step timings and the creation time in the JSON (it is then no longer "
+              "byte-identical between runs).")
 @click.option("--min-cell", type=click.IntRange(min=0), default=None,
               help="Groups/cells below this size are flagged and their counts suppressed "
               "[default: 10].")
@@ -166,9 +232,9 @@ def _default_json(out: Path) -> Path:
 @_common
 @_handle_errors
 def audit(data: str, sensitive, labels, features, exclude, chain_file, clusters, k, seed,
-          sample, out, json_out, fail_under, fail_over, min_cell, no_suppress, on_null,
-          on_nonfinite, separator, bootstrap, scheduler, workers, quiet, debug,
-          disabled) -> int:
+          sample, out, json_out, fail_under, fail_over, warn_under, warn_over, audits,
+          skip_audits, summary_md, timing, min_cell, no_suppress, on_null, on_nonfinite,
+          separator, bootstrap, scheduler, workers, quiet, debug, disabled) -> int:
     """Audit DATA (Parquet file, directory or glob of Parquet files, or CSV)."""
     from fairaudit.chain import chain_from_flags, load_chain, parse_threshold_flag
     from fairaudit.errors import ConfigError
@@ -177,6 +243,8 @@ def audit(data: str, sensitive, labels, features, exclude, chain_file, clusters,
     host = _host(disabled)
     thresholds = [parse_threshold_flag(t, "min", "--fail-under") for t in fail_under]
     thresholds += [parse_threshold_flag(t, "max", "--fail-over") for t in fail_over]
+    thresholds += [parse_threshold_flag(t, "min", "--warn-under", "warning") for t in warn_under]
+    thresholds += [parse_threshold_flag(t, "max", "--warn-over", "warning") for t in warn_over]
     base = load_chain(chain_file) if chain_file else None
     sens = _split(sensitive)
     if not sens and (base is None or not base.data.sensitive):
@@ -186,7 +254,8 @@ def audit(data: str, sensitive, labels, features, exclude, chain_file, clusters,
         exclude=_split(exclude), clusters=clusters, k=k, seed=seed, sample=sample,
         thresholds=thresholds, min_cell=min_cell,
         suppress=None if no_suppress is None else not no_suppress, on_null=on_null,
-        on_nonfinite=on_nonfinite, bootstrap=bootstrap, base=base,
+        on_nonfinite=on_nonfinite, bootstrap=bootstrap, audits=audits,
+        skip_audits=_split(skip_audits), timing=timing, base=base,
     )
     if separator is not None:
         if len(separator) != 1:
@@ -201,7 +270,8 @@ def audit(data: str, sensitive, labels, features, exclude, chain_file, clusters,
     engine = make_engine(scheduler=scheduler, workers=workers)
     try:
         return _run_and_write(spec, host, data, Path(out),
-                              Path(json_out) if json_out else None, quiet, engine=engine)
+                              Path(json_out) if json_out else None, quiet,
+                              Path(summary_md) if summary_md else None, engine=engine)
     finally:
         engine.close()
 
@@ -213,27 +283,42 @@ def audit(data: str, sensitive, labels, features, exclude, chain_file, clusters,
               default="fairaudit-report.html", show_default=True, help="HTML report path.")
 @click.option("--json", "json_out", type=click.Path(dir_okay=False),
               help="JSON path (default: next to --out, .json).")
+@click.option("--summary-md", type=click.Path(dir_okay=False), metavar="FILE",
+              help="Also write the gate summary as Markdown (e.g. $GITHUB_STEP_SUMMARY).")
+@click.option("--timing", is_flag=True, default=None,
+              help="Record step timings in the JSON (overrides options.timing).")
 @_common
 @_handle_errors
-def run(chain_file: str, data: str | None, out: str, json_out: str | None, quiet: bool,
-        debug: bool, disabled: Sequence[str]) -> int:
+def run(chain_file: str, data: str | None, out: str, json_out: str | None,
+        summary_md: str | None, timing: bool | None, quiet: bool, debug: bool,
+        disabled: Sequence[str]) -> int:
     """Run the chain in CHAIN.toml on DATA (or on its data.path)."""
+    import dataclasses
+
     from fairaudit.chain import load_chain
 
     _setup_logging(debug, quiet)
     host = _host(disabled)
     spec = load_chain(chain_file)
-    return _run_and_write(spec, host, data, Path(out), Path(json_out) if json_out else None, quiet)
+    if timing:
+        spec = dataclasses.replace(spec, options=dataclasses.replace(spec.options, timing=True))
+    return _run_and_write(spec, host, data, Path(out), Path(json_out) if json_out else None, quiet,
+                          Path(summary_md) if summary_md else None)
 
 
 def _run_and_write(spec, host, data, out: Path, json_out: Path | None, quiet: bool,
-                   engine: Any = None) -> int:
+                   summary_md: Path | None = None, engine: Any = None) -> int:
     from fairaudit.io import atomic_write_text
     from fairaudit.report import render_html
     from fairaudit.runner import run_chain
 
     json_path = json_out or _default_json(out)
-    for target in (out, json_path):
+    targets = [out, json_path]
+    if summary_md is not None:
+        _check_summary_path(summary_md, data if data is not None else spec.data.path,
+                            out, json_path)
+        targets.append(summary_md)
+    for target in targets:
         if target.parent and not target.parent.exists():
             from fairaudit.errors import ConfigError
 
@@ -244,30 +329,45 @@ def _run_and_write(spec, host, data, out: Path, json_out: Path | None, quiet: bo
     html = render_html(run_obj, host)  # render fully before writing anything
     atomic_write_text(json_path, json.dumps(run_obj.to_json(), indent=2, ensure_ascii=False))
     atomic_write_text(out, html)
+    if summary_md is not None:
+        from fairaudit.summary import markdown
+
+        atomic_write_text(summary_md, markdown(run_obj.doc, str(out), str(json_path)))
     if not quiet:
         _summary(run_obj, out, json_path)
     return run_obj.exit_code
 
 
+def _check_summary_path(summary: Path, data: Any, out: Path, json_path: Path) -> None:
+    """--summary-md must not replace the input or another output."""
+    from fairaudit.errors import ConfigError
+    from fairaudit.io import resolve_input
+
+    target = summary.resolve()
+    for other, flag in ((out, "--out"), (json_path, "--json")):
+        if target == other.resolve():
+            raise ConfigError(f"--summary-md {summary}: the same file as {flag} {other}")
+    if isinstance(data, str):
+        try:
+            files = resolve_input(data).files
+        except Exception:  # the run reports a bad input itself
+            files = ()
+        for f in files:
+            if target == f.resolve():
+                raise ConfigError(f"--summary-md {summary}: this is the input file {f}; "
+                                  "the input is only ever read")
+        root = Path(data)
+        if root.is_dir() and target.is_relative_to(root.resolve()):
+            raise ConfigError(f"--summary-md {summary}: inside the input folder {data}")
+
+
 def _summary(run_obj: Any, out: Path, json_path: Path) -> None:
-    doc = run_obj.doc
-    status = doc["status"].upper()
-    click.echo(f"fairaudit: {status}  ({doc['input']['rows_audited']:,} rows, "
-               f"{len(doc['labellings'])} labelling(s), attributes: "
-               f"{', '.join(doc['input']['attributes'])})")
-    for r in doc["results"]:
-        if r["status"] in ("fail", "warn"):
-            th = r["threshold"]
-            click.echo(
-                f"  {r['status'].upper():4} {r['labelling']} {r['metric']}[{r['attribute']}] = "
-                f"{_fmt(r['value'])} (threshold {th['bound']} {th['value']:g} on {th['on']})"
-            )
+    from fairaudit.summary import console_lines
+
+    for line in console_lines(run_obj.doc):
+        click.echo(line)
     click.echo(f"report: {out.resolve()}")
     click.echo(f"json:   {json_path.resolve()}")
-
-
-def _fmt(x: float | None) -> str:
-    return "n/a" if x is None else f"{x:.3f}"
 
 
 @main.command()

@@ -70,6 +70,8 @@ class MetricResult:
     status: Status = Status.NOT_EVALUATED
     detail: Mapping[str, Any] = field(default_factory=dict)
     """Extra JSON-serialisable data for report sections (e.g. per-pair DCSI, worst points)."""
+    judged: float | None = None
+    """The number the deciding threshold compared (the value or a CI end; see ``threshold.on``)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -83,6 +85,7 @@ class MetricResult:
             "headline": self.headline,
             "threshold": None if self.threshold is None else self.threshold.to_json(),
             "status": self.status.value,
+            "judged": finite(self.judged),
             "n_rows": self.n_rows,
             "notes": list(self.notes),
             "per_cluster": [dict(r) for r in self.per_cluster],
@@ -104,16 +107,19 @@ def finite(x: Any) -> float | None:
     return v if math.isfinite(v) else None
 
 
-def _judged(result: MetricResult, th: Threshold) -> float:
+def _judged(result: MetricResult, th: Threshold) -> float | None:
     if th.on == "ci":
         if result.ci is None:
-            return result.value
+            return None
         return result.ci[0] if th.bound == "min" else result.ci[1]
     return result.value
 
 
 def evaluate(result: MetricResult, thresholds: Sequence[Threshold]) -> MetricResult:
-    """Attach the first matching threshold and its status. NaN values are NOT_APPLICABLE."""
+    """Attach the first matching threshold and its status; an undefined value fails.
+
+    The runner uses :func:`fairaudit.gates.evaluate_gates`, which also fails thresholds on metrics
+    that were never computed."""
     for th in thresholds:
         if th.metric != result.metric:
             continue
@@ -122,20 +128,25 @@ def evaluate(result: MetricResult, thresholds: Sequence[Threshold]) -> MetricRes
         if th.labelling is not None and th.labelling != result.labelling:
             continue
         x = _judged(result, th)
-        if x is None or (isinstance(x, float) and math.isnan(x)):
-            status = Status.NOT_APPLICABLE
+        if x is None or not math.isfinite(x):
+            # an undefined value never passes a gate (see fairaudit.gates)
+            status = Status.FAIL if th.severity == "error" else Status.WARN
+            x = None
         else:
             ok = x >= th.value if th.bound == "min" else x <= th.value
             if ok:
                 status = Status.PASS
             else:
                 status = Status.FAIL if th.severity == "error" else Status.WARN
-        return dataclasses.replace(result, threshold=th, status=status)
+        return dataclasses.replace(result, threshold=th, status=status, judged=x)
     return result
 
 
-def overall_status(results: Sequence[MetricResult]) -> Status:
-    statuses = {r.status for r in results}
+def overall_status(results: Sequence[MetricResult], gates: Sequence[Any] = ()) -> Status:
+    """The run's status: FAIL if an error-severity gate failed, WARN if only warnings did, PASS
+    if every gate passed, NOT_EVALUATED without thresholds. ``gates`` (see
+    :mod:`fairaudit.gates`) include thresholds on metrics that were never computed."""
+    statuses = {r.status for r in results} | {g.status for g in gates}
     if Status.FAIL in statuses:
         return Status.FAIL
     if Status.WARN in statuses:

@@ -41,7 +41,6 @@ from fairaudit.results import (
     AuditRun,
     MetricResult,
     Status,
-    evaluate,
     overall_status,
 )
 
@@ -298,8 +297,9 @@ def _run_validated(spec, host, lf, path, in_memory, roles, clock, progress, star
                     produced = [dataclasses.replace(r, labelling=DATA_LABELLING) for r in produced]
             results.extend(produced)
 
-    results = [evaluate(r, spec.thresholds) for r in results]
-    status = overall_status(results)
+    results, gates = _gates(spec, audit_classes, labellings, joints, joint_full, results)
+    notes.extend(_all_noise_notes(labellings, joints))
+    status = overall_status(results, gates)
     doc = _document(
         spec=spec, path=path, roles=roles, n_input=n_input, joint_full=joint_full, data=data,
         sample_info=sample_info, labellings=labellings, joints=joints, results=results,
@@ -310,6 +310,9 @@ def _run_validated(spec, host, lf, path, in_memory, roles, clock, progress, star
     if in_memory:
         doc["input"]["path"] = "<in-memory table>"
         doc["input"]["format"] = "polars"
+    doc["gates"] = [g.to_json() for g in gates]
+    if not spec.options.timing:
+        doc.pop("timing", None)  # byte-identical JSON for the same input, seed and version
     doc = explain(doc, metric_specs(host.registry))  # last: reads only published numbers
     run = AuditRun(doc)
     host.run_finished(run=run)
@@ -357,6 +360,31 @@ def _assign_every_row(lf, path, engine, sample_data, fitted_pre, fitted_clu, lab
             ),
         }
     return out, sample_info
+
+
+def _gates(spec, audit_classes, labellings, joints, joint_full, results):
+    """Judge every threshold on the whole scope the chain promised (see fairaudit.gates)."""
+    from fairaudit.gates import evaluate_gates, scopes_for
+
+    scopes = scopes_for(audit_classes, [lab.name for lab in labellings],
+                        joint_full.attribute_names, data_labelling=DATA_LABELLING)
+    reasons = {
+        lab.name: "every row of this labelling is noise (label -1), so no group metric exists"
+        for lab in labellings if _all_noise(joints.get(lab.name))
+    }
+    return evaluate_gates(results, spec.thresholds, scopes, reasons=reasons)
+
+
+def _all_noise(joint: JointTable | None) -> bool:
+    return joint is not None and joint.n > 0 and not bool((joint.cluster >= 0).any())
+
+
+def _all_noise_notes(labellings, joints) -> list[str]:
+    return [
+        f"labelling {lab.name!r}: every row is noise (label -1); no counting metric can be "
+        "computed for it, and any threshold on one fails"
+        for lab in labellings if _all_noise(joints.get(lab.name))
+    ]
 
 
 def _prewarm_imports() -> Any:

@@ -1,0 +1,104 @@
+"""The gate summary: every threshold judged, as a console table or Markdown (CI job summaries).
+
+Built from the JSON document alone (its ``gates``), so ``fairaudit audit`` prints and
+``--summary-md`` writes exactly what the run judged: the labelling, metric, attribute, the number
+judged (the value or a CI end, and which), the bound and PASS / FAIL / WARN — passes included.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+_ON = {"value": "value", "ci_lower": "CI lower", "ci_upper": "CI upper"}
+_STATUS_ORDER = {"fail": 0, "warn": 1, "pass": 2}
+_HEADER = ("STATUS", "LABELLING", "METRIC", "ATTRIBUTE", "JUDGED", "ON", "BOUND", "SEVERITY")
+
+
+def gate_rows(doc: Mapping[str, Any]) -> list[dict[str, str]]:
+    """One row of display strings per gate, failures first (stable within a status)."""
+    gates = list(doc.get("gates") or ())
+    order = sorted(range(len(gates)), key=lambda i: (_STATUS_ORDER.get(gates[i]["status"], 9), i))
+    rows = []
+    for i in order:
+        g = gates[i]
+        op = ">=" if g["bound"] == "min" else "<="
+        judged = "n/a" if g.get("judged") is None else f"{g['judged']:.3f}"
+        on = _ON.get(g.get("judged_on", "value"), g.get("judged_on", ""))
+        if g.get("judged_on", "value") != "value" and g.get("value") is not None:
+            on += f" (value {g['value']:.3f})"
+        rows.append({
+            "status": str(g["status"]).upper(),
+            "labelling": str(g["labelling"]),
+            "metric": str(g["metric"]),
+            "attribute": "-" if g.get("attribute") is None else str(g["attribute"]),
+            "judged": judged,
+            "on": on,
+            "bound": f"{op} {_num(g.get('threshold'))}",
+            "severity": str(g.get("severity", "error")),
+            "reason": g.get("reason") or "",
+        })
+    return rows
+
+
+def _num(x: Any) -> str:
+    return "n/a" if x is None else f"{float(x):g}"
+
+
+def headline(doc: Mapping[str, Any]) -> str:
+    counts = {"pass": 0, "warn": 0, "fail": 0}
+    for g in doc.get("gates") or ():
+        counts[g["status"]] = counts.get(g["status"], 0) + 1
+    inp = doc["input"]
+    gates = (f"{counts['fail']} failed, {counts['warn']} warned, {counts['pass']} passed"
+             if doc.get("gates") else "no thresholds set")
+    return (f"fairaudit: {doc['status'].upper()}  ({inp['rows_audited']:,} rows, "
+            f"{len(doc['labellings'])} labelling(s), attributes: "
+            f"{', '.join(inp['attributes'])}; gates: {gates})")
+
+
+def console_lines(doc: Mapping[str, Any]) -> list[str]:
+    """The console summary: a headline, then a fixed-width table of every gate."""
+    lines = [headline(doc)]
+    rows = gate_rows(doc)
+    if not rows:
+        return lines
+    keys = ("status", "labelling", "metric", "attribute", "judged", "on", "bound", "severity")
+    cells = [list(_HEADER)] + [[r[k] for k in keys] for r in rows]
+    widths = [max(len(c[j]) for c in cells) for j in range(len(keys))]
+    for n, c in enumerate(cells):
+        lines.append("  " + "  ".join(v.ljust(w) for v, w in zip(c, widths, strict=True)).rstrip())
+        if n and rows[n - 1]["reason"]:
+            lines.append("      why: " + rows[n - 1]["reason"])
+    return lines
+
+
+def markdown(doc: Mapping[str, Any], report: str | None = None,
+             json_path: str | None = None) -> str:
+    """The same summary as GitHub-flavoured Markdown (e.g. for ``$GITHUB_STEP_SUMMARY``)."""
+    out = [f"### fairaudit: {doc['status'].upper()}", "", headline(doc).split("  ", 1)[1], ""]
+    rows = gate_rows(doc)
+    if rows:
+        out.append("| Status | Labelling | Metric | Attribute | Judged | On | Bound | Severity "
+                   "| Why |")
+        out.append("| --- | --- | --- | --- | ---: | --- | --- | --- | --- |")
+        for r in rows:
+            cells: Sequence[str] = (
+                f"**{r['status']}**", r["labelling"], f"`{r['metric']}`", r["attribute"],
+                r["judged"], r["on"], r["bound"], r["severity"], r["reason"],
+            )
+            out.append("| " + " | ".join(_md(c) for c in cells) + " |")
+    else:
+        out.append("No thresholds were set: values are reported, not judged.")
+    out.append("")
+    if report:
+        out.append(f"Report: `{report}`")
+    if json_path:
+        out.append(f"JSON: `{json_path}`")
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _md(text: str) -> str:
+    """A table cell: pipes and HTML escaped, no line breaks."""
+    text = str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
