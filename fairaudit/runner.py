@@ -196,10 +196,12 @@ def _run_validated(spec, host, lf, path, in_memory, roles, clock, progress, star
         lambda: _run_checks(lf, data, roles, joint_full, spec, n_input),
     )
 
+    feature_notes = tuple(data.notes) if data is not None else ()
+    notes_from_data = list(feature_notes)
     seeds = _seeds(spec.data.seed, len(spec.preprocess) + len(spec.cluster) + len(spec.audit) + 1)
     seed_iter = iter(seeds)
     preprocessing: list[dict[str, Any]] = []
-    notes: list[str] = []
+    notes: list[str] = notes_from_data
 
     # ------------------------------------------------------------ preprocess
     sample_data = data
@@ -295,6 +297,9 @@ def _run_validated(spec, host, lf, path, in_memory, roles, clock, progress, star
                 produced = _guard(step, clock.run, "auditor", step.label, lab.name, _audit, comp, ctx)
                 if not cls.per_labelling:
                     produced = [dataclasses.replace(r, labelling=DATA_LABELLING) for r in produced]
+                if feature_notes and "features" in cls.requires:
+                    produced = [dataclasses.replace(r, notes=(*r.notes, *feature_notes))
+                                for r in produced]
             results.extend(produced)
 
     results, gates = _gates(spec, audit_classes, labellings, joints, joint_full, results)
@@ -594,6 +599,9 @@ def _materialise(lf: Any, roles: ColumnRoles, spec: ChainSpec, n_input: int, max
              or (frame.schema[c].is_float() and not frame.get_column(c).is_finite().all()))
     ]
     if bad:
+        if spec.data.on_nonfinite == "error" and not spec.cluster:
+            # only auditors read features (e.g. proxy): they use the rows and columns they can
+            return _skip_nonfinite(data, frame, bad), sample_info
         if spec.data.on_nonfinite == "drop":
             mask = np.ones(frame.height, dtype=bool)
             for c in bad:
@@ -610,6 +618,57 @@ def _materialise(lf: Any, roles: ColumnRoles, spec: ChainSpec, n_input: int, max
                 "those rows (--on-nonfinite drop)"
             )
     return data, sample_info
+
+
+def _nonfinite_mask(frame: Any, column: str) -> np.ndarray:
+    """True where ``column`` holds a null, NaN or infinite value."""
+    col = frame.get_column(column)
+    ok = col.is_not_null()
+    if frame.schema[column].is_float():
+        ok = ok & col.is_finite().fill_null(False)
+    return ~ok.to_numpy()
+
+
+def _skip_nonfinite(data: AuditData, frame: Any, bad: Sequence[str]) -> AuditData:
+    """Feature-reading auditors (no clusterer in the chain) skip what they cannot use: rows with
+    a missing or non-finite feature value, and — when that would leave fewer than half the rows —
+    first the columns with the most such values. The note says what was skipped; the counting
+    metrics are unaffected (they never read features)."""
+    masks = {c: _nonfinite_mask(frame, c) for c in bad}
+    keep_cols = sorted(bad, key=lambda c: (int(masks[c].sum()), c))
+    skipped_cols: list[str] = []
+    n = frame.height
+    while keep_cols:
+        rows_bad = np.zeros(n, dtype=bool)
+        for c in keep_cols:
+            rows_bad |= masks[c]
+        if n - int(rows_bad.sum()) >= max(1, n // 2):
+            break
+        skipped_cols.append(keep_cols.pop())  # the column with the most bad values
+    rows_bad = np.zeros(n, dtype=bool)
+    for c in keep_cols:
+        rows_bad |= masks[c]
+    parts = []
+    if skipped_cols:
+        feats = tuple(c for c in data.roles.features if c not in skipped_cols)
+        excluded = {**data.roles.excluded,
+                    **{c: "mostly missing or non-finite values" for c in skipped_cols}}
+        data = data.replace(
+            roles=dataclasses.replace(data.roles, features=feats, excluded=excluded),
+            features=data.features.drop(skipped_cols),
+        )
+        parts.append("column(s) " + ", ".join(repr(c) for c in skipped_cols)
+                     + " (mostly missing or non-finite)")
+    n_rows = int(rows_bad.sum())
+    if n_rows:
+        data = data.filter_rows(~rows_bad, "missing or non-finite feature value "
+                                "(feature-based metrics only)")
+        parts.append(f"{n_rows:,} of {n:,} row(s) with a missing or non-finite value in "
+                     + ", ".join(repr(c) for c in keep_cols))
+    note = ("feature-based metrics skipped " + " and ".join(parts)
+            + "; counting metrics use every row (with clusterers, --on-nonfinite decides)")
+    log.info(note)
+    return data.replace(notes=(*data.notes, note))
 
 
 def _looks_like_id(name: str, col: Any) -> bool:
