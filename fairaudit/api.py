@@ -30,47 +30,60 @@ def audit(
     sample: int | None = None,
     fail_under: Mapping[str, float] | None = None,
     fail_over: Mapping[str, float] | None = None,
+    warn_under: Mapping[str, float] | None = None,
+    warn_over: Mapping[str, float] | None = None,
+    audit: Iterable[str | tuple[str, Mapping[str, Any]]] = (),
+    skip_audit: Sequence[str] = (),
     min_cell: int | None = None,
     suppress: bool | None = None,
     bootstrap: int | None = None,
+    on_null: str | None = None,
+    on_nonfinite: str | None = None,
+    timing: bool | None = None,
     chain: str | Path | None = None,
     disabled_plugins: Sequence[str] = (),
     scheduler: str | None = None,
     workers: int | None = None,
 ) -> AuditRun:
-    """Audit ``data`` (a path, directory or glob, or a polars DataFrame/LazyFrame).
+    """Audit ``data`` (a path, directory or glob, a polars DataFrame/LazyFrame, or a pandas
+    DataFrame — converted column by column, pyarrow not needed).
 
-    ``cluster`` names clusterers as ``"kmeans:n_clusters=4"`` or ``("kmeans", {"n_clusters": 4})``.
-    ``fail_under`` / ``fail_over`` map ``METRIC[@ci][[attribute]]`` to a bound, as on the CLI.
+    ``cluster`` names clusterers as ``"kmeans:n_clusters=4"`` or ``("kmeans", {"n_clusters": 4})``;
+    ``audit`` names auditors the same way (instead of the defaults) and ``skip_audit`` leaves
+    auditors out (e.g. ``["proxy"]``). ``fail_under`` / ``fail_over`` (exit code 1) and
+    ``warn_under`` / ``warn_over`` (reported, exit code 0) map ``METRIC[@ci][[attribute]]`` to a
+    bound, as on the CLI. ``timing=True`` adds the timing block to the JSON (not reproducible).
     Returns the :class:`~fairaudit.results.AuditRun` (its ``exit_code`` is what the CLI exits with).
     ``scheduler`` (a Dask scheduler address) or ``workers`` (a local Dask cluster of that many
     processes) count and assign every row on Dask (``pip install 'fairaudit[dask]'``); the
     results are identical to the local engine's.
     """
     from fairaudit.chain import chain_from_flags, load_chain, parse_threshold_flag
+    from fairaudit.io import from_pandas, is_pandas
     from fairaudit.plugins import Host
     from fairaudit.runner import run_chain
 
     host = Host.create(blocked=disabled_plugins)
     if isinstance(sensitive, str):
         sensitive = [s.strip() for s in sensitive.split(",") if s.strip()]
-    thresholds = [
-        parse_threshold_flag(f"{m}={v}", "min", "fail_under") for m, v in (fail_under or {}).items()
-    ] + [parse_threshold_flag(f"{m}={v}", "max", "fail_over") for m, v in (fail_over or {}).items()]
-    clusters = []
-    for c in cluster:
-        if isinstance(c, str):
-            clusters.append(c)
-        else:
-            name, params = c
-            clusters.append(name + (":" + ",".join(f"{a}={json.dumps(b)}" for a, b in
-                                                   params.items()) if params else ""))
+    thresholds = []
+    for arg, bound, severity in (("fail_under", "min", "error"), ("fail_over", "max", "error"),
+                                 ("warn_under", "min", "warning"),
+                                 ("warn_over", "max", "warning")):
+        given = {"fail_under": fail_under, "fail_over": fail_over, "warn_under": warn_under,
+                 "warn_over": warn_over}[arg]
+        for m, v in (given or {}).items():
+            thresholds.append(parse_threshold_flag(f"{m}={v}", bound, arg, severity))
     spec = chain_from_flags(
         host.registry, sensitive=sensitive, labels=labels, features=features, exclude=exclude,
-        clusters=clusters, k=k, seed=seed, sample=sample, thresholds=thresholds,
-        min_cell=min_cell, suppress=suppress, bootstrap=bootstrap,
-        base=load_chain(chain) if chain else None,
+        clusters=_component_flags(cluster), k=k, seed=seed, sample=sample,
+        thresholds=thresholds, min_cell=min_cell, suppress=suppress, bootstrap=bootstrap,
+        on_null=on_null, on_nonfinite=on_nonfinite, audits=_component_flags(audit),
+        skip_audits=[skip_audit] if isinstance(skip_audit, str) else skip_audit,
+        timing=timing, base=load_chain(chain) if chain else None,
     )
+    if is_pandas(data):
+        data = from_pandas(data)
     from fairaudit.engines import make_engine
 
     engine = make_engine(scheduler=scheduler, workers=workers)
@@ -79,6 +92,19 @@ def audit(
                          engine=engine)
     finally:
         engine.close()
+
+
+def _component_flags(items: Iterable[str | tuple[str, Mapping[str, Any]]]) -> list[str]:
+    """``"name:k=v"`` strings from strings or ``(name, params)`` pairs."""
+    out = []
+    for c in items:
+        if isinstance(c, str):
+            out.append(c)
+        else:
+            name, params = c
+            out.append(name + (":" + ",".join(f"{a}={json.dumps(b)}" for a, b in
+                                              params.items()) if params else ""))
+    return out
 
 
 def write_report(run: AuditRun, html_path: str | Path, json_path: str | Path | None = None,

@@ -40,6 +40,9 @@ class JointTable:
     ordinal: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     null_rows: int = 0
     """Rows left out because a sensitive value or the label was null."""
+    cluster_names: tuple[str, ...] | None = None
+    """For a labels column of names (strings, categories): the name of cluster id ``i``; ids
+    follow the sorted names, and the name ``"-1"`` is noise. ``None`` for integer labels."""
 
     # ------------------------------------------------------------------ summaries
     @property
@@ -158,7 +161,13 @@ def joint_from_frame(
     null_rows = int(agg.filter(null_mask).get_column("__n__").sum() or 0)
     agg = agg.filter(~null_mask)
     cluster_col = agg.get_column(key)
-    if not cluster_col.dtype.is_integer():
+    names: tuple[str, ...] | None = None
+    if agg.height == 0:
+        cluster_col = pl.Series(key, [], dtype=pl.Int64)  # no rows: the caller names the cause
+    elif _is_named(cluster_col.dtype):
+        names = label_names(cluster_col)
+        cluster_col = pl.Series(key, label_codes(cluster_col, names))
+    elif not cluster_col.dtype.is_integer():
         if cluster_col.dtype.is_float():
             vals = cluster_col.to_numpy()
             if not np.all(np.isfinite(vals)) or not np.all(vals == np.round(vals)):
@@ -170,7 +179,7 @@ def joint_from_frame(
         else:
             raise InputError(
                 f"labels column {label!r} has type {cluster_col.dtype}; expected integer cluster "
-                "ids (-1 = noise)"
+                "ids (-1 = noise) or cluster names (strings)"
             )
     cluster = cluster_col.cast(pl.Int64).to_numpy()
     if (cluster < -1).any():
@@ -211,7 +220,37 @@ def joint_from_frame(
         counts=counts[order_idx],
         ordinal={k: tuple(str(x) for x in v) for k, v in ordinal.items()},
         null_rows=null_rows,
+        cluster_names=names,
     )
+
+
+NOISE_NAME = "-1"
+"""In a labels column of names, this name marks noise (as the id -1 does in integer labels)."""
+
+
+def _is_named(dtype: pl.DataType) -> bool:
+    import polars as pl
+
+    return dtype == pl.String or isinstance(dtype, pl.Categorical | pl.Enum) or dtype == pl.Boolean
+
+
+def label_names(values: pl.Series) -> tuple[str, ...]:
+    """The sorted distinct cluster names of a labels column of names (noise and nulls apart)."""
+    import polars as pl
+
+    uniq = values.cast(pl.String).drop_nulls().unique().to_list()
+    return tuple(sorted(str(v) for v in uniq if str(v) != NOISE_NAME))
+
+
+def label_codes(values: pl.Series, names: Sequence[str]) -> np.ndarray:
+    """Integer ids (int64) of a labels column of names: the position in ``names``; the name
+    ``"-1"`` is noise (-1). Nulls become -2 (callers filter them first)."""
+    import polars as pl
+
+    lookup = {n: i for i, n in enumerate(names)}
+    lookup[NOISE_NAME] = -1
+    mapped = values.cast(pl.String).replace_strict(lookup, default=-2, return_dtype=pl.Int64)
+    return mapped.to_numpy().astype(np.int64)
 
 
 def resample_joint(joint: JointTable, n_boot: int, rng: np.random.Generator) -> np.ndarray:

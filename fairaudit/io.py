@@ -89,6 +89,8 @@ def scan_builtin(spec: str, options: Mapping[str, Any]) -> pl.LazyFrame:
 
     inp = resolve_input(spec)
     if inp.format == "parquet":
+        if len(inp.files) > 1:
+            _check_same_schema(inp.files, lambda f: pl.read_parquet_schema(f), "Parquet")
         try:
             lf = pl.scan_parquet([str(f) for f in inp.files])
             schema = lf.collect_schema()
@@ -96,21 +98,91 @@ def scan_builtin(spec: str, options: Mapping[str, Any]) -> pl.LazyFrame:
             raise InputError(f"{spec}: cannot be read as Parquet: {_first_line(exc)}") from exc
     else:
         path = inp.files[0]
-        _check_utf8(path)
         sep = options.get("separator") or ("\t" if path.suffix.lower() == ".tsv" else ",")
+        nulls = list(options.get("null_values", ["", "NA", "?"]))
+        for f in inp.files:
+            _check_utf8(f)
+            _check_csv_shape(f, sep)
+
+        def _csv(files: list[str]) -> pl.LazyFrame:
+            return pl.scan_csv(files, separator=sep, infer_schema_length=10_000,
+                               null_values=nulls)
+
+        if len(inp.files) > 1:
+            _check_same_schema(inp.files, lambda f: dict(_csv([str(f)]).collect_schema()), "CSV")
         try:
-            lf = pl.scan_csv(
-                [str(f) for f in inp.files],
-                separator=sep,
-                infer_schema_length=10_000,
-                null_values=list(options.get("null_values", ["", "NA", "?"])),
-            )
+            lf = _csv([str(f) for f in inp.files])
             schema = lf.collect_schema()
         except Exception as exc:
             raise InputError(f"{spec}: cannot be read as CSV: {_first_line(exc)}") from exc
     if len(schema) == 0:
         raise InputError(f"{spec}: the table has no columns")
     return lf
+
+
+def _check_same_schema(files: tuple[Path, ...], schema_of: Any, what: str) -> None:
+    """Partitions must agree on every column's type (else name both files and the column)."""
+    first: dict[str, Any] | None = None
+    for f in files:
+        try:
+            schema = dict(schema_of(f))
+        except Exception as exc:
+            raise InputError(f"{f}: cannot be read as {what}: {_first_line(exc)}") from exc
+        if first is None:
+            first, first_file = schema, f
+            continue
+        for col, dtype in schema.items():
+            if col in first and first[col] != dtype:
+                raise InputError(
+                    f"column {col!r} has type {first[col]} in {first_file} but {dtype} in {f}; "
+                    "partitions must agree on every column's type"
+                )
+
+
+def _check_csv_shape(path: Path, sep: str) -> None:
+    """A CSV must have unique header names and the same number of fields on every row.
+
+    Fast path: count separators per line with polars; only when a line differs (a ragged row,
+    or a quoted field holding the separator) is the file re-read with :mod:`csv` to find the
+    first row whose field count really differs, named by its line number."""
+    import csv
+
+    import polars as pl
+
+    with open(path, encoding="utf-8", newline="") as fh:
+        header = next(csv.reader(fh, delimiter=sep), None)
+    if not header:
+        raise InputError(f"{path}: the file is empty (no header line)")
+    seen: set[str] = set()
+    for name in header:
+        if name in seen:
+            raise InputError(f"{path}: the header names column {name!r} twice; column names "
+                             "must be unique")
+        seen.add(name)
+    try:
+        n_odd = (
+            pl.scan_csv(str(path), has_header=False, separator="\x1f", quote_char=None,
+                        new_columns=["line"], infer_schema=False)
+            .select(pl.col("line").str.count_matches(sep, literal=True).alias("n"))
+            .filter(pl.col("n") != len(header) - 1)
+            .select(pl.len())
+            .collect(engine="streaming")
+            .item()
+        )
+    except Exception:  # the exact pass below decides
+        log.debug("fast CSV shape check failed on %s", path, exc_info=True)
+        n_odd = 1
+    if not n_odd:
+        return
+    with open(path, encoding="utf-8", newline="") as fh:
+        reader = csv.reader(fh, delimiter=sep)
+        next(reader, None)
+        for row in reader:
+            if row and len(row) != len(header):
+                raise InputError(
+                    f"{path}, line {reader.line_num}: {len(row)} field(s) where the header has "
+                    f"{len(header)}; every row needs one value per column"
+                )
 
 
 def _check_utf8(path: Path) -> None:
@@ -179,3 +251,45 @@ def atomic_write_text(path: Path, text: str) -> Path:
             os.unlink(tmp)
         raise
     return path
+
+
+def is_pandas(obj: Any) -> bool:
+    """Whether ``obj`` is a pandas DataFrame (without importing pandas)."""
+    return type(obj).__name__ == "DataFrame" and type(obj).__module__.startswith("pandas")
+
+
+def from_pandas(frame: Any) -> pl.DataFrame:
+    """A polars copy of a pandas DataFrame, column by column through numpy (no pyarrow needed).
+
+    Numeric and boolean columns keep their type; nullable (extension) columns keep their nulls;
+    categorical and object columns become strings (NaN/None -> null). Column names must be
+    unique strings."""
+    import numpy as np
+    import polars as pl
+
+    names = [str(c) for c in frame.columns]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise InputError(f"pandas DataFrame: column name(s) {dupes} appear more than once; "
+                         "column names must be unique")
+    columns = []
+    for name, (_, col) in zip(names, frame.items(), strict=True):
+        dtype = col.dtype
+        kind = getattr(dtype, "kind", "O")
+        try:
+            if isinstance(dtype, np.dtype) and kind in "biufM":
+                series = pl.Series(name, col.to_numpy())
+            elif str(dtype) == "category" or kind in "OSU" or str(dtype).startswith("string"):
+                values = col.astype(object).where(col.notna(), None).to_numpy()
+                series = pl.Series(name, [None if v is None else str(v) for v in values],
+                                   dtype=pl.String)
+            else:  # pandas extension types (Int64, Float64, boolean, ...): nulls kept
+                values = col.astype(object).where(col.notna(), None).tolist()
+                series = pl.Series(name, values, strict=False)
+        except Exception as exc:
+            raise InputError(
+                f"pandas DataFrame: column {name!r} of type {dtype} cannot be converted "
+                f"({_first_line(exc)}); convert it to a number or string column first"
+            ) from exc
+        columns.append(series)
+    return pl.DataFrame(columns)

@@ -162,7 +162,7 @@ def _run_validated(spec, host, lf, path, in_memory, roles, clock, progress, star
     )
     if n_input == 0:
         raise InputError(f"{path}: the table is empty (no rows)")
-    _check_groups(joint_full, roles, n_input, spec)
+    _check_groups(joint_full, roles, n_input, spec, lf)
     if joint_full.null_rows and spec.data.on_null == "error":
         raise InputError(
             f"{path}: {joint_full.null_rows} row(s) have a null value in "
@@ -224,7 +224,7 @@ def _run_validated(spec, host, lf, path, in_memory, roles, clock, progress, star
     if roles.labels is not None:
         labels_arr = None
         if data is not None:
-            labels_arr = data.frame.get_column(roles.labels).cast(pl.Int64).to_numpy()
+            labels_arr = _label_ids(data.frame.get_column(roles.labels), joint_full)
         lab = Labelling(
             name=roles.labels,
             labels=labels_arr if labels_arr is not None else np.zeros(0, dtype=np.int64),
@@ -316,6 +316,10 @@ def _run_validated(spec, host, lf, path, in_memory, roles, clock, progress, star
         doc["input"]["path"] = "<in-memory table>"
         doc["input"]["format"] = "polars"
     doc["gates"] = [g.to_json() for g in gates]
+    for lab_doc in doc["labellings"]:  # names of the clusters of a labels column of names
+        names = joints[lab_doc["name"]].cluster_names if lab_doc["name"] in joints else None
+        if names is not None:
+            lab_doc["cluster_names"] = list(names)
     if not spec.options.timing:
         doc.pop("timing", None)  # byte-identical JSON for the same input, seed and version
     doc = explain(doc, metric_specs(host.registry))  # last: reads only published numbers
@@ -378,6 +382,17 @@ def _gates(spec, audit_classes, labellings, joints, joint_full, results):
         for lab in labellings if _all_noise(joints.get(lab.name))
     }
     return evaluate_gates(results, spec.thresholds, scopes, reasons=reasons)
+
+
+def _label_ids(column: Any, joint: JointTable) -> np.ndarray:
+    """Integer cluster ids of the in-memory labels column (names mapped as in the joint table)."""
+    import polars as pl
+
+    from fairaudit.contingency import label_codes
+
+    if joint.cluster_names is not None:
+        return label_codes(column, joint.cluster_names)
+    return column.cast(pl.Int64).to_numpy()
 
 
 def _all_noise(joint: JointTable | None) -> bool:
@@ -516,14 +531,11 @@ def _resolve_roles(spec: ChainSpec, schema: Any) -> ColumnRoles:
     )
 
 
-def _check_groups(joint: JointTable, roles: ColumnRoles, n_input: int, spec: ChainSpec) -> None:
+def _check_groups(joint: JointTable, roles: ColumnRoles, n_input: int, spec: ChainSpec,
+                  lf: Any = None) -> None:
     n = joint.n
     if n == 0:
-        raise InputError(
-            "every row has a null value in a sensitive column"
-            + (" or the labels column" if roles.labels else "")
-            + f" ({', '.join(roles.sensitive)}): nothing left to audit"
-        )
+        raise InputError(_nothing_left(roles, n_input, lf))
     for s in roles.sensitive:
         sizes = joint.group_sizes(s)
         if len(sizes) > MAX_GROUPS or (n >= 100 and len(sizes) > 0.5 * n):
@@ -538,6 +550,23 @@ def _check_groups(joint: JointTable, roles: ColumnRoles, n_input: int, spec: Cha
                 f"sensitive column {s!r} has a single group ({only!r}) among the audited rows: "
                 "fairness between groups is undefined; choose another attribute"
             )
+
+
+def _nothing_left(roles: ColumnRoles, n_input: int, lf: Any) -> str:
+    """Why no row is left to audit, naming the column(s) at fault."""
+    import polars as pl
+
+    cols = [*roles.sensitive, *filter(None, [roles.labels])]
+    if lf is not None:
+        nulls = lf.select([pl.col(c).null_count() for c in cols]).collect().row(0)
+        empty = [c for c, k in zip(cols, nulls, strict=True) if k == n_input]
+        if empty:
+            kinds = ["labels column" if c == roles.labels else "sensitive column" for c in empty]
+            return ("; ".join(f"{k} {c!r} is null in every row" for k, c in
+                              zip(kinds, empty, strict=True))
+                    + ": nothing left to audit")
+    return (f"every row has a null value in at least one of {', '.join(map(repr, cols))} "
+            "(no row has them all): nothing left to audit")
 
 
 def _materialise(lf: Any, roles: ColumnRoles, spec: ChainSpec, n_input: int, max_rows: int):
