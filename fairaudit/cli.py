@@ -73,11 +73,11 @@ def _handle_errors(fn: Callable[..., int | None]) -> Callable[..., None]:
             raise
         except KeyboardInterrupt:
             _traceback(debug)
-            click.echo("interrupted: nothing was written", err=True)
+            click.echo("interrupted (Ctrl-C)", err=True)
             sys.exit(EXIT_INTERRUPTED)
         except _Terminated:
             _traceback(debug)
-            click.echo("terminated (SIGTERM): nothing was written", err=True)
+            click.echo("terminated (SIGTERM)", err=True)
             sys.exit(EXIT_TERMINATED)
         except Exception as exc:  # an internal error: say so, briefly
             _traceback(debug)
