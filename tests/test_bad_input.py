@@ -311,3 +311,129 @@ def test_failed_run_keeps_an_existing_report_intact(run_cli, parquet_path, tmp_p
     assert out.read_text(encoding="utf-8") == "previous report"
     assert out.with_suffix(".json").read_text(encoding="utf-8") == '{"previous": true}'
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
+
+
+# ----------------------------------------------------------------------------- the matrix
+def _csv(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _rows(n: int = 40) -> str:
+    return "".join(f"{'FM'[i % 2]},{i % 3},{i * 0.5}\n" for i in range(n))
+
+
+def _ragged(tmp_path, synthetic):
+    return _csv(tmp_path, "ragged.csv", "sex,segment,x\n" + _rows(10) + "F,1,2.0,oops\n"
+                + _rows(5)), ("ragged.csv", "line 12", "4 field(s)")
+
+
+def _ragged_short(tmp_path, synthetic):
+    return _csv(tmp_path, "short.csv", "sex,segment,x\n" + _rows(3) + "F,1\n"), (
+        "short.csv", "line 5", "2 field(s)")
+
+
+def _duplicate_header(tmp_path, synthetic):
+    return _csv(tmp_path, "dup.csv", "sex,segment,sex\n" + _rows()), ("dup.csv", "'sex'", "twice")
+
+
+def _header_only(tmp_path, synthetic):
+    return _csv(tmp_path, "header.csv", "sex,segment,x\n"), ("header.csv", "no rows")
+
+
+def _all_null_labels(tmp_path, synthetic):
+    text = "sex,segment,x\n" + "".join(f"{'FM'[i % 2]},,{i}\n" for i in range(40))
+    return _csv(tmp_path, "nolabels.csv", text), ("labels column 'segment'", "null in every row")
+
+
+def _partitions(tmp_path, synthetic):
+    d = tmp_path / "parts"
+    d.mkdir()
+    synthetic.head(100).write_parquet(d / "a.parquet")
+    synthetic.tail(100).with_columns(pl.col("segment").cast(pl.String)).write_parquet(
+        d / "b.parquet")
+    return d, ("'segment'", "a.parquet", "b.parquet", "Int64", "String")
+
+
+def _csv_partitions(tmp_path, synthetic):
+    d = tmp_path / "cparts"
+    d.mkdir()
+    (d / "a.csv").write_text("sex,segment,x\n" + _rows(), encoding="utf-8")
+    (d / "b.csv").write_text("sex,segment,x\n" + "".join(f"F,s{i},1\n" for i in range(40)),
+                             encoding="utf-8")
+    return f"{d}/*.csv", ("'segment'", "a.csv", "b.csv")
+
+
+def _parquet(tmp_path, synthetic):
+    return _write(synthetic, tmp_path / "data.parquet"), ()
+
+
+MATRIX = {
+    # id: (make input, extra args, culprits beyond those the input maker names)
+    "ragged-csv-long-row": (_ragged, ("-s", "sex", "--labels", "segment"), ()),
+    "ragged-csv-short-row": (_ragged_short, ("-s", "sex", "--labels", "segment"), ()),
+    "duplicate-csv-header": (_duplicate_header, ("-s", "sex", "--labels", "segment"), ()),
+    "header-only-csv": (_header_only, ("-s", "sex", "--labels", "segment"), ()),
+    "all-null-labels": (_all_null_labels, ("-s", "sex", "--labels", "segment"), ()),
+    "partitions-disagree": (_partitions, ("-s", "sex", "--labels", "segment"), ()),
+    "csv-partitions-disagree": (_csv_partitions, ("-s", "sex", "--labels", "segment"), ()),
+    "sensitive-twice": (_parquet, ("-s", "sex,race,sex", "--labels", "segment"),
+                        ("--sensitive", "'sex'", "twice")),
+    "sensitive-is-labels": (_parquet, ("-s", "sex,segment", "--labels", "segment"),
+                            ("--labels", "'segment'", "both")),
+    "bound-above-range": (_parquet, ("-s", "sex", "--labels", "segment", "--fail-under",
+                                     "balance=1.5"), ("--fail-under balance=1.5", "range")),
+    "bound-nan": (_parquet, ("-s", "sex", "--labels", "segment", "--fail-under",
+                             "balance=nan"), ("--fail-under balance=nan", "finite")),
+    "bound-inf": (_parquet, ("-s", "sex", "--labels", "segment", "--fail-over", "wd=inf"),
+                  ("--fail-over wd=inf", "finite")),
+    "bound-against-direction": (_parquet, ("-s", "sex", "--labels", "segment", "--fail-under",
+                                           "wd=0.1"), ("wd", "lower-is-better", "--fail-over")),
+    "ci-without-bootstrap": (_parquet, ("-s", "sex", "--labels", "segment", "--fail-under",
+                                        "balance@ci=0.6", "--bootstrap", "0"),
+                             ("balance@ci", "--bootstrap 0")),
+    "unknown-skip-audit": (_parquet, ("-s", "sex", "--labels", "segment", "--skip-audit",
+                                      "proxi"), ("--skip-audit", "'proxy'")),
+    "unknown-audit": (_parquet, ("-s", "sex", "--labels", "segment", "--audit", "balanse"),
+                      ("--audit[0]", "'balance'")),
+    "debug-keeps-exit-2": (_ragged, ("-s", "sex", "--labels", "segment", "--debug"), ()),
+}
+
+
+@pytest.mark.parametrize("case", list(MATRIX), ids=list(MATRIX))
+def test_bad_input_matrix(audit_bad, run_cli, tmp_path, synthetic, case):
+    """Each case exits 2 naming its culprit; the input is untouched and nothing is written.
+    ``--debug`` adds a traceback but never changes the exit code."""
+    make, args, extra = MATRIX[case]
+    data, culprits = make(tmp_path, synthetic)
+    if "--debug" in args:
+        out = tmp_path / "dbg"
+        out.mkdir()
+        r = run_cli("audit", str(data), "--out", str(out / "r.html"), *args)
+        assert r.exit_code == 2, r.output
+        assert "Traceback" in r.stderr and all(c in r.stderr for c in culprits)
+        assert len(r.stderr.splitlines()) < 100, "--debug floods the terminal"
+        assert list(out.iterdir()) == []
+        return
+    audit_bad(data, *args, culprits=(*culprits, *extra))
+
+
+def test_a_quoted_separator_is_not_a_ragged_row(run_cli, tmp_path):
+    text = 'name,sex,segment\n' + "".join(
+        f'"Doe, J{i}",{"FM"[i % 2]},{i % 3}\n' if i % 7 == 0 else f"J{i},{'FM'[i % 2]},{i % 3}\n"
+        for i in range(60))
+    path = _csv(tmp_path, "quoted.csv", text)
+    r = run_cli("audit", str(path), "-s", "sex", "--labels", "segment", "--audit", "balance",
+                "--bootstrap", "0", "-o", str(tmp_path / "r.html"))
+    assert r.exit_code == 0, r.output
+
+
+def test_debug_keeps_the_threshold_exit_code_and_stays_quiet(run_cli, parquet_path, tmp_path):
+    r = run_cli("audit", str(parquet_path), "-s", "sex", "--labels", "segment", "--audit",
+                "balance", "--bootstrap", "0", "--fail-under", "balance=0.99", "--debug",
+                "-o", str(tmp_path / "r.html"))
+    assert r.exit_code == 1, r.output
+    assert not any(ln.startswith(("DEBUG great_expectations", "INFO great_expectations"))
+               for ln in r.stderr.splitlines())
+    assert len(r.stderr.splitlines()) < 60
