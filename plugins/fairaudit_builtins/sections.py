@@ -168,9 +168,12 @@ def headline_table(run: Any) -> dict[str, Any]:
 
 
 def threshold_checks(run: Any) -> list[dict[str, Any]]:
-    """Every result judged against a threshold, failures first."""
+    """Every gate (threshold x labelling x attribute), failures first — including gates whose
+    metric was never computed (from the JSON's ``gates``; older documents: from the results)."""
     names = {n: i for i, n in enumerate(labelling_names(run))}
     attr_rank = attribute_order(run)
+    if run.doc.get("gates") is not None:
+        return _gate_checks(run, names, attr_rank)
     rows = []
     for i, r in enumerate(run.results):
         th = r.get("threshold")
@@ -200,6 +203,34 @@ def threshold_checks(run: Any) -> list[dict[str, Any]]:
                 ),
             }
         )
+    rows.sort(key=lambda x: x.pop("_key"))
+    return rows
+
+
+def _gate_checks(run: Any, names: Mapping[str, int], attr_rank: Mapping[Any, int]) -> list[dict]:
+    rows = []
+    for i, g in enumerate(run.doc["gates"]):
+        found = run.results_for(metric=g["metric"], labelling=g["labelling"],
+                                attribute=g.get("attribute"))
+        r = found[0] if found else {}
+        rows.append({
+            "metric": g["metric"],
+            "auditor": r.get("auditor", ""),
+            "labelling": g["labelling"],
+            "attribute": g.get("attribute"),
+            "value": g.get("value"),
+            "ci": r.get("ci"),
+            "judged": g.get("judged"),
+            "on": g.get("on", "value"),
+            "judged_on": g.get("judged_on", "value"),
+            "reason": g.get("reason"),
+            "threshold": {"metric": g["metric"], "value": g.get("threshold"),
+                          "bound": g["bound"], "on": g.get("on", "value"), "attribute": None},
+            "severity": g.get("severity", "error"),
+            "status": g["status"],
+            "_key": (STATUS_RANK.get(g["status"], 9), names.get(g["labelling"], 99),
+                     attr_rank.get(g.get("attribute"), 99), i),
+        })
     rows.sort(key=lambda x: x.pop("_key"))
     return rows
 
@@ -691,6 +722,7 @@ class AuditResultSection(ReportSection):
                     "ci": r.get("ci"),
                     "status": r.get("status", "not_evaluated"),
                     "threshold": r.get("threshold"),
+                    "judged": r.get("judged"),
                     "n_rows": r.get("n_rows"),
                     "notes": list(r.get("notes") or ()),
                     "detail": json_text(r["detail"]) if r.get("detail") else "",
