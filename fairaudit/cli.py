@@ -340,6 +340,8 @@ def _run_and_write(spec, host, data, out: Path, json_out: Path | None, quiet: bo
 
 def _check_summary_path(summary: Path, data: Any, out: Path, json_path: Path) -> None:
     """--summary-md must not replace the input or another output."""
+    import fnmatch
+
     from fairaudit.errors import ConfigError
     from fairaudit.io import resolve_input
 
@@ -359,6 +361,9 @@ def _check_summary_path(summary: Path, data: Any, out: Path, json_path: Path) ->
         root = Path(data)
         if root.is_dir() and target.is_relative_to(root.resolve()):
             raise ConfigError(f"--summary-md {summary}: inside the input folder {data}")
+        if any(ch in data for ch in "*?[") and fnmatch.fnmatch(str(target),
+                                                              str(Path(data).absolute())):
+            raise ConfigError(f"--summary-md {summary}: matches the input pattern {data}")
 
 
 def _summary(run_obj: Any, out: Path, json_path: Path) -> None:

@@ -199,6 +199,7 @@ def test_hook_step_finished(xhost, parquet_path, extras):
         '[[preprocess]]\nuse = "negate"\n'
         '[[cluster]]\nuse = "sign"\n'
         '[[audit]]\nuse = "balance"\n[[audit]]\nuse = "row_count"\n'
+        '[options]\ntiming = true\n'
     )
     with registered(xhost.pm, rec, name="recorder"):
         run = run_chain(spec, xhost, data_path=str(parquet_path))
