@@ -262,6 +262,8 @@ def test_named_labels_keep_their_names(run_cli, tmp_path, synthetic):
     expected = synthetic.group_by("segment").len().sort("segment")["len"].to_list()
     by_name = {lab["cluster_names"][c["cluster"]]: c["n"] for c in lab["cluster_sizes"]}
     assert [by_name[names[i]] for i in range(3)] == expected
+    html = out.read_text(encoding="utf-8")
+    assert '<th class="num">bronze</th>' in html and '<th class="num">silver</th>' in html
 
 
 def test_pandas_dataframe_without_pyarrow(synthetic):

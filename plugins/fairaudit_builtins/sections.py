@@ -620,7 +620,7 @@ class CompositionSection(ReportSection):
                         "heatmap_svg": balance_heatmap(
                             comp, title=f"Balance per group \u00d7 cluster \u2014 {attr}"
                         ),
-                        "table": counts_table(comp),
+                        "table": {**counts_table(comp), "names": lab.get("cluster_names")},
                     }
                 )
             extras = lab.get("extras") or {}
@@ -734,7 +734,9 @@ class AuditResultSection(ReportSection):
                 sub = [r for r in results if r["labelling"] == name]
                 m = per_cluster_matrix(sub, run)
                 if m["rows"]:
-                    breakdowns.append({"labelling": name, **m})
+                    lab_doc = next((x for x in run.labellings if x["name"] == name), {})
+                    breakdowns.append({"labelling": name, **m,
+                                       "names": lab_doc.get("cluster_names")})
             out.append(
                 {
                     "auditor": auditor,
