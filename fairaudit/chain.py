@@ -397,7 +397,7 @@ def _parse_threshold_table(entry: Any, path: str, problems: _Problems):
         attribute=entry.get("attribute"),
         severity=severity,
         labelling=entry.get("labelling"),
-        source=f"{path}.{bound}",
+        source=path,
     )
 
 
@@ -577,7 +577,7 @@ def validate_chain(
             continue
         m, _ = metric_specs[th.metric]
         for msg in check_threshold(th, m, bootstrap=spec.options.bootstrap):
-            problems.add(th.source or "threshold", msg)
+            problems.add(_bound_path(th), msg)
         resolved.append(th)
         if th.attribute is not None and spec.data.sensitive:
             attrs = set(spec.data.sensitive)
@@ -607,6 +607,13 @@ def validate_chain(
         raise ChainValidationError(items, "command line" if spec.source.startswith("flags")
                                    else spec.source)
     return replace(spec, thresholds=tuple(resolved), problems=())
+
+
+def _bound_path(th: Threshold) -> str:
+    """Where a threshold's bound was given: the flag and its text, or ``threshold[i].min``."""
+    if th.source.startswith("threshold["):
+        return f"{th.source}.{th.bound}"
+    return th.source or "threshold"
 
 
 def _step_per_labelling(step: StepSpec, classes: Mapping[str, type]) -> bool:
