@@ -134,12 +134,30 @@ def test_float_labels_that_are_integral_are_accepted():
 
 @pytest.mark.parametrize(
     ("values", "dtype"),
-    [([0.5, 1.0, 0.0], pl.Float64), (["a", "b", "a"], pl.String)],
+    [([0.5, 1.0, 0.0], pl.Float64), ([1.0, float("nan"), 0.0], pl.Float64),
+     ([[1], [2], [1]], pl.List(pl.Int64))],
 )
 def test_non_integral_labels_are_refused_naming_the_column(values, dtype):
     frame = pl.DataFrame({"my_labels": pl.Series(values, dtype=dtype), "sex": ["F", "M", "F"]})
     with pytest.raises(InputError, match="my_labels"):
         joint_from_frame(frame, label="my_labels", sensitive=["sex"])
+
+
+@pytest.mark.parametrize("dtype", [pl.String, pl.Categorical])
+def test_named_labels_get_ids_in_name_order_and_minus_one_is_noise(dtype):
+    frame = pl.DataFrame({"seg": pl.Series(["b", "a", "-1", "b", None], dtype=pl.String)
+                          .cast(dtype), "sex": ["F", "M", "F", "M", "F"]})
+    joint = joint_from_frame(frame, label="seg", sensitive=["sex"])
+    assert joint.cluster_names == ("a", "b")
+    assert joint.null_rows == 1
+    t = joint.table("sex")
+    assert t.clusters == (0, 1)
+    assert t.counts.tolist() == [[0, 1], [1, 1]]  # F: a=0, b=1; M: a=1, b=1
+    assert t.noise.tolist() == [1, 0]
+
+
+def test_integer_labels_have_no_names():
+    assert joint_from_frame(_frame(), label="seg", sensitive=["sex"]).cluster_names is None
 
 
 def test_labels_below_minus_one_are_refused():
