@@ -176,7 +176,9 @@ def _default_json(out: Path) -> Path:
 @click.argument("data", metavar="DATA")
 @click.option("--sensitive", "-s", multiple=True, metavar="A,B",
               help="Sensitive columns (comma-separated or repeated).")
-@click.option("--labels", metavar="COL", help="Audit the existing clustering in column COL.")
+@click.option("--labels", metavar="COL",
+              help="Audit the existing clustering in column COL (integer ids, -1 = noise, or "
+              "cluster names).")
 @click.option("--features", multiple=True, metavar="COLS",
               help="Feature columns for clusterers (default: all others).")
 @click.option("--exclude", multiple=True, metavar="COLS", help="Columns to leave out of features.")
@@ -219,7 +221,8 @@ def _default_json(out: Path) -> Path:
 @click.option("--on-null", type=click.Choice(["exclude", "error"]), default=None,
               help="Rows with a null sensitive value or label [default: exclude].")
 @click.option("--on-nonfinite", type=click.Choice(["error", "drop"]), default=None,
-              help="Rows with NaN/inf feature values [default: error].")
+              help="Clusterers: rows with NaN/inf feature values are an error or dropped "
+              "[default: error]. Without clusterers, feature auditors skip such rows.")
 @click.option("--separator", metavar="CHAR", default=None,
               help="CSV field separator [default: ',' (tab for .tsv)].")
 @click.option("--bootstrap", type=click.IntRange(min=0), default=None,
