@@ -273,6 +273,7 @@ def sum_joint_tables(tables: Sequence[JointTable]) -> JointTable:
 
     if not tables:
         raise ValueError("sum_joint_tables needs at least one table")
+    tables, names = _common_cluster_names(tables)
     first = tables[0]
     attrs = first.attributes
     frames = []
@@ -311,4 +312,24 @@ def sum_joint_tables(tables: Sequence[JointTable]) -> JointTable:
         counts=counts[order_idx],
         ordinal=dict(first.ordinal),
         null_rows=sum(t.null_rows for t in tables),
+        cluster_names=names,
     )
+
+
+def _common_cluster_names(tables: Sequence[JointTable]
+                          ) -> tuple[Sequence[JointTable], tuple[str, ...] | None]:
+    """Partitions of a labels column of names number their clusters by their own names: renumber
+    every table by the union of the names (sorted) so the ids add up."""
+    import dataclasses
+
+    if all(t.cluster_names is None for t in tables):
+        return tables, None
+    union = tuple(sorted({n for t in tables for n in (t.cluster_names or ())}))
+    pos = {n: i for i, n in enumerate(union)}
+    out = []
+    for t in tables:
+        own = t.cluster_names or ()
+        lookup = np.array([pos[n] for n in own] + [-1], dtype=np.int64)  # index -1 -> noise
+        ids = np.where(t.cluster >= 0, lookup[np.where(t.cluster >= 0, t.cluster, -1)], -1)
+        out.append(dataclasses.replace(t, cluster=ids.astype(np.int64), cluster_names=union))
+    return out, union

@@ -150,7 +150,6 @@ def run_chain(
 
 def _run_validated(spec, host, lf, path, in_memory, roles, clock, progress, started, warm,
                    engine):
-    import polars as pl
 
     from fairaudit.io import fingerprint
 

@@ -274,3 +274,16 @@ def test_bootstrap_is_seeded():
     c = resample_joint(joint, 20, np.random.default_rng(6))
     assert np.array_equal(a, b)
     assert not np.array_equal(a, c)
+
+
+def test_partitions_of_named_labels_add_up_by_name():
+    from fairaudit.contingency import sum_joint_tables
+
+    a = pl.DataFrame({"seg": ["b", "c", "-1"], "sex": ["F", "M", "F"]})
+    b = pl.DataFrame({"seg": ["a", "b", "b"], "sex": ["F", "M", "F"]})
+    parts = [joint_from_frame(f, label="seg", sensitive=["sex"]) for f in (a, b)]
+    total = sum_joint_tables(parts)
+    whole = joint_from_frame(pl.concat([a, b]), label="seg", sensitive=["sex"])
+    assert total.cluster_names == whole.cluster_names == ("a", "b", "c")
+    assert total.table("sex").counts.tolist() == whole.table("sex").counts.tolist()
+    assert total.table("sex").noise.tolist() == whole.table("sex").noise.tolist()
