@@ -201,7 +201,8 @@ def audit(data: str, sensitive, labels, features, exclude, chain_file, clusters,
     engine = make_engine(scheduler=scheduler, workers=workers)
     try:
         return _run_and_write(spec, host, data, Path(out),
-                              Path(json_out) if json_out else None, quiet, engine=engine)
+                              Path(json_out) if json_out else None, quiet, engine=engine,
+                              chain_file=chain_file)
     finally:
         engine.close()
 
@@ -223,27 +224,27 @@ def run(chain_file: str, data: str | None, out: str, json_out: str | None, quiet
     _setup_logging(debug, quiet)
     host = _host(disabled)
     spec = load_chain(chain_file)
-    return _run_and_write(spec, host, data, Path(out), Path(json_out) if json_out else None, quiet)
+    return _run_and_write(spec, host, data, Path(out), Path(json_out) if json_out else None, quiet,
+                          chain_file=chain_file)
 
 
 def _run_and_write(spec, host, data, out: Path, json_out: Path | None, quiet: bool,
-                   engine: Any = None) -> int:
-    from fairaudit.io import atomic_write_text
+                   engine: Any = None, chain_file: str | None = None) -> int:
+    from fairaudit.outputs import check_outputs, input_refs, write_outputs
     from fairaudit.report import render_html
     from fairaudit.runner import run_chain
 
     json_path = json_out or _default_json(out)
-    for target in (out, json_path):
-        if target.parent and not target.parent.exists():
-            from fairaudit.errors import ConfigError
-
-            raise ConfigError(f"{target}: the folder {target.parent} does not exist")
+    inputs = input_refs(data if data is not None else spec.data.path, "DATA")
+    inputs += input_refs(chain_file, "chain")
+    # before any computation: never overwrite the input, --out != --json, folders writable
+    check_outputs({"--out": out, "--json": json_path}, inputs)
     progress = _Progress(enabled=not quiet and sys.stderr.isatty())
     run_obj = run_chain(spec, host, data_path=data, progress=progress, engine=engine)
     progress("render report")
     html = render_html(run_obj, host)  # render fully before writing anything
-    atomic_write_text(json_path, json.dumps(run_obj.to_json(), indent=2, ensure_ascii=False))
-    atomic_write_text(out, html)
+    write_outputs([(json_path, json.dumps(run_obj.to_json(), indent=2, ensure_ascii=False)),
+                   (out, html)])
     if not quiet:
         _summary(run_obj, out, json_path)
     return run_obj.exit_code
@@ -374,11 +375,13 @@ def render(audit_json: str, out: str, template_dirs: Sequence[str], quiet: bool,
            disabled: Sequence[str]) -> int:
     """Re-render the HTML report from a saved AUDIT.json (no recomputation)."""
     from fairaudit.errors import InputError
+    from fairaudit.outputs import InputRef, check_outputs
     from fairaudit.report import write_html
     from fairaudit.results import AuditRun
 
     _setup_logging(debug, quiet)
     p = Path(audit_json)
+    check_outputs({"--out": out}, [InputRef("AUDIT.json", audit_json)])
     if not p.exists():
         raise InputError(f"{p}: no such file")
     try:
