@@ -1,0 +1,627 @@
+"""Disclosure control: one pass over the finished audit document, :func:`protect`.
+
+Everything the report publishes about groups is a linear function of one table per labelling:
+the *cube* of row counts per (group of every sensitive attribute, cluster), with noise as one
+more cluster level. The document publishes marginals of it: every attribute's group x cluster
+table (each attribute alone and the intersection), its noise column, its row totals (as
+population shares and, for the input, group sizes), the cluster sizes and the totals. Per-cluster
+metric values, worst groups and headline values are functions of those tables.
+
+**Sensitive.** A published count ``x`` with ``1 <= x < min_cell`` (a *primary* cell). Zeros are
+not sensitive: they say that nobody of a group is in a cluster, which a fairness audit must be
+able to say (tau-ARGUS and sdcTable treat zeros the same way by default). Totals of the whole
+table are not cells about a group and are always published.
+
+**Method** (primary + complementary suppression, the hypercube method of tau-ARGUS's GHMITER
+and sdcTable's ``HYPERCUBE``, generalised to linked tables). For every primary cell the pass
+picks a *hypercube*: an alternative level on every dimension the cell's table keeps (another
+group, another cluster), the cell's own level on the others. Adding ``+t`` on the corners with
+an even number of alternatives and ``-t`` on the others changes no published sum of which the
+cube is not wholly part, so after suppressing every published cell the cube does touch, the
+published numbers are consistent with the primary cell's count moving by ``t``. The cube is
+chosen so that ``t`` can go down by 1 and up to ``min_cell - x`` while every cell stays >= 0
+(several cubes on other levels of the summed dimensions add their room); among those the one
+that suppresses the fewest new cells wins (cells already suppressed are free).
+
+**Guarantee.** For every primary cell with count ``x``, every integer count from ``x - 1`` up to
+``min_cell`` is consistent with all published counts, shares and totals: nobody can tell its
+count, nor whether it is below ``min_cell``. (Group totals below ``min_cell`` are announced as
+too small by design, so for them the remaining range is ``max(1, x-1) .. min_cell-1``.) The
+test suite plays the attacker with a linear programme over every published number
+(``tests/test_disclosure.py``).
+
+**Derived values.** A per-cluster value (balance, Ed, Wd, CCE..., its worst group) is a function
+of its cluster's column and the table's row totals: it is published only when all of those are.
+A result value and its confidence interval depend on the whole table: they are withheld
+(``null``, ``"withheld": true`` and a note) when any count of the table is suppressed. Thresholds
+are judged on the exact values before this pass, so gates keep working; a gate's PASS/FAIL is the
+one thing published about a withheld value.
+
+When a labelling has too many small cells for the search (over :data:`MAX_PRIMARIES`, e.g.
+thousands of tiny clusters) or no cube exists, every count of that labelling except its total is
+withheld, which satisfies the guarantee trivially.
+
+With ``min_cell = 0`` or suppression off, :func:`protect` only removes the working data the runner
+attached (``_joint``) and publishes exact values.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+log = logging.getLogger(__name__)
+
+__all__ = ["MAX_PRIMARIES", "protect"]
+
+MAX_PRIMARIES = 3_000
+"""Above this many primary cells in one labelling its counts are withheld wholesale."""
+MAX_CUBE_CELLS = 5_000_000
+_CANDIDATES = 3
+_SEP = "|"
+
+REASON_CELL = "suppressed to protect counts below min_cell={mc} (disclosure control)"
+REASON_GROUP = "group below min_cell={mc}"
+WITHHELD_NOTE = (
+    "value withheld: it depends on counts suppressed for disclosure control "
+    "(cells below min_cell={mc}); the threshold was judged on the exact value"
+)
+PER_CLUSTER_NOTE = "withheld: this cluster's column holds suppressed counts"
+
+
+# ============================================================================ the cube
+@dataclass(frozen=True)
+class Spec:
+    """A published marginal: ``attrs`` kept (cube axes), cluster axis ``each`` (kept), ``all``
+    (summed) or ``clean`` (summed over the non-noise levels)."""
+
+    attrs: tuple[int, ...]
+    mode: str
+
+
+@dataclass
+class Cube:
+    X: np.ndarray                    # (G_1, ..., G_d, K) counts; the last level is noise
+    specs: list[Spec]
+    noise: int | None                # index of the noise level on the cluster axis
+    supp: dict[Spec, np.ndarray] = field(default_factory=dict)
+    values: dict[Spec, np.ndarray] = field(default_factory=dict)
+    _axis_sizes: dict[int, np.ndarray] = field(default_factory=dict)
+
+    def axis_sizes(self, axis: int) -> np.ndarray:
+        if axis not in self._axis_sizes:
+            other = tuple(j for j in range(self.X.ndim) if j != axis)
+            self._axis_sizes[axis] = self.X.sum(axis=other)
+        return self._axis_sizes[axis]
+
+    @property
+    def d(self) -> int:
+        return self.X.ndim - 1
+
+    def marginal(self, spec: Spec) -> np.ndarray:
+        drop = tuple(j for j in range(self.d) if j not in spec.attrs)
+        Y = self.X.sum(axis=drop) if drop else self.X
+        if spec.mode == "each":
+            return Y
+        if spec.mode == "all":
+            return Y.sum(axis=-1)
+        return Y.sum(axis=-1) - (Y[..., self.noise] if self.noise is not None else 0)
+
+    def spec_index(self, spec: Spec, idx: Sequence[int]) -> tuple[int, ...] | None:
+        """Where cube cell ``idx`` lands in ``spec`` (None: outside it, e.g. noise in clean)."""
+        if spec.mode == "clean" and idx[-1] == self.noise:
+            return None
+        out = tuple(int(idx[j]) for j in spec.attrs)
+        return out + (int(idx[-1]),) if spec.mode == "each" else out
+
+    def init(self) -> None:
+        for s in self.specs:
+            v = self.marginal(s)
+            self.values[s] = v
+            self.supp.setdefault(s, np.zeros(v.shape, dtype=bool))
+
+
+def _published_attr_sets(d: int) -> list[tuple[int, ...]]:
+    sets = [(j,) for j in range(d)]
+    if d >= 2:
+        sets.append(tuple(range(d)))
+    return sets
+
+
+def labelling_specs(d: int, has_noise: bool) -> list[Spec]:
+    out = []
+    for R in _published_attr_sets(d):
+        out += [Spec(R, "each"), Spec(R, "all")]
+        if has_noise:
+            out.append(Spec(R, "clean"))
+    out.append(Spec((), "each"))
+    return out
+
+
+def totals_specs(d: int) -> list[Spec]:
+    return [Spec(R, "all") for R in _published_attr_sets(d)]
+
+
+# ============================================================================ the search
+class Infeasible(Exception):
+    pass
+
+
+def _primaries(cube: Cube, mc: int) -> list[tuple[Spec, tuple[int, ...], int]]:
+    out = []
+    for s in cube.specs:
+        if s.attrs == () and s.mode != "each":
+            continue  # totals of the whole table: not a cell about a group
+        v = cube.values[s]
+        for idx in zip(*np.nonzero((v >= 1) & (v < mc)), strict=True):
+            out.append((s, tuple(int(i) for i in idx), int(v[idx])))
+    # the finest cells first: their cubes often protect the coarser ones as well
+    out.sort(key=lambda p: (-len(p[0].attrs), p[0].mode != "each", p[2]))
+    return out
+
+
+def _candidates(cube: Cube, axis: int, base: int, k: int) -> list[int]:
+    size = cube.axis_sizes(axis)
+    order = [int(i) for i in np.argsort(-size, kind="stable") if int(i) != base]
+    return order[:k]
+
+
+def _induced(cube: Cube, pattern: Mapping[tuple[int, ...], int]) -> list[tuple[Spec, tuple]]:
+    """Published entries a signed cube pattern changes (they must be suppressed)."""
+    out = []
+    for s in cube.specs:
+        acc: dict[tuple, int] = {}
+        for idx, sign in pattern.items():
+            j = cube.spec_index(s, idx)
+            if j is not None:
+                acc[j] = acc.get(j, 0) + sign
+        out += [(s, j) for j, v in acc.items() if v != 0]
+    return out
+
+
+@dataclass
+class _Sub:
+    """One hypercube: its signed corners, its room up and down, its negative corners and the
+    published entries it changes."""
+
+    pattern: dict[tuple[int, ...], int]
+    up: int
+    down: int
+    neg: frozenset
+    induced: list
+    cost: int
+    alternates: dict[int, int]
+    level: tuple[int, ...]
+    free: tuple[int, ...]
+
+
+_TOP_LEVELS = 8
+
+
+def _weight(cube: Cube, spec: Spec) -> int:
+    """Cost of suppressing one entry: the finest table is cheapest; the single attributes'
+    tables (what readers look at first), group totals and cluster sizes cost more."""
+    if spec.mode == "each" and spec.attrs:
+        return 1 if len(spec.attrs) == cube.d else 4
+    return 8
+
+
+def _subcubes(cube: Cube, varied: list[int], fixed: Mapping[int, int],
+              alts: list[list[int]], exclude_level: Mapping[int, int] | None = None) -> list[_Sub]:
+    free = tuple(a for a in range(cube.X.ndim) if a not in fixed)
+    shape_free = [cube.X.shape[a] for a in free]
+    grids = np.indices(shape_free).reshape(len(free), -1) if free else np.zeros((0, 1), int)
+    for a, lv in (exclude_level or {}).items():
+        grids = grids[:, grids[free.index(a)] != lv]
+    n_lv = grids.shape[1]
+    if n_lv == 0:
+        return []
+    out: list[_Sub] = []
+    for combo in itertools.product(*alts):
+        corners = []
+        for bits in itertools.product((0, 1), repeat=len(varied)):
+            index = []
+            for a in range(cube.X.ndim):
+                if a in varied and bits[varied.index(a)]:
+                    index.append(np.full(n_lv, combo[varied.index(a)]))
+                elif a in fixed:
+                    index.append(np.full(n_lv, fixed[a]))
+                else:
+                    index.append(grids[free.index(a)])
+            corners.append((sum(bits) % 2, tuple(index)))
+        vals = np.stack([cube.X[ix] for _, ix in corners])
+        neg = np.array([p == 1 for p, _ in corners])
+        up = vals[neg].min(axis=0)
+        down = vals[~neg].min(axis=0)
+        keep = set(np.argsort(-up, kind="stable")[:_TOP_LEVELS].tolist())
+        keep |= set(np.argsort(-down, kind="stable")[:2].tolist())
+        for j in sorted(keep):
+            if up[j] <= 0 and down[j] <= 0:
+                continue
+            pattern: dict[tuple[int, ...], int] = {}
+            negs = []
+            for p, ix in corners:
+                key = tuple(int(c[j]) for c in ix)
+                pattern[key] = pattern.get(key, 0) + (-1 if p else 1)
+                if p:
+                    negs.append(key)
+            induced = _induced(cube, pattern)
+            out.append(_Sub(pattern, int(up[j]), int(down[j]), frozenset(negs), induced,
+                            sum(_weight(cube, s2) for s2, e in induced if not cube.supp[s2][e]),
+                            dict(zip(varied, combo, strict=True)),
+                            tuple(int(grids[free.index(a), j]) for a in free), free))
+    return out
+
+
+def _search(cube: Cube, spec: Spec, idx: tuple[int, ...], x: int, mc: int, *,
+            forced: _Sub | None = None, single: bool = False,
+            totals_free: bool = False) -> list[_Sub]:
+    """Hypercubes protecting the primary ``spec[idx] = x``: one with room down >= 1, and
+    (with disjoint negative corners, so their rooms add up) room up >= min_cell - x.
+    Among the candidates the cheapest (fewest new suppressions per unit of room) win."""
+    ax_c = cube.d
+    fixed = {a: idx[i] for i, a in enumerate(spec.attrs)}
+    if spec.mode == "each":
+        fixed[ax_c] = idx[-1]
+    subs: list[_Sub] = []
+    if forced is not None:  # the attribute corners of a linked totals table; clusters free
+        fx = dict(fixed)
+        fx.update({a: forced.level[i] for i, a in enumerate(forced.free) if a < ax_c})
+        varied = sorted(forced.alternates)
+        subs = _subcubes(cube, varied, fx, [[forced.alternates[a]] for a in varied])
+    elif spec.mode == "clean":
+        varied = list(spec.attrs) + [ax_c]
+        alts = [_candidates(cube, a, fixed[a], _CANDIDATES) for a in spec.attrs] + [[cube.noise]]
+        if all(alts):
+            subs = _subcubes(cube, varied, fixed, alts, {ax_c: cube.noise})
+    else:
+        kept = list(spec.attrs) + ([ax_c] if spec.mode == "each" else [])
+        # every non-empty subset of the kept axes: all of them is the classic hypercube (it
+        # changes no coarser table); fewer axes give more room but change coarser tables,
+        # whose entries are then suppressed too. Without the cluster axis a cube moves group
+        # totals: only when no other labelling shares them (``totals_free``).
+        for r in range(len(kept), 0, -1):
+            for varied in itertools.combinations(kept, r):
+                if spec.mode == "each" and ax_c not in varied and not totals_free:
+                    continue
+                alts = [_candidates(cube, a, fixed[a], _CANDIDATES) for a in varied]
+                if all(alts):
+                    subs += _subcubes(cube, list(varied), fixed, alts)
+    need = mc - x
+    if single:
+        ok = [s for s in subs if s.down >= 1 and s.up >= need]
+        if not ok:
+            raise Infeasible
+        return [min(ok, key=lambda s: (s.cost, -s.up))]
+    downs = [s for s in subs if s.down >= 1]
+    if not downs:
+        raise Infeasible
+    first = min(downs, key=lambda s: (s.cost, -s.up))
+    chosen = [first]
+    used: dict[tuple[int, ...], int] = {c: first.up for c in first.neg}
+    total = first.up
+    pool = [s for s in subs if s is not first and s.up > 0]
+    while total < need and pool:
+        def room(s: _Sub) -> int:
+            return min(int(cube.X[c]) - used.get(c, 0) for c in s.neg)
+
+        scored = [(r, s) for s in pool if (r := room(s)) > 0]
+        if not scored:
+            break
+        r, best = min(scored, key=lambda t: ((t[1].cost + 1) / min(t[0], need - total), -t[0]))
+        pool.remove(best)
+        chosen.append(best)
+        total += r
+        for c in best.neg:
+            used[c] = used.get(c, 0) + r
+    if total < need:
+        raise Infeasible
+    return chosen
+
+
+def protect_cube(cube: Cube, mc: int, *,
+                 forced: Mapping[tuple[Spec, tuple[int, ...]], _Sub] | None = None,
+                 single: bool = False, totals_free: bool = False,
+                 ) -> dict[tuple[Spec, tuple[int, ...]], _Sub]:
+    """Primary + complementary suppression on ``cube`` (fills ``cube.supp``). ``forced`` gives
+    the attribute corners of some primaries (from the linked totals table); ``single`` asks for
+    one cube per primary (totals tables, whose cubes linked tables copy); ``totals_free`` lets a
+    cell's cube move suppressed group totals (only when no other labelling shares them).
+    Returns the first cube chosen for every primary. Raises :class:`Infeasible`."""
+    prim = _primaries(cube, mc)
+    if len(prim) > MAX_PRIMARIES:
+        raise Infeasible
+    for s, idx, _ in prim:
+        cube.supp[s][idx] = True
+    chosen = {}
+    for s, idx, x in prim:
+        f = (forced or {}).get((s, idx))
+        subs = _search(cube, s, idx, x, mc, forced=f, single=single, totals_free=totals_free)
+        for sub in subs:
+            for s2, e in sub.induced:
+                cube.supp[s2][e] = True
+        chosen[(s, idx)] = subs[0]
+    return chosen
+
+
+# ============================================================================ from the runner
+def cube_from_joint(joint: Any) -> tuple[Cube, list[int]]:
+    """The cube of a :class:`~fairaudit.contingency.JointTable` and its cluster ids (the noise
+    level is last)."""
+    clean = joint.cluster >= 0
+    ks = np.unique(joint.cluster[clean])
+    kidx = np.where(clean, np.searchsorted(ks, joint.cluster), len(ks))
+    shape = tuple(len(c) for c in joint.categories) + (len(ks) + 1,)
+    if int(np.prod(shape, dtype=np.float64)) > MAX_CUBE_CELLS:
+        raise Infeasible
+    X = np.zeros(shape, dtype=np.int64)
+    if joint.counts.size:
+        np.add.at(X, (*joint.codes.T, kidx), joint.counts)
+    has_noise = bool((~clean).any() and joint.counts[~clean].sum() > 0)
+    cube = Cube(X, labelling_specs(len(shape) - 1, has_noise), len(ks) if has_noise else None)
+    if not has_noise:  # without noise, "clean" totals are the "all" totals
+        cube.noise = None
+    cube.init()
+    return cube, [int(k) for k in ks]
+
+
+def _totals_cube(X: np.ndarray) -> Cube:
+    T = X.sum(axis=-1, keepdims=True)
+    cube = Cube(T, totals_specs(T.ndim - 1), None)
+    cube.init()
+    return cube
+
+
+def _attr_names(joint: Any) -> list[str]:
+    names = list(joint.attributes)
+    if len(names) >= 2:
+        names.append(_SEP.join(names))
+    return names
+
+
+def _group_key(joint: Any, R: tuple[int, ...], name: str) -> tuple[int, ...] | None:
+    """Cube codes of a group name of attribute set ``R``."""
+    if len(R) == 1:
+        cats = joint.categories[R[0]]
+        return (cats.index(name),) if name in cats else None
+    lookup = _intersection_lookup(joint)
+    return lookup.get(name)
+
+
+_LOOKUPS: dict[int, dict[str, tuple[int, ...]]] = {}
+
+
+def _intersection_lookup(joint: Any) -> dict[str, tuple[int, ...]]:
+    key = id(joint)
+    if key not in _LOOKUPS:
+        d = {}
+        for codes in {tuple(int(c) for c in row) for row in joint.codes}:
+            d[_SEP.join(joint.categories[j][c] for j, c in enumerate(codes))] = codes
+        _LOOKUPS.clear()
+        _LOOKUPS[key] = d
+    return _LOOKUPS[key]
+
+
+# ============================================================================ the pass
+def protect(doc: dict[str, Any], min_cell: int) -> dict[str, Any]:
+    """Apply disclosure control to the finished document (in place; also returned).
+
+    ``doc`` is the runner's document with exact counts, with the joint tables attached as
+    ``doc["input"]["_joint"]`` and ``labellings[i]["_joint"]`` (removed here). ``min_cell <= 0``
+    publishes everything exactly.
+    """
+    inp = doc.get("input") or {}
+    joint_full = inp.pop("_joint", None)
+    joints = [lab.pop("_joint", None) for lab in doc.get("labellings") or ()]
+    doc.setdefault("suppressed", [])
+    if min_cell <= 1 or joint_full is None:
+        return doc
+    mc = int(min_cell)
+    suppressed: list[dict[str, Any]] = []
+
+    # ---- the input's group sizes and every labelling: grouped by identical row totals
+    full_cube = None
+    try:
+        full_cube, _ = cube_from_joint(joint_full)
+    except Infeasible:
+        pass
+    lab_cubes: list[tuple[Cube, list[int]] | None] = []
+    for j in joints:
+        try:
+            lab_cubes.append(cube_from_joint(j) if j is not None else None)
+        except Infeasible:
+            lab_cubes.append(None)
+
+    def totals_key(c: Cube | None) -> bytes | None:
+        return None if c is None else c.X.sum(axis=-1).tobytes() + str(c.X.shape[:-1]).encode()
+
+    groups: dict[bytes, list[int]] = {}
+    full_key = totals_key(full_cube)
+    for i, lc in enumerate(lab_cubes):
+        k = totals_key(lc[0]) if lc else None
+        if k is not None:
+            groups.setdefault(k, []).append(i)
+    totals_supp: dict[bytes, dict[Spec, np.ndarray] | None] = {}
+    totals_choice: dict[bytes, dict] = {}
+    keys = set(groups) | ({full_key} if full_key is not None else set())
+    for k in keys:
+        src = full_cube if k == full_key else lab_cubes[groups[k][0]][0]  # type: ignore[index]
+        tc = _totals_cube(src.X)  # type: ignore[union-attr]
+        try:
+            totals_choice[k] = protect_cube(tc, mc, single=True)
+            totals_supp[k] = tc.supp
+        except Infeasible:
+            totals_supp[k] = None  # every group total withheld
+            totals_choice[k] = {}
+
+    # ---- labellings (they may suppress more group totals: applied to the input's below)
+    applied: list[tuple[dict, Any, Cube | None, list[int]]] = []
+    for i, lab in enumerate(doc.get("labellings") or ()):
+        joint = joints[i]
+        lc = lab_cubes[i]
+        cube, ks = (lc if lc is not None else (None, []))
+        if cube is not None and joint is not None:
+            k = totals_key(cube)
+            ts = totals_supp.get(k)  # type: ignore[arg-type]
+            try:
+                if ts is None:
+                    raise Infeasible
+                for R in _published_attr_sets(cube.d):
+                    cube.supp[Spec(R, "all")] |= ts[Spec(R, "all")]
+                forced = {
+                    (Spec(s.attrs, "all"), idx): ch
+                    for (s, idx), ch in totals_choice.get(k, {}).items()  # type: ignore[arg-type]
+                }
+                protect_cube(cube, mc, forced=forced,
+                             totals_free=len(groups.get(k, ())) == 1)  # type: ignore[arg-type]
+                for R in _published_attr_sets(cube.d):
+                    ts[Spec(R, "all")] |= cube.supp[Spec(R, "all")]
+            except Infeasible:
+                cube = None
+        applied.append((lab, joint, cube, ks))
+
+    # ---- input.groups
+    if full_cube is not None and joint_full is not None:
+        ts = totals_supp[full_key]  # type: ignore[index]
+        names = _attr_names(joint_full)
+        for R, attr in zip(_published_attr_sets(full_cube.d), names, strict=True):
+            for g in (inp.get("groups") or {}).get(attr) or ():
+                key = _group_key(joint_full, R, g["group"])
+                hide = ts is None or key is None or bool(ts[Spec(R, "all")][key])
+                if hide:
+                    small = bool(g.get("small"))
+                    g["n"] = None
+                    g["share"] = None
+                    suppressed.append({"labelling": None, "attribute": attr, "group": g["group"],
+                                       "cluster": None,
+                                       "reason": (REASON_GROUP if small else REASON_CELL)
+                                       .format(mc=mc)})
+    for lab, joint, cube, ks in applied:
+        if cube is None:
+            _withhold_labelling(lab, mc, suppressed)
+            _withhold_results(doc, lab["name"], None, mc, all_attributes=True)
+        else:
+            _apply_labelling(doc, lab, joint, cube, ks, mc, suppressed)
+    doc["suppressed"] = suppressed
+    return doc
+
+
+def _withhold_labelling(lab: dict[str, Any], mc: int, suppressed: list) -> None:
+    for comp in (lab.get("composition") or {}).values():
+        comp["counts"] = [[None for _ in row] for row in comp.get("counts") or ()]
+        comp["cluster_share"] = [[None for _ in row] for row in comp.get("cluster_share") or ()]
+        comp["population_share"] = [None for _ in comp.get("population_share") or ()]
+        comp["noise"] = [None for _ in comp.get("noise") or ()]
+    for c in lab.get("cluster_sizes") or ():
+        c["n"] = None
+        c["suppressed"] = True
+    if lab.get("n_noise"):
+        lab["n_noise"] = None
+    suppressed.append({
+        "labelling": lab["name"], "attribute": None, "group": None, "cluster": None,
+        "reason": f"every count of this labelling withheld: too many cells below min_cell={mc} "
+                  "to protect them one by one",
+    })
+
+
+def _apply_labelling(doc, lab, joint, cube: Cube, ks: list[int], mc: int, suppressed) -> None:
+    kpos = {k: i for i, k in enumerate(ks)}
+    noise = len(ks)
+    names = _attr_names(joint)
+    sizes_spec = Spec((), "each")
+    size_hidden = cube.supp[sizes_spec]
+    for c in lab.get("cluster_sizes") or ():
+        if size_hidden[kpos[int(c["cluster"])]]:
+            c["n"] = None
+            c["suppressed"] = True
+            suppressed.append({"labelling": lab["name"], "attribute": None, "group": None,
+                               "cluster": int(c["cluster"]),
+                               "reason": REASON_CELL.format(mc=mc)})
+    if cube.noise is not None and size_hidden[noise]:
+        lab["n_noise"] = None
+    withheld_attrs: dict[str, set[int] | None] = {}
+    for R, attr in zip(_published_attr_sets(cube.d), names, strict=True):
+        comp = (lab.get("composition") or {}).get(attr)
+        if not comp:
+            continue
+        each = cube.supp[Spec(R, "each")]
+        tot = cube.supp[Spec(R, "clean" if cube.noise is not None else "all")]
+        hidden_cols: set[int] = set()
+        table_hidden = False
+        for gi, g in enumerate(comp["groups"]):
+            key = _group_key(joint, R, g)
+            if key is None:
+                continue
+            if tot[key]:
+                comp["population_share"][gi] = None
+                table_hidden = True
+            if cube.noise is not None and each[key + (noise,)]:
+                comp["noise"][gi] = None
+                table_hidden = True
+            for ki, k in enumerate(comp["clusters"]):
+                kk = kpos[int(k)]
+                if each[key + (kk,)]:
+                    comp["counts"][gi][ki] = None
+                    comp["cluster_share"][gi][ki] = None
+                    hidden_cols.add(int(k))
+                    table_hidden = True
+                    suppressed.append({"labelling": lab["name"], "attribute": attr, "group": g,
+                                       "cluster": int(k), "reason": REASON_CELL.format(mc=mc)})
+                elif size_hidden[kk]:
+                    comp["cluster_share"][gi][ki] = None
+                    hidden_cols.add(int(k))
+        if any(size_hidden[kpos[int(k)]] for k in comp["clusters"]):
+            table_hidden = True
+        # a population share hidden: every per-cluster value of the table depends on it
+        if any(v is None for v in comp["population_share"]):
+            hidden_cols = {int(k) for k in comp["clusters"]}
+        if table_hidden:
+            withheld_attrs[attr] = hidden_cols
+    for attr, cols in withheld_attrs.items():
+        _withhold_results(doc, lab["name"], attr, mc, columns=cols)
+    hidden_sizes = {k for k in ks if size_hidden[kpos[k]]}
+    if hidden_sizes:
+        for r in doc.get("results") or ():
+            if r.get("labelling") == lab["name"]:
+                for row in r.get("per_cluster") or ():
+                    if row.get("cluster") in hidden_sizes:
+                        row["n"] = None
+
+
+_DETAIL_KEEP = ("interval", "too_small")
+
+
+def _withhold_results(doc, labelling: str, attribute: str | None, mc: int, *,
+                      columns: Iterable[int] | None = None, all_attributes: bool = False) -> None:
+    cols = None if columns is None else set(columns)
+    for r in doc.get("results") or ():
+        if r.get("labelling") != labelling or r.get("attribute") is None:
+            continue
+        if not all_attributes and r.get("attribute") != attribute:
+            continue
+        if r.get("value") is not None or r.get("ci") is not None:
+            r["value"] = None
+            r["ci"] = None
+            r["withheld"] = True
+            note = WITHHELD_NOTE.format(mc=mc)
+            if note not in r.get("notes", []):
+                r.setdefault("notes", []).append(note)
+        detail = r.get("detail") or {}
+        kept = {k: v for k, v in detail.items() if k in _DETAIL_KEEP}
+        if isinstance(kept.get("too_small"), Mapping):
+            kept["too_small"] = dict(kept["too_small"], rows=None)
+        r["detail"] = kept
+        for row in r.get("per_cluster") or ():
+            if cols is None or row.get("cluster") in cols:
+                for key in list(row):
+                    if key not in ("cluster", "metric", "n"):
+                        del row[key]
+                row["value"] = None
+                row["withheld"] = True
+                if cols is None:
+                    row["n"] = None
