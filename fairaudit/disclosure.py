@@ -512,14 +512,15 @@ def protect(doc: dict[str, Any], min_cell: int) -> dict[str, Any]:
 
 
 def _withhold_labelling(lab: dict[str, Any], mc: int, suppressed: list) -> None:
+    """Every count of the labelling withheld; the JSON stays lean (no columns of nulls)."""
     for comp in (lab.get("composition") or {}).values():
-        comp["counts"] = [[None for _ in row] for row in comp.get("counts") or ()]
-        comp["cluster_share"] = [[None for _ in row] for row in comp.get("cluster_share") or ()]
+        comp["clusters"] = []
+        comp["counts"] = [[] for _ in comp.get("counts") or ()]
+        comp["cluster_share"] = [[] for _ in comp.get("cluster_share") or ()]
         comp["population_share"] = [None for _ in comp.get("population_share") or ()]
         comp["noise"] = [None for _ in comp.get("noise") or ()]
-    for c in lab.get("cluster_sizes") or ():
-        c["n"] = None
-        c["suppressed"] = True
+    lab["cluster_sizes"] = []
+    lab["withheld"] = True
     if lab.get("n_noise"):
         lab["n_noise"] = None
     suppressed.append({
@@ -616,12 +617,13 @@ def _withhold_results(doc, labelling: str, attribute: str | None, mc: int, *,
         if isinstance(kept.get("too_small"), Mapping):
             kept["too_small"] = dict(kept["too_small"], rows=None)
         r["detail"] = kept
+        if cols is None:  # the whole labelling is withheld: no rows of nulls
+            r["per_cluster"] = []
+            continue
         for row in r.get("per_cluster") or ():
-            if cols is None or row.get("cluster") in cols:
+            if row.get("cluster") in cols:
                 for key in list(row):
                     if key not in ("cluster", "metric", "n"):
                         del row[key]
                 row["value"] = None
                 row["withheld"] = True
-                if cols is None:
-                    row["n"] = None
