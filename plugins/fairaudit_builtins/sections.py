@@ -330,10 +330,11 @@ def counts_table(comp: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def shown_clusters(run: Any, lab: Mapping[str, Any],
-                   limit: int = MAX_CLUSTERS) -> tuple[list[Any] | None, str]:
+                   limit: int | None = None) -> tuple[list[Any] | None, str]:
     """The clusters a person can read for labelling ``lab``: ``(None, "")`` when there are at
     most ``limit``; otherwise the ``limit`` with the lowest published per-cluster balance (of the
     first attribute), then the largest, and a note saying how many of how many are shown."""
+    limit = MAX_CLUSTERS if limit is None else limit
     sizes = {c.get("cluster"): finite(c.get("n")) for c in lab.get("cluster_sizes") or ()}
     clusters = list(sizes)
     if not clusters:
