@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -504,7 +504,7 @@ def protect(doc: dict[str, Any], min_cell: int) -> dict[str, Any]:
     for lab, joint, cube, ks in applied:
         if cube is None:
             _withhold_labelling(lab, mc, suppressed)
-            _withhold_results(doc, lab["name"], None, mc, all_attributes=True)
+            _withhold_results(doc, lab["name"], mc)
         else:
             _apply_labelling(doc, lab, joint, cube, ks, mc, suppressed)
     doc["suppressed"] = suppressed
@@ -545,46 +545,42 @@ def _apply_labelling(doc, lab, joint, cube: Cube, ks: list[int], mc: int, suppre
                                "reason": REASON_CELL.format(mc=mc)})
     if cube.noise is not None and size_hidden[noise]:
         lab["n_noise"] = None
-    withheld_attrs: dict[str, set[int] | None] = {}
+    public_sizes = {k: int(cube.values[sizes_spec][kpos[k]]) for k in ks
+                    if not size_hidden[kpos[k]]}
     for R, attr in zip(_published_attr_sets(cube.d), names, strict=True):
         comp = (lab.get("composition") or {}).get(attr)
         if not comp:
             continue
         each = cube.supp[Spec(R, "each")]
         tot = cube.supp[Spec(R, "clean" if cube.noise is not None else "all")]
-        hidden_cols: set[int] = set()
-        table_hidden = False
+        hidden_rows: set[str] = set()            # groups with any suppressed number
+        hidden_in: dict[int, set[str]] = {}       # cluster -> groups with a suppressed cell
+        hidden_totals: set[str] = set()           # groups whose population share is hidden
         for gi, g in enumerate(comp["groups"]):
             key = _group_key(joint, R, g)
             if key is None:
                 continue
             if tot[key]:
                 comp["population_share"][gi] = None
-                table_hidden = True
+                hidden_rows.add(g)
+                hidden_totals.add(g)
             if cube.noise is not None and each[key + (noise,)]:
                 comp["noise"][gi] = None
-                table_hidden = True
+                hidden_rows.add(g)
             for ki, k in enumerate(comp["clusters"]):
                 kk = kpos[int(k)]
                 if each[key + (kk,)]:
                     comp["counts"][gi][ki] = None
                     comp["cluster_share"][gi][ki] = None
-                    hidden_cols.add(int(k))
-                    table_hidden = True
+                    hidden_rows.add(g)
+                    hidden_in.setdefault(int(k), set()).add(g)
                     suppressed.append({"labelling": lab["name"], "attribute": attr, "group": g,
                                        "cluster": int(k), "reason": REASON_CELL.format(mc=mc)})
                 elif size_hidden[kk]:
                     comp["cluster_share"][gi][ki] = None
-                    hidden_cols.add(int(k))
-        if any(size_hidden[kpos[int(k)]] for k in comp["clusters"]):
-            table_hidden = True
-        # a population share hidden: every per-cluster value of the table depends on it
-        if any(v is None for v in comp["population_share"]):
-            hidden_cols = {int(k) for k in comp["clusters"]}
-        if table_hidden:
-            withheld_attrs[attr] = hidden_cols
-    for attr, cols in withheld_attrs.items():
-        _withhold_results(doc, lab["name"], attr, mc, columns=cols)
+        for r in doc.get("results") or ():
+            if r.get("labelling") == lab["name"] and r.get("attribute") == attr:
+                _protect_result(r, mc, hidden_rows, hidden_in, hidden_totals, public_sizes)
     hidden_sizes = {k for k in ks if size_hidden[kpos[k]]}
     if hidden_sizes:
         for r in doc.get("results") or ():
@@ -597,33 +593,83 @@ def _apply_labelling(doc, lab, joint, cube: Cube, ks: list[int], mc: int, suppre
 _DETAIL_KEEP = ("interval", "too_small")
 
 
-def _withhold_results(doc, labelling: str, attribute: str | None, mc: int, *,
-                      columns: Iterable[int] | None = None, all_attributes: bool = False) -> None:
-    cols = None if columns is None else set(columns)
+def _left_out(r: Mapping[str, Any]) -> set[str]:
+    """Groups a counting auditor left out as too small (they do not enter its values)."""
+    ts = (r.get("detail") or {}).get("too_small")
+    return set(ts.get("groups") or ()) if isinstance(ts, Mapping) else set()
+
+
+def _protect_result(r: dict[str, Any], mc: int, hidden_rows: set[str],
+                    hidden_in: Mapping[int, set[str]], hidden_totals: set[str],
+                    public_sizes: Mapping[int, int]) -> None:
+    """Withhold what of one result depends on suppressed numbers of its table.
+
+    The value depends on the rows the auditor kept (groups left out as too small do not enter
+    it): it is published when all of those rows are. A bootstrap interval resamples the whole
+    table, small groups included: it is published only when nothing of the table is hidden.
+    A per-cluster value depends on its cluster's column and the kept rows' totals.
+    """
+    left_out = _left_out(r)
+    kept_hidden = hidden_rows - left_out
+    method = str(((r.get("detail") or {}).get("interval") or {}).get("method", ""))
+    value_ok = not kept_hidden
+    ci_ok = value_ok and (not hidden_rows or not method.startswith("bootstrap"))
+    if not value_ok or not ci_ok:
+        _withhold_value(r, mc, ci_only=value_ok)
+    every_column = bool(hidden_totals - left_out)
+    for row in r.get("per_cluster") or ():
+        k = row.get("cluster")
+        column_hidden = bool(hidden_in.get(k, set()) - left_out)
+        # a per-cluster "n" over the kept rows only: the cluster size minus the left-out
+        # groups' cells, so it is published only when it adds nothing
+        n = row.get("n")
+        if n is not None and public_sizes.get(k) != n and (column_hidden or left_out):
+            row["n"] = None
+        if every_column or column_hidden:
+            _withhold_row(row)
+
+
+def _withhold_row(row: dict[str, Any]) -> None:
+    for key in list(row):
+        if key not in ("cluster", "metric", "n"):
+            del row[key]
+    row["value"] = None
+    row["withheld"] = True
+
+
+def _scrub_notes(notes: list[str], mc: int) -> list[str]:
+    """Notes may quote how many people small groups hold: keep the words, not the count."""
+    import re
+
+    return [re.sub(r"\([\d,]+ people\)", f"(each fewer than {mc} people)", n)
+            if n.startswith("too small to judge") else n for n in notes]
+
+
+def _withhold_value(r: dict[str, Any], mc: int, *, ci_only: bool = False) -> None:
+    if ci_only:
+        r["ci"] = None
+    else:
+        r["value"] = None
+        r["ci"] = None
+        r["withheld"] = True
+        note = WITHHELD_NOTE.format(mc=mc)
+        if note not in r.get("notes", []):
+            r.setdefault("notes", []).append(note)
+    r["notes"] = _scrub_notes(list(r.get("notes") or ()), mc)
+    detail = r.get("detail") or {}
+    kept = {k: v for k, v in detail.items() if k in _DETAIL_KEEP}
+    if isinstance(kept.get("too_small"), Mapping):
+        kept["too_small"] = dict(kept["too_small"], rows=None)
+    if isinstance(kept.get("interval"), Mapping):
+        kept["interval"] = {k: v for k, v in kept["interval"].items()
+                            if k in ("method", "level", "replicates")}
+    r["detail"] = kept
+
+
+def _withhold_results(doc, labelling: str, mc: int) -> None:
+    """Every result of a labelling whose counts are all withheld (lean: no per-cluster rows)."""
     for r in doc.get("results") or ():
         if r.get("labelling") != labelling or r.get("attribute") is None:
             continue
-        if not all_attributes and r.get("attribute") != attribute:
-            continue
-        if r.get("value") is not None or r.get("ci") is not None:
-            r["value"] = None
-            r["ci"] = None
-            r["withheld"] = True
-            note = WITHHELD_NOTE.format(mc=mc)
-            if note not in r.get("notes", []):
-                r.setdefault("notes", []).append(note)
-        detail = r.get("detail") or {}
-        kept = {k: v for k, v in detail.items() if k in _DETAIL_KEEP}
-        if isinstance(kept.get("too_small"), Mapping):
-            kept["too_small"] = dict(kept["too_small"], rows=None)
-        r["detail"] = kept
-        if cols is None:  # the whole labelling is withheld: no rows of nulls
-            r["per_cluster"] = []
-            continue
-        for row in r.get("per_cluster") or ():
-            if row.get("cluster") in cols:
-                for key in list(row):
-                    if key not in ("cluster", "metric", "n"):
-                        del row[key]
-                row["value"] = None
-                row["withheld"] = True
+        _withhold_value(r, mc)
+        r["per_cluster"] = []

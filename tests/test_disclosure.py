@@ -37,21 +37,48 @@ def _joint(cells: dict, attributes, categories) -> JointTable:
     )
 
 
-def _results(lab: str, joint: JointTable) -> list[dict]:
+def _results(lab: str, joint: JointTable, mc: int = 10) -> list[dict]:
+    """Results as the host makes them: groups below min_cell left out as too small (their
+    rows do not enter the values), score intervals for balance, bootstrap ones for Ed/Wd."""
+    import dataclasses
+
     from fairaudit_builtins.auditors import BalanceAuditor, DistributionAuditor
 
     out = []
     for attr, table in joint.tables().items():
-        for aud in (BalanceAuditor(), DistributionAuditor()):
-            values = aud.compute(table)
-            rows = list(aud.breakdown(table))
+        sizes = table.counts.sum(axis=1) + table.noise
+        keep = sizes >= mc
+        small = [g for g, k in zip(table.groups, keep, strict=True) if not k]
+        if keep.sum() < 2:
+            continue
+        counts = table.counts[keep]
+        cols = counts.sum(axis=0) > 0
+        kept = dataclasses.replace(
+            table, groups=tuple(g for g, k in zip(table.groups, keep, strict=True) if k),
+            clusters=tuple(c for c, k in zip(table.clusters, cols, strict=True) if k),
+            counts=counts[:, cols], noise=table.noise[keep])
+        for aud, method in ((BalanceAuditor(), "score-intersection"),
+                            (DistributionAuditor(), "bootstrap-percentile")):
+            values = aud.compute(kept)
+            rows = list(aud.breakdown(kept))
             for metric, v in values.items():
+                detail = {"interval": {"method": method, "level": 0.95,
+                                       "lower_set_by": {"group": kept.groups[0],
+                                                        "cluster": kept.clusters[0]}},
+                          "pairs": [1, 2]}
+                notes = []
+                if small:
+                    rows_small = int(sizes[~keep].sum())
+                    detail["too_small"] = {"groups": small, "min_cell": mc,
+                                           "rows": rows_small if rows_small >= mc else None}
+                    notes.append(f"too small to judge, left out: {', '.join(small)} "
+                                 f"({rows_small:,} people)")
                 out.append({
                     "auditor": aud.name, "metric": metric, "labelling": lab, "attribute": attr,
-                    "value": float(v), "ci": [float(v), float(v)], "notes": [],
+                    "value": float(v), "ci": [float(v), float(v)], "notes": notes,
                     "per_cluster": [{k: w for k, w in r.items() if k != "metric"}
                                     for r in rows if r.get("metric") == metric],
-                    "detail": {"interval": {"method": "x", "level": 0.95}, "pairs": [1, 2]},
+                    "detail": detail,
                 })
     return out
 
@@ -230,29 +257,43 @@ def attack(joint_full, joints, mc=10):
 
 
 def _check_derived_values(doc):
-    """Per-cluster values, worst groups and results appear only where every count they
-    depend on is published (so they add nothing to the linear programme); the issue-12 attack
-    (value x population share x cluster size) has nothing to work on."""
+    """Per-cluster values, worst groups and results appear only where every count they depend
+    on is published (so they add nothing to the linear programme): a value depends on the rows
+    its auditor kept (groups left out as too small do not enter it), a bootstrap interval on
+    the whole table, a per-cluster value on its column and the kept rows' shares. So the
+    issue-12 attack (value x population share x cluster size) has nothing to work on."""
     labs = {lab["name"]: lab for lab in doc["labellings"]}
     for r in doc["results"]:
         comp = labs[r["labelling"]]["composition"][r["attribute"]]
         sizes = {c["cluster"]: c["n"] for c in labs[r["labelling"]]["cluster_sizes"]}
-        table_public = (all(v is not None for row in comp["counts"] for v in row)
-                        and all(v is not None for v in comp["noise"])
-                        and all(v is not None for v in comp["population_share"])
-                        and all(v is not None for v in sizes.values()))
-        if r["value"] is not None or r["ci"] is not None:
-            assert table_public, (r["metric"], r["attribute"])
+        left_out = set((r["detail"].get("too_small") or {}).get("groups") or ())
+        kept = [g for g, name in enumerate(comp["groups"]) if name not in left_out]
+
+        def row_public(g, comp=comp):
+            return (all(v is not None for v in comp["counts"][g])
+                    and comp["noise"][g] is not None and comp["population_share"][g] is not None)
+
+        if r["value"] is not None:
+            assert all(row_public(g) for g in kept), (r["metric"], r["attribute"])
         else:
             assert r.get("withheld") and set(r["detail"]) <= {"interval", "too_small"}
+            assert "lower_set_by" not in r["detail"].get("interval", {})
+        if r["ci"] is not None:
+            assert all(row_public(g) for g in kept)
+            if r["detail"]["interval"]["method"].startswith("bootstrap"):
+                assert all(row_public(g) for g in range(len(comp["groups"])))
+        if (r["detail"].get("too_small") or {}).get("rows") is not None:
+            assert r["value"] is not None
+        for note in r["notes"]:
+            assert "people)" not in note or r["value"] is not None or "fewer than" in note
         for row in r["per_cluster"]:
             k = comp["clusters"].index(row["cluster"])
             if row.get("value") is not None or row.get("worst_group") is not None:
-                assert all(comp["counts"][g][k] is not None for g in range(len(comp["groups"])))
-                assert all(v is not None for v in comp["population_share"])
-                assert sizes[row["cluster"]] is not None
-            if row.get("n") is not None:
-                assert sizes[row["cluster"]] == row["n"]
+                assert all(comp["counts"][g][k] is not None for g in kept)
+                assert all(comp["population_share"][g] is not None for g in kept)
+            if row.get("n") is not None:  # the cluster size, or a sum of published cells
+                assert sizes.get(row["cluster"]) == row["n"] or (
+                    not left_out and all(comp["counts"][g][k] is not None for g in kept))
 
 
 def _cells(doc) -> list:
