@@ -333,9 +333,10 @@ def protect_cube(cube: Cube, mc: int, *,
     one cube per primary (totals tables, whose cubes linked tables copy); ``totals_free`` lets a
     cell's cube move suppressed group totals (only when no other labelling shares them).
     Returns the first cube chosen for every primary. Raises :class:`Infeasible`."""
-    prim = _primaries(cube, mc)
-    if len(prim) > MAX_PRIMARIES:
+    n_prim = sum(int(np.count_nonzero((v >= 1) & (v < mc))) for v in cube.values.values())
+    if n_prim > MAX_PRIMARIES:  # counted before listing them: thousands of tiny clusters
         raise Infeasible
+    prim = _primaries(cube, mc)
     for s, idx, _ in prim:
         cube.supp[s][idx] = True
     chosen = {}
