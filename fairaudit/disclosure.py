@@ -390,22 +390,18 @@ def _group_key(joint: Any, R: tuple[int, ...], name: str) -> tuple[int, ...] | N
     if len(R) == 1:
         cats = joint.categories[R[0]]
         return (cats.index(name),) if name in cats else None
-    lookup = _intersection_lookup(joint)
-    return lookup.get(name)
-
-
-_LOOKUPS: dict[int, dict[str, tuple[int, ...]]] = {}
+    return _intersection_lookup(joint).get(name)
 
 
 def _intersection_lookup(joint: Any) -> dict[str, tuple[int, ...]]:
-    key = id(joint)
-    if key not in _LOOKUPS:
-        d = {}
+    """Intersection group names -> codes (cached on the table object for this pass)."""
+    cached = getattr(joint, "_fairaudit_names", None)
+    if cached is None:
+        cached = {}
         for codes in {tuple(int(c) for c in row) for row in joint.codes}:
-            d[_SEP.join(joint.categories[j][c] for j, c in enumerate(codes))] = codes
-        _LOOKUPS.clear()
-        _LOOKUPS[key] = d
-    return _LOOKUPS[key]
+            cached[_SEP.join(joint.categories[j][c] for j, c in enumerate(codes))] = codes
+        object.__setattr__(joint, "_fairaudit_names", cached)
+    return cached
 
 
 # ============================================================================ the pass
