@@ -43,6 +43,9 @@ MAX_CLUSTERS = 40
 """Charts and tables show at most this many clusters of one labelling (the worst by balance,
 then the largest) with a note "N of M shown"; the JSON keeps all of them."""
 
+MAX_LISTED = 500
+"""The exclusions section lists at most this many suppressed cells (the JSON lists all)."""
+
 STATUS_RANK = {"fail": 0, "warn": 1, "not_applicable": 2, "pass": 3, "not_evaluated": 4}
 
 
@@ -830,6 +833,7 @@ class ExclusionsSection(ReportSection):
             ],
             "min_cell": options.get("min_cell"),
             "suppress": options.get("suppress", True),
+            "max_listed": MAX_LISTED,
         }
 
 
