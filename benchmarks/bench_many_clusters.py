@@ -59,7 +59,9 @@ def run_once(data: Path, out: Path, src: Path | None) -> dict:
         env["FAIRAUDIT_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+    # cwd outside any checkout: "" on sys.path must not shadow PYTHONPATH
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False,
+                          cwd=out.parent)
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode not in (0, 1):

@@ -204,11 +204,16 @@ _TOP_LEVELS = 8
 
 
 def _weight(cube: Cube, spec: Spec) -> int:
-    """Cost of suppressing one entry: the finest table is cheapest; the single attributes'
-    tables (what readers look at first), group totals and cluster sizes cost more."""
-    if spec.mode == "each" and spec.attrs:
-        return 1 if len(spec.attrs) == cube.d else 4
-    return 8
+    """Cost of suppressing one more entry. A table that already has a suppressed count has its
+    values withheld anyway, so more there is cheap; the first suppression in a table that has
+    none withholds that attribute's metrics, so it is dear (dearer for a single attribute than
+    for the intersection). Cluster sizes withhold no metric value."""
+    if not spec.attrs:
+        return 8
+    dirty = any(bool(cube.supp[s].any()) for s in cube.specs if s.attrs == spec.attrs)
+    if len(spec.attrs) == cube.d:
+        return 1 if dirty else 20
+    return 2 if dirty else 40
 
 
 def _subcubes(cube: Cube, varied: list[int], fixed: Mapping[int, int],
