@@ -612,6 +612,10 @@ def _protect_result(r: dict[str, Any], mc: int, hidden_rows: set[str],
     A per-cluster value depends on its cluster's column and the kept rows' totals.
     """
     left_out = _left_out(r)
+    if left_out:  # their sizes are suppressed: so is their sum (it would be one more equation)
+        ts = r["detail"]["too_small"]
+        r["detail"]["too_small"] = dict(ts, rows=None)
+        r["notes"] = _scrub_notes(list(r.get("notes") or ()), mc)
     kept_hidden = hidden_rows - left_out
     method = str(((r.get("detail") or {}).get("interval") or {}).get("method", ""))
     value_ok = not kept_hidden
