@@ -225,6 +225,7 @@ def protect(doc: dict[str, Any], min_cell: int) -> dict[str, Any]:
             _withhold_results(doc, lab["name"], mc)
         else:
             _apply_labelling(doc, lab, joint, cube, ks, mc, suppressed)
+        _protect_extras(lab, doc, mc)
     doc["suppressed"] = suppressed
     return doc
 
@@ -395,3 +396,59 @@ def _withhold_results(doc, labelling: str, mc: int) -> None:
             continue
         _withhold_value(r, mc)
         r["per_cluster"] = []
+
+
+def _protect_extras(lab: dict[str, Any], doc: Mapping[str, Any], mc: int) -> None:
+    """Counts that built-in clusterers repeat in ``extras`` follow the protected tables.
+
+    * ``composition`` (FFCM / FCM: hard and soft group shares per cluster): a share is kept
+      only where the labelling's own count of that group and cluster is published; sizes only
+      where the cluster size is.
+    * ``excluded_groups`` (FairDen: groups too small for the fair clustering): a size is kept
+      only when the input publishes it; their total likewise.
+    * ``projection`` (FairDen: labels of a sample of rows): dropped when it covers every row
+      and a cluster size is suppressed (counting its labels would give the size back).
+    """
+    extras = lab.get("extras")
+    if not isinstance(extras, dict):
+        return
+    withheld = bool(lab.get("withheld"))
+    sizes = {c.get("cluster"): c.get("n") for c in lab.get("cluster_sizes") or ()}
+    comp_all = lab.get("composition") or {}
+    soft = extras.get("composition")
+    if isinstance(soft, Mapping):
+        for attr, clusters in soft.items():
+            comp = comp_all.get(attr) or {}
+            col = {c: i for i, c in enumerate(comp.get("clusters") or ())}
+            row = {g: i for i, g in enumerate(comp.get("groups") or ())}
+            for c in clusters or ():
+                k = c.get("cluster")
+                if withheld or sizes.get(k) is None:
+                    c["hard_size"] = None
+                    c["soft_size"] = None
+                for g in c.get("groups") or ():
+                    gi, ki = row.get(g.get("group")), col.get(k)
+                    known = (not withheld and gi is not None and ki is not None
+                             and comp["counts"][gi][ki] is not None)
+                    if not known:
+                        g["hard_share"] = None
+                        g["soft_share"] = None
+                    if withheld or gi is None or comp["population_share"][gi] is None:
+                        g["population_share"] = None
+    excluded = extras.get("excluded_groups")
+    if isinstance(excluded, list) and excluded:
+        public = {g.get("group"): g.get("n") for rows in
+                  ((doc.get("input") or {}).get("groups") or {}).values() for g in rows}
+        hidden = False
+        for g in excluded:
+            if isinstance(g, dict) and (public.get(g.get("group")) is None
+                                        or (g.get("size") or 0) < mc):
+                g["size"] = None
+                hidden = True
+        if hidden and "n_excluded_rows" in extras:
+            extras["n_excluded_rows"] = None
+    proj = extras.get("projection")
+    if isinstance(proj, Mapping) and proj.get("rows") is not None:
+        every_row = len(proj.get("rows") or ()) >= int(lab.get("n_rows") or 0)
+        if every_row and (withheld or any(v is None for v in sizes.values())):
+            extras["projection"] = None

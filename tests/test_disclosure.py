@@ -474,3 +474,39 @@ def test_two_labellings_on_adult_keep_the_clean_attribute_published():
     assert n > 0 and recovered == []
     sex = [r for r in doc["results"] if r["attribute"] == "sex"]
     assert sex and all(r["value"] is not None for r in sex)
+
+
+def test_clusterer_extras_follow_the_protected_tables():
+    """FFCM's hard/soft composition, FairDen's excluded group sizes and its projection labels
+    repeat counts: they are published only where the tables publish them."""
+    cells = {(0, 0): 120, (0, 1): 80, (0, 2): 60, (1, 0): 3, (1, 1): 7, (1, 2): 8,
+             (2, 0): 40, (2, 1): 45, (2, 2): 30}
+    j = _joint(cells, ["race"], [["a", "b", "c"]])
+    doc = make_doc(j, {"seg": j})
+    lab = doc["labellings"][0]
+    sizes = {0: 163, 1: 132, 2: 98}
+    lab["extras"] = {
+        "composition": {"race": [
+            {"cluster": k, "hard_size": sizes[k], "soft_size": float(sizes[k]),
+             "groups": [{"group": g, "population_share": 0.1,
+                         "hard_share": cells[(gi, k)] / sizes[k],
+                         "soft_share": cells[(gi, k)] / sizes[k]}
+                        for gi, g in enumerate("abc")]}
+            for k in range(3)]},
+        "excluded_groups": [{"group": "b", "size": 4}],
+        "n_excluded_rows": 4,
+        "projection": {"rows": list(range(393)), "x": [0.0] * 393, "y": [0.0] * 393,
+                       "label": [0] * 393},
+    }
+    out = protect(doc, 10)["labellings"][0]
+    comp = out["composition"]["race"]
+    for c in out["extras"]["composition"]["race"]:
+        for gi, g in enumerate(c["groups"]):
+            if comp["counts"][gi][comp["clusters"].index(c["cluster"])] is None:
+                assert g["hard_share"] is None and g["soft_share"] is None
+    assert all(g["hard_share"] is None for c in out["extras"]["composition"]["race"]
+               for g in c["groups"] if g["group"] == "b")
+    assert out["extras"]["excluded_groups"][0]["size"] is None
+    assert out["extras"]["n_excluded_rows"] is None
+    # cluster sizes are all published here: the projection stays
+    assert out["extras"]["projection"] is not None
