@@ -109,15 +109,22 @@ def _component_flags(items: Iterable[str | tuple[str, Mapping[str, Any]]]) -> li
 
 def write_report(run: AuditRun, html_path: str | Path, json_path: str | Path | None = None,
                  ) -> tuple[Path, Path]:
-    """Write the HTML report and the JSON document (atomically). Returns both paths."""
-    from fairaudit.io import atomic_write_text
+    """Write the HTML report and the JSON document as a pair (both or neither; see
+    :mod:`fairaudit.outputs`). Returns both paths.
+
+    Raises :class:`~fairaudit.errors.ConfigError` (nothing written) when a path is the run's
+    input (``run.doc["input"]["path"]``: file, folder or glob), when both paths are the same
+    file, or when a folder does not exist or is not writable.
+    """
+    from fairaudit.outputs import check_outputs, input_refs, write_outputs
     from fairaudit.plugins import Host
     from fairaudit.report import render_html
 
     html_path = Path(html_path)
     json_path = Path(json_path) if json_path else html_path.with_suffix(".json")
-    atomic_write_text(json_path, json.dumps(run.to_json(), indent=2, ensure_ascii=False))
+    source = (run.doc.get("input") or {}).get("path")
+    check_outputs({"html_path": html_path, "json_path": json_path}, input_refs(source))
     html = render_html(run, Host.create())
-    atomic_write_text(json_path, json.dumps(run.to_json(), indent=2, ensure_ascii=False))
-    atomic_write_text(html_path, html)
+    write_outputs([(json_path, json.dumps(run.to_json(), indent=2, ensure_ascii=False)),
+                   (html_path, html)])
     return html_path, json_path

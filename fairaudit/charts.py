@@ -92,16 +92,66 @@ _STYLE: dict[str, Any] = {
 }
 
 
+FALLBACK_FONTS: tuple[str, ...] = (
+    "DejaVu Sans",
+    "Noto Sans",
+    "Noto Sans CJK JP",
+    "Noto Sans CJK SC",
+    "Noto Sans CJK KR",
+    "Noto Sans Arabic",
+    "Noto Naskh Arabic",
+    "Noto Sans Hebrew",
+    "Noto Sans Devanagari",
+    "Noto Sans Thai",
+    "WenQuanYi Zen Hei",
+    "Droid Sans Fallback",
+    "Arial Unicode MS",
+    "Arial",
+    "Helvetica",
+)
+"""Sans-serif fonts tried in order for every glyph (matplotlib's per-glyph font fallback), so
+column and group names in any script get their own glyph widths. Only installed ones are used."""
+
+_QUIET = (
+    r"Glyph \d+ .*missing from (current )?font",  # a script no installed font covers
+    r"(constrained|tight)[ _]layout not applied",  # very long labels
+    r".*[Cc]onstrained ?[Ll]ayout",
+)
+
+
+@functools.lru_cache(maxsize=1)
+def _fonts() -> list[str]:
+    from matplotlib import font_manager
+
+    installed = {f.name for f in font_manager.fontManager.ttflist}
+    return [f for f in FALLBACK_FONTS if f in installed] or ["DejaVu Sans"]
+
+
 # ----------------------------------------------------------------------------- plumbing
 def _styled(fn: _F) -> _F:
-    """Run a chart function inside the house style (``rc_context``; no global rcParams change)."""
+    """Run a chart function inside the house style (``rc_context``; no global rcParams change),
+    with the installed fallback fonts and without matplotlib's glyph and layout warnings: the
+    text is kept as SVG ``<text>`` and drawn by the browser with its own fonts, so a glyph
+    matplotlib cannot measure is at worst laid out a little narrower, never missing."""
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        import logging
+        import warnings
+
         from matplotlib import rc_context
 
-        with rc_context(_STYLE):
-            return fn(*args, **kwargs)
+        style = dict(_STYLE, **{"font.sans-serif": _fonts()})
+        fm_log = logging.getLogger("matplotlib.font_manager")
+        level = fm_log.level
+        fm_log.setLevel(logging.ERROR)
+        try:
+            with warnings.catch_warnings(), rc_context(style):
+                for pattern in _QUIET:
+                    warnings.filterwarnings("ignore", message=pattern)
+                return fn(*args, **kwargs)
+        finally:
+            fm_log.setLevel(level)
 
     return wrapper  # type: ignore[return-value]
 

@@ -274,7 +274,8 @@ def audit(data: str, sensitive, labels, features, exclude, chain_file, clusters,
     try:
         return _run_and_write(spec, host, data, Path(out),
                               Path(json_out) if json_out else None, quiet,
-                              Path(summary_md) if summary_md else None, engine=engine)
+                              Path(summary_md) if summary_md else None, engine=engine,
+                              chain_file=chain_file)
     finally:
         engine.close()
 
@@ -306,32 +307,33 @@ def run(chain_file: str, data: str | None, out: str, json_out: str | None,
     if timing:
         spec = dataclasses.replace(spec, options=dataclasses.replace(spec.options, timing=True))
     return _run_and_write(spec, host, data, Path(out), Path(json_out) if json_out else None, quiet,
-                          Path(summary_md) if summary_md else None)
+                          Path(summary_md) if summary_md else None, chain_file=chain_file)
 
 
 def _run_and_write(spec, host, data, out: Path, json_out: Path | None, quiet: bool,
-                   summary_md: Path | None = None, engine: Any = None) -> int:
+                   summary_md: Path | None = None, engine: Any = None,
+                   chain_file: str | None = None) -> int:
     from fairaudit.io import atomic_write_text
+    from fairaudit.outputs import check_outputs, input_refs, write_outputs
     from fairaudit.report import render_html
     from fairaudit.runner import run_chain
 
     json_path = json_out or _default_json(out)
-    targets = [out, json_path]
+    inputs = input_refs(data if data is not None else spec.data.path, "DATA")
+    inputs += input_refs(chain_file, "chain")
+    outputs = {"--out": out, "--json": json_path}
     if summary_md is not None:
         _check_summary_path(summary_md, data if data is not None else spec.data.path,
                             out, json_path)
-        targets.append(summary_md)
-    for target in targets:
-        if target.parent and not target.parent.exists():
-            from fairaudit.errors import ConfigError
-
-            raise ConfigError(f"{target}: the folder {target.parent} does not exist")
+        outputs["--summary-md"] = summary_md
+    # before any computation: never overwrite the input, --out != --json, folders writable
+    check_outputs(outputs, inputs)
     progress = _Progress(enabled=not quiet and sys.stderr.isatty())
     run_obj = run_chain(spec, host, data_path=data, progress=progress, engine=engine)
     progress("render report")
     html = render_html(run_obj, host)  # render fully before writing anything
-    atomic_write_text(json_path, json.dumps(run_obj.to_json(), indent=2, ensure_ascii=False))
-    atomic_write_text(out, html)
+    write_outputs([(json_path, json.dumps(run_obj.to_json(), indent=2, ensure_ascii=False)),
+                   (out, html)])
     if summary_md is not None:
         from fairaudit.summary import markdown
 
@@ -482,11 +484,13 @@ def render(audit_json: str, out: str, template_dirs: Sequence[str], quiet: bool,
            disabled: Sequence[str]) -> int:
     """Re-render the HTML report from a saved AUDIT.json (no recomputation)."""
     from fairaudit.errors import InputError
+    from fairaudit.outputs import InputRef, check_outputs
     from fairaudit.report import write_html
     from fairaudit.results import AuditRun
 
     _setup_logging(debug, quiet)
     p = Path(audit_json)
+    check_outputs({"--out": out}, [InputRef("AUDIT.json", audit_json)])
     if not p.exists():
         raise InputError(f"{p}: no such file")
     try:

@@ -321,6 +321,10 @@ def _run_validated(spec, host, lf, path, in_memory, roles, clock, progress, star
             lab_doc["cluster_names"] = list(names)
     if not spec.options.timing:
         doc.pop("timing", None)  # byte-identical JSON for the same input, seed and version
+    from fairaudit.disclosure import protect, protect_gates  # after the gates: exact values
+
+    doc = protect(doc, spec.options.min_cell if spec.options.suppress else 0)
+    protect_gates(doc)
     doc = explain(doc, metric_specs(host.registry))  # last: reads only published numbers
     run = AuditRun(doc)
     host.run_finished(run=run)
@@ -769,49 +773,23 @@ def _json_params(params: Mapping[str, Any]) -> dict[str, Any]:
     return _jsonable(dict(params))
 
 
-def _composition(joint: JointTable, spec: ChainSpec, lab_name: str, suppressed: list) -> dict:
+def _composition(joint: JointTable) -> dict:
+    """Exact group x cluster tables of a labelling (disclosure control comes later, in
+    :func:`fairaudit.disclosure.protect`)."""
     out = {}
-    mc = spec.options.min_cell
     for attribute, t in joint.tables().items():
         counts = t.counts
         sizes = counts.sum(axis=0)
         pop = counts.sum(axis=1) / max(counts.sum(), 1)
         share = counts / np.where(sizes > 0, sizes, 1)
-        cnt_out: list[list[int | None]] = []
-        share_out: list[list[float | None]] = []
-        for gi, g in enumerate(t.groups):
-            crow, srow = [], []
-            for ki, k in enumerate(t.clusters):
-                v = int(counts[gi, ki])
-                small = spec.options.suppress and 0 < v < mc
-                if small:
-                    suppressed.append({"labelling": lab_name, "attribute": attribute, "group": g,
-                                       "cluster": int(k), "reason": f"cell below min_cell={mc}"})
-                crow.append(None if small else v)
-                srow.append(None if small else float(share[gi, ki]))
-            cnt_out.append(crow)
-            share_out.append(srow)
         out[attribute] = {
             "groups": list(t.groups),
             "clusters": [int(k) for k in t.clusters],
-            "counts": cnt_out,
+            "counts": [[int(v) for v in row] for row in counts],
             "population_share": [float(p) for p in pop],
-            "cluster_share": share_out,
-            "noise": [None if spec.options.suppress and 0 < int(v) < mc else int(v)
-                      for v in t.noise],
+            "cluster_share": [[float(v) for v in row] for row in share],
+            "noise": [int(v) for v in t.noise],
         }
-    return out
-
-
-def _suppress_rows(rows: Sequence[Mapping[str, Any]], mc: int, on: bool) -> list[dict]:
-    out = []
-    for r in rows:
-        r = dict(r)
-        n = r.get("n")
-        if on and isinstance(n, int | np.integer) and 0 < int(n) < mc:
-            r["n"] = None
-            r["suppressed"] = True
-        out.append(r)
     return out
 
 
@@ -831,20 +809,14 @@ def _versions() -> dict[str, str]:
 def _document(*, spec, path, roles, n_input, joint_full, data, sample_info, labellings, joints,
               results, checks, preprocessing, notes, status, host, timings, total, fingerprint):
     mc = spec.options.min_cell
-    suppressed: list[dict[str, Any]] = []
     groups = {}
     for a in joint_full.attribute_names:
         sizes = joint_full.group_sizes(a)
         tot = sum(sizes.values())
         groups[a] = [
-            {"group": g, "n": None if spec.options.suppress and n < mc else n,
-             "share": n / tot if tot else None, "small": n < mc}
+            {"group": g, "n": n, "share": n / tot if tot else None, "small": n < mc}
             for g, n in sizes.items()
         ]
-        for g, n in sizes.items():
-            if spec.options.suppress and n < mc:
-                suppressed.append({"labelling": None, "attribute": a, "group": g, "cluster": None,
-                                   "reason": f"group below min_cell={mc}"})
     exclusions = {}
     if joint_full.null_rows:
         exclusions["null value in a sensitive or labels column"] = joint_full.null_rows
@@ -868,17 +840,16 @@ def _document(*, spec, path, roles, n_input, joint_full, data, sample_info, labe
             "n_rows": int(joint.n),
             "n_clusters": len(sizes),
             "n_noise": n_noise,
-            "cluster_sizes": _suppress_rows(
-                [{"cluster": c, "n": n} for c, n in sorted(sizes.items())], mc,
-                spec.options.suppress),
+            "cluster_sizes": [{"cluster": c, "n": n} for c, n in sorted(sizes.items())],
             "notes": list(lab.notes),
             "extras": _jsonable(lab.extras),
-            "composition": _composition(joint, spec, lab.name, suppressed),
+            "composition": _composition(joint),
+            "_joint": joint,  # working data for disclosure.protect(), which removes it
         })
     res_docs = []
     for r in results:
         d = r.to_json()
-        d["per_cluster"] = _suppress_rows(d["per_cluster"], mc, spec.options.suppress)
+        d["per_cluster"] = [dict(r) for r in d["per_cluster"]]
         d["detail"] = _jsonable(d["detail"])
         res_docs.append(d)
     rows_audited = int(joint_full.n)
@@ -909,13 +880,14 @@ def _document(*, spec, path, roles, n_input, joint_full, data, sample_info, labe
             "exclusions": exclusions,
             "sample": sample_info,
             "groups": groups,
+            "_joint": joint_full,  # working data for disclosure.protect(), which removes it
         },
         "chain": spec.to_json(),
         "preprocessing": preprocessing,
         "labellings": lab_docs,
         "results": res_docs,
         "checks": checks,
-        "suppressed": suppressed,
+        "suppressed": [],
         "notes": notes,
         "environment": {
             "python": platform.python_version(),

@@ -39,6 +39,13 @@ from fairaudit.results import finite
 MAX_GROUPS = 20
 """Charts show at most this many groups of one attribute (the largest); tables show all."""
 
+MAX_CLUSTERS = 40
+"""Charts and tables show at most this many clusters of one labelling (the worst by balance,
+then the largest) with a note "N of M shown"; the JSON keeps all of them."""
+
+MAX_LISTED = 500
+"""The exclusions section lists at most this many suppressed cells (the JSON lists all)."""
+
 STATUS_RANK = {"fail": 0, "warn": 1, "not_applicable": 2, "pass": 3, "not_evaluated": 4}
 
 
@@ -98,6 +105,7 @@ def result_cell(r: Mapping[str, Any] | None) -> dict[str, Any]:
             "threshold": None,
             "notes": [],
             "best": False,
+            "withheld": False,
         }
     return {
         "present": True,
@@ -107,6 +115,7 @@ def result_cell(r: Mapping[str, Any] | None) -> dict[str, Any]:
         "threshold": r.get("threshold"),
         "notes": list(r.get("notes") or ()),
         "best": False,
+        "withheld": bool(r.get("withheld")),
     }
 
 
@@ -190,7 +199,8 @@ def threshold_checks(run: Any) -> list[dict[str, Any]]:
                 "attribute": r.get("attribute"),
                 "value": r.get("value"),
                 "ci": r.get("ci"),
-                "judged": judged,
+                "withheld": bool(r.get("withheld")),
+                "judged": None if r.get("withheld") else judged,
                 "on": th.get("on", "value"),
                 "threshold": th,
                 "severity": th.get("severity", "error"),
@@ -353,7 +363,55 @@ def counts_table(comp: Mapping[str, Any]) -> dict[str, Any]:
     return {"clusters": clusters, "rows": rows, "has_noise": any(finite(x) for x in noise)}
 
 
-def per_cluster_matrix(results: Iterable[Mapping[str, Any]], run: Any) -> dict[str, Any]:
+def shown_clusters(run: Any, lab: Mapping[str, Any],
+                   limit: int | None = None) -> tuple[list[Any] | None, str]:
+    """The clusters a person can read for labelling ``lab``: ``(None, "")`` when there are at
+    most ``limit``; otherwise the ``limit`` with the lowest published per-cluster balance (of the
+    first attribute), then the largest, and a note saying how many of how many are shown."""
+    limit = MAX_CLUSTERS if limit is None else limit
+    sizes = {c.get("cluster"): finite(c.get("n")) for c in lab.get("cluster_sizes") or ()}
+    clusters = list(sizes)
+    if not clusters:
+        comp = next(iter((lab.get("composition") or {}).values()), {})
+        clusters = list(comp.get("clusters") or ())
+    if len(clusters) <= limit:
+        return None, ""
+    worst: dict[Any, float] = {}
+    attrs = list(run.attributes)
+    rows = run.results_for(metric="balance", labelling=lab.get("name"),
+                           attribute=attrs[0] if attrs else None)
+    for r in rows[:1]:
+        for row in r.get("per_cluster") or ():
+            v = finite(row.get("value"))
+            if v is not None:
+                worst[row.get("cluster")] = v
+    ranked = sorted(clusters, key=lambda c: (worst.get(c, float("inf")),
+                                             -(sizes.get(c) or 0), str(c)))
+    how = (f"the {limit} with the lowest balance[{attrs[0]}], then the largest"
+           if worst else f"the {limit} largest" if any(sizes.values()) else f"the first {limit}")
+    return ranked[:limit], (f"{limit:,} of {len(clusters):,} clusters shown ({how}); "
+                            "every cluster is in the JSON")
+
+
+def subset_composition(comp: Mapping[str, Any], clusters: Sequence[Any] | None) -> dict:
+    """``comp`` (one attribute's composition) restricted to ``clusters``, in that order."""
+    if clusters is None:
+        return dict(comp)
+    pos = {c: i for i, c in enumerate(comp.get("clusters") or ())}
+    keep = [pos[c] for c in clusters if c in pos]
+
+    def cols(table: Any) -> list:
+        return [[row[i] if i < len(row) else None for i in keep] for row in table or ()]
+
+    out = dict(comp)
+    out["clusters"] = [comp["clusters"][i] for i in keep]
+    out["counts"] = cols(comp.get("counts"))
+    out["cluster_share"] = cols(comp.get("cluster_share"))
+    return out
+
+
+def per_cluster_matrix(results: Iterable[Mapping[str, Any]], run: Any,
+                       only: Sequence[Any] | None = None) -> dict[str, Any]:
     """Per-cluster breakdowns of ``results`` (one labelling) as rows ``metric [attribute]`` x
     cluster columns. Rows of a breakdown that name another ``metric`` are filed under it; extra
     keys (e.g. ``worst_group``) are kept as ``extras``."""
@@ -371,10 +429,14 @@ def per_cluster_matrix(results: Iterable[Mapping[str, Any]], run: Any) -> dict[s
             cells.setdefault(key, {})[c] = row.get("value")
             if row.get("n") is not None:
                 sizes.setdefault(c, row.get("n"))
-            more = {k: v for k, v in row.items() if k not in ("metric", "cluster", "value", "n")}
+            more = {k: v for k, v in row.items()
+                    if k not in ("metric", "cluster", "value", "n", "withheld")}
             if more:
                 extras.setdefault(key, {})[c] = more
     clusters = sorted({c for d in cells.values() for c in d}, key=lambda c: (str(type(c)), c))
+    if only is not None:
+        present = set(clusters)
+        clusters = [c for c in only if c in present]
     keys = sorted(order, key=lambda k: (order[k][0], order[k][1]))
     rows = []
     for key in keys:
@@ -592,7 +654,11 @@ class CompositionSection(ReportSection):
         out = []
         for i, lab in enumerate(run.labellings):
             comp_all = lab.get("composition") or {}
+            only, shown_note = shown_clusters(run, lab)
             sizes = list(lab.get("cluster_sizes") or ())
+            if only is not None:
+                by_id = {s.get("cluster"): s for s in sizes}
+                sizes = [by_id[c] for c in only if c in by_id]
             size_chart = None
             if sizes:
                 size_chart = charts.hbar(
@@ -607,6 +673,7 @@ class CompositionSection(ReportSection):
                 comp = comp_all.get(attr)
                 if not comp:
                     continue
+                comp = subset_composition(comp, only)
                 n_groups = len(comp.get("groups") or ())
                 attrs.append(
                     {
@@ -649,6 +716,7 @@ class CompositionSection(ReportSection):
                         if not isinstance(v, str | int | float | bool) and len(json_text(v)) > 200
                     ],
                     "size_svg": size_chart,
+                    "shown_note": shown_note,
                     "attributes": attrs,
                 }
             )
@@ -720,6 +788,7 @@ class AuditResultSection(ReportSection):
                     "direction": r.get("direction"),
                     "value": r.get("value"),
                     "ci": r.get("ci"),
+                    "withheld": bool(r.get("withheld")),
                     "status": r.get("status", "not_evaluated"),
                     "threshold": r.get("threshold"),
                     "judged": r.get("judged"),
@@ -730,12 +799,14 @@ class AuditResultSection(ReportSection):
                 for r in results
             ]
             breakdowns = []
+            labs = {lab.get("name"): lab for lab in run.labellings}
             for name in names:
                 sub = [r for r in results if r["labelling"] == name]
-                m = per_cluster_matrix(sub, run)
+                only, note = shown_clusters(run, labs[name]) if name in labs else (None, "")
+                m = per_cluster_matrix(sub, run, only)
                 if m["rows"]:
                     lab_doc = next((x for x in run.labellings if x["name"] == name), {})
-                    breakdowns.append({"labelling": name, **m,
+                    breakdowns.append({"labelling": name, "shown_note": note, **m,
                                        "names": lab_doc.get("cluster_names")})
             out.append(
                 {
@@ -796,6 +867,7 @@ class ExclusionsSection(ReportSection):
             ],
             "min_cell": options.get("min_cell"),
             "suppress": options.get("suppress", True),
+            "max_listed": MAX_LISTED,
         }
 
 
