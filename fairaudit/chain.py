@@ -21,15 +21,19 @@ from fairaudit.artifacts import INPUT_ARTIFACTS, LABELS
 from fairaudit.errors import ChainValidationError, ConfigError
 from fairaudit.results import Threshold
 
-DEFAULT_AUDITORS: tuple[str, ...] = ("balance", "distribution", "capacity", "proxy")
-"""Auditors run when a chain names none (those installed). ``proxy`` (proxy features, on a
-sample) is left out when the data has no feature columns."""
+DEFAULT_AUDITORS: tuple[str, ...] = ("balance", "distribution", "capacity", "quality", "proxy")
+"""Auditors run when a chain names none (those installed). ``quality`` (silhouette, on a sample)
+and ``proxy`` (proxy features, on a sample) are left out when the data has no feature columns."""
 
 DEFAULT_CLUSTERERS: tuple[str, ...] = ("kmeans", "fairden", "ffcm")
 """Clusterers compared by ``fairaudit audit`` when no labels column and no clusterer are given
 (those installed; each is fitted on a sample when the data exceeds its ``max_rows``)."""
 
 DEFAULT_PREPROCESSORS: tuple[str, ...] = ("encode",)
+
+DEFAULT_TWINS = False
+"""Whether the default comparison also fits the ``fair = false`` twin of each fair clusterer
+(``--twins`` turns it on for any chain; measured cost in ``docs/cli.md``)."""
 
 _DATA_KEYS = {
     "path": "input file, directory or glob",
@@ -51,6 +55,7 @@ _OPTION_KEYS = {
     "bootstrap": "bootstrap replicates for confidence intervals (0 = off)",
     "ci_level": "confidence level",
     "k": "number of clusters for clusterers left unset",
+    "twins": "also fit every fair clusterer with fair = false (its twin) for the price of fairness",
 }
 _STEP_KEYS = {"use", "name", "params"}
 _AUDIT_KEYS = _STEP_KEYS | {"threshold", "severity", "on", "metric", "attribute"}
@@ -67,6 +72,8 @@ class StepSpec:
     path: str
     params: Mapping[str, Any] = field(default_factory=dict)
     name: str | None = None
+    twin_of: str | None = None
+    """Label of the fair step this ``fair = false`` twin copies (seed, k and input included)."""
 
     @property
     def label(self) -> str:
@@ -96,6 +103,7 @@ class Options:
     bootstrap: int = 200
     ci_level: float = 0.95
     k: int | None = None
+    twins: bool = False
 
 
 @dataclass(frozen=True)
@@ -127,6 +135,7 @@ class ChainSpec:
                 "bootstrap": self.options.bootstrap,
                 "ci_level": self.options.ci_level,
                 "k": self.options.k,
+                "twins": self.options.twins,
                 "on_null": self.data.on_null,
                 "on_nonfinite": self.data.on_nonfinite,
                 "sample": self.data.sample,
@@ -307,6 +316,7 @@ def _parse_options(d: Mapping[str, Any], problems: _Problems) -> Options:
         "bootstrap": lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0,
         "ci_level": lambda v: isinstance(v, float) and 0.5 <= v < 1,
         "k": lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 2,
+        "twins": lambda v: isinstance(v, bool),
     }
     expected = {
         "min_cell": "an int >= 0",
@@ -314,6 +324,7 @@ def _parse_options(d: Mapping[str, Any], problems: _Problems) -> Options:
         "bootstrap": "an int >= 0",
         "ci_level": "a number in [0.5, 1)",
         "k": "an int >= 2",
+        "twins": "true or false",
     }
     for key, ok in checks.items():
         if key in d:
@@ -646,6 +657,7 @@ def chain_from_flags(
     on_nonfinite: str | None = None,
     bootstrap: int | None = None,
     base: ChainSpec | None = None,
+    twins: bool | None = None,
 ) -> ChainSpec:
     """Build a chain from ``fairaudit audit`` flags (optionally over a ``--chain`` file).
 
@@ -682,6 +694,7 @@ def chain_from_flags(
             min_cell=_given(min_cell, o.min_cell),
             suppress=_given(suppress, o.suppress),
             bootstrap=_given(bootstrap, o.bootstrap),
+            twins=_given(twins, o.twins),
         )
         # thresholds given on the command line are judged first, so they win over the chain's
         return replace(
@@ -724,6 +737,7 @@ def chain_from_flags(
             suppress=_given(suppress, True),
             bootstrap=_given(bootstrap, 200),
             k=k,
+            twins=_given(twins, DEFAULT_TWINS and source == "flags:default"),
         ),
         preprocess=tuple(preprocess),
         cluster=tuple(cluster_steps),
