@@ -37,11 +37,13 @@ def audit(
     disabled_plugins: Sequence[str] = (),
     scheduler: str | None = None,
     workers: int | None = None,
+    twins: bool | None = None,
 ) -> AuditRun:
     """Audit ``data`` (a path, directory or glob, or a polars DataFrame/LazyFrame).
 
     ``cluster`` names clusterers as ``"kmeans:n_clusters=4"`` or ``("kmeans", {"n_clusters": 4})``.
     ``fail_under`` / ``fail_over`` map ``METRIC[@ci][[attribute]]`` to a bound, as on the CLI.
+    ``twins=True`` also fits each fair clusterer with ``fair=False`` (the price of fairness).
     Returns the :class:`~fairaudit.results.AuditRun` (its ``exit_code`` is what the CLI exits with).
     ``scheduler`` (a Dask scheduler address) or ``workers`` (a local Dask cluster of that many
     processes) count and assign every row on Dask (``pip install 'fairaudit[dask]'``); the
@@ -69,7 +71,7 @@ def audit(
         host.registry, sensitive=sensitive, labels=labels, features=features, exclude=exclude,
         clusters=clusters, k=k, seed=seed, sample=sample, thresholds=thresholds,
         min_cell=min_cell, suppress=suppress, bootstrap=bootstrap,
-        base=load_chain(chain) if chain else None,
+        base=load_chain(chain) if chain else None, twins=twins,
     )
     from fairaudit.engines import make_engine
 

@@ -10,10 +10,12 @@ Rules (``docs/metrics.md``, "Degenerate labellings"):
 
 * ``dominant_cluster`` — one cluster holds more than :data:`DOMINANT_SHARE` (90 %) of the
   clustered (non-noise) rows; a labelling with a single cluster is dominant by definition.
-* ``tiny_cluster`` — a cluster holds less than :data:`TINY_SHARE` (1 %) of the clustered rows.
-  Small clusters are *forced* (not flagged) when the number of clusters makes them unavoidable:
-  with k clusters an even split gives 1/k per cluster, so for k > 50 the bound becomes half an
-  even share, 1/(2k). Noise (label -1) is never a cluster.
+* ``tiny_cluster`` — a cluster holds less than :data:`TINY_SHARE` (1 %) of the clustered rows,
+  unless it is *forced*: by the number of clusters (with k clusters an even split gives 1/k per
+  cluster, so for k > 50 the bound becomes half an even share, 1/(2k)), or by the data (the
+  cluster is a well separated group: its mean silhouette in the ``quality`` auditor's sample is
+  at least :data:`SEPARATED` — "reasonable structure" or better on Kaufman & Rousseeuw's scale).
+  Noise (label -1) is never a cluster.
 * ``empty_cluster`` — fewer non-empty clusters than the method fitted or was asked for (the
   fitted k, ``n_clusters_fitted``, when the method reports one, else the ``n_clusters``
   parameter), or every row is noise.
@@ -32,6 +34,8 @@ TINY_SHARE = 0.01
 """A cluster holding less than this share of the clustered rows is tiny (unless forced)."""
 MANY_CLUSTERS = 50
 """Above this many clusters the tiny bound becomes half an even share, 1/(2k)."""
+SEPARATED = 0.5
+"""A tiny cluster whose own mean silhouette reaches this is a genuine small group (forced)."""
 
 CODES = ("dominant_cluster", "tiny_cluster", "empty_cluster", "not_converged")
 
@@ -124,12 +128,15 @@ def degenerate_warnings(
     component: str | None = None,
     min_cell: int = 0,
     suppress: bool = False,
+    separation: Mapping[int, float | None] | None = None,
 ) -> list[dict[str, Any]]:
     """Warnings ``[{"code", "message", "clusters"}]`` for one labelling.
 
     ``sizes`` maps each non-noise cluster to its row count (noise left out). ``params`` are the
     labelling's parameters (``n_clusters``, ``n_clusters_fitted``), ``fit`` its
-    :func:`fit_diagnostics`. Counts below ``min_cell`` are written as "fewer than min_cell" when
+    :func:`fit_diagnostics`, ``separation`` the mean silhouette per cluster (see
+    :func:`cluster_silhouettes`; a tiny cluster reaching :data:`SEPARATED` is forced by the data).
+    Counts below ``min_cell`` are written as "fewer than min_cell" when
     ``suppress`` is on, as everywhere else in the document.
     """
     params = params or {}
@@ -176,7 +183,13 @@ def degenerate_warnings(
             ),
         })
     bound = tiny_bound(max(k, expected or 0))
-    tiny = sorted(c for c, n in sizes.items() if n < bound * total)
+    separation = separation or {}
+
+    def separated(c: int) -> bool:
+        v = separation.get(int(c))
+        return v is not None and v >= SEPARATED
+
+    tiny = sorted(c for c, n in sizes.items() if n < bound * total and not separated(c))
     if tiny and k > 1:
         parts = [f"cluster {c}: {count(sizes[c])} rows{share(sizes[c], total)}" for c in tiny]
         out.append({
@@ -195,3 +208,13 @@ def degenerate_warnings(
             why = "reports that it did not converge"
         out.append({"code": "not_converged", "clusters": [], "message": f"{who} {why}"})
     return out
+
+
+def cluster_silhouettes(results: Any, labelling: str) -> dict[int, float | None]:
+    """Mean silhouette per cluster of ``labelling`` from the ``quality`` auditor's results
+    (:class:`~fairaudit.results.MetricResult`), or ``{}`` when it did not run."""
+    for r in results:
+        if r.auditor == "quality" and r.metric == "silhouette" and r.labelling == labelling:
+            return {int(row["cluster"]): row.get("value") for row in r.per_cluster
+                    if "cluster" in row}
+    return {}

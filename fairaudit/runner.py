@@ -36,7 +36,7 @@ from fairaudit.contingency import JointTable, joint_from_frame, resample_joint
 from fairaudit.data import ROW_ID, AuditData, ColumnRoles, Labelling
 from fairaudit.errors import ConfigError, FairauditError, InputError
 from fairaudit.explain import explain, metric_specs
-from fairaudit.quality import degenerate_warnings, fit_diagnostics
+from fairaudit.quality import cluster_silhouettes, degenerate_warnings, fit_diagnostics
 from fairaudit.results import (
     SCHEMA_VERSION,
     AuditRun,
@@ -773,7 +773,8 @@ def _document(*, spec, path, roles, n_input, joint_full, data, sample_info, labe
             "fit": _jsonable(lab.fit) if lab.fit else None,
             "warnings": degenerate_warnings(sizes, params=lab.params, fit=lab.fit,
                                             component=lab.component, min_cell=mc,
-                                            suppress=spec.options.suppress),
+                                            suppress=spec.options.suppress,
+                                            separation=cluster_silhouettes(results, lab.name)),
             "composition": _composition(joint, spec, lab.name, suppressed),
         })
     res_docs = []

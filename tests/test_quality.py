@@ -55,6 +55,37 @@ def test_tiny_cluster_under_one_percent_and_the_forced_rule():
     assert tiny_bound(50) == 0.01
 
 
+def test_a_well_separated_tiny_cluster_is_forced_by_the_data():
+    sizes = {0: 500, 1: 495, 2: 5}
+    assert degenerate_warnings(sizes, separation={0: 0.1, 1: 0.1, 2: 0.5}) == []
+    assert degenerate_warnings(sizes, separation={2: 0.49})[0]["code"] == "tiny_cluster"
+    assert degenerate_warnings(sizes, separation={2: None})[0]["code"] == "tiny_cluster"
+
+
+def test_tiny_outlier_group_end_to_end(qhost, tmp_path, synthetic):
+    """The last 10 rows (0.5 %) sit far away: a genuine small group, not flagged; the same
+    share of ordinary rows is flagged."""
+    n = synthetic.height
+    far = synthetic.with_columns(
+        pl.when(pl.int_range(pl.len()) >= n - 10).then(100.0).otherwise(pl.col("x1")).alias("x1")
+    )
+    path = tmp_path / "far.parquet"
+    far.write_parquet(path)
+    spec = _chain(
+        '[data]\nsensitive = ["sex"]\nfeatures = ["x1", "x2"]\n'
+        '[[cluster]]\nuse = "shares"\nparams = { n_clusters = 3, shares = [0.5, 0.495, 0.005] }\n'
+        '[[audit]]\nuse = "quality"\n'
+    )
+    run = run_chain(spec, qhost, data_path=str(path))
+    assert run.labellings[0]["warnings"] == []
+    sil = run.results_for(metric="silhouette")[0]
+    assert next(r for r in sil["per_cluster"] if r["cluster"] == 2)["value"] > 0.9
+    plain = tmp_path / "plain.parquet"
+    synthetic.write_parquet(plain)
+    run = run_chain(spec, qhost, data_path=str(plain))
+    assert _codes(run.labellings[0]) == ["tiny_cluster"]
+
+
 def test_tiny_counts_below_min_cell_are_not_revealed():
     w = degenerate_warnings({0: 500, 1: 496, 2: 4}, min_cell=10, suppress=True)
     msg = w[0]["message"]
