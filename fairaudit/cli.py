@@ -165,7 +165,7 @@ def _default_json(out: Path) -> Path:
               help="Count and assign on a local Dask cluster of N worker processes.")
 @click.option("--twins/--no-twins", default=None,
               help="Also fit each fair clusterer with fair=false (its twin) and report the price "
-              "of fairness [default: off].")
+              "of fairness [default: on in the default comparison, else off].")
 @_common
 @_handle_errors
 def audit(data: str, sensitive, labels, features, exclude, chain_file, clusters, k, seed,

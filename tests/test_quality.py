@@ -401,7 +401,11 @@ def test_pairing_rules_on_documents():
 def test_twins_flag_reaches_the_chain(host):
     spec = chain_from_flags(host.registry, sensitive=["sex"], twins=True)
     assert spec.options.twins is True
-    assert chain_from_flags(host.registry, sensitive=["sex"]).options.twins is False
+    from fairaudit.chain import DEFAULT_TWINS
+
+    default = chain_from_flags(host.registry, sensitive=["sex"])
+    assert default.source == "flags:default" and default.options.twins is DEFAULT_TWINS
+    assert chain_from_flags(host.registry, sensitive=["sex"], twins=False).options.twins is False
     assert chain_from_flags(host.registry, sensitive=["sex"], clusters=["kmeans"],
                             twins=None).options.twins is False
     bad = parse_chain({"data": {"sensitive": ["sex"]}, "options": {"twins": "yes"}})
