@@ -512,7 +512,8 @@ def validate_chain(
     for step in spec.cluster:
         cls = classes.get(step.path)
         if cls is None:
-            continue
+            available.add(LABELS)  # an unknown clusterer is reported above: no cascade of
+            continue               # "needs labels" problems for every auditor
         needs = set(cls.requires)
         missing = needs - available - ({"labellings"} if "labellings" in needs else set())
         if "labellings" in needs and LABELS not in available:
