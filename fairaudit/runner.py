@@ -256,6 +256,7 @@ def _run_validated(spec, host, lf, path, in_memory, roles, clock, progress, star
             if default_chain and labellings:
                 notes.append(f"{step.use} was skipped in the default comparison: {exc}")
                 log.warning("%s skipped: %s", step.use, exc)
+                fair_steps.pop(step.label, None)  # no twin without its fair labelling
                 continue
             raise
         lab = _labelling_from(fitted, cls, step, data, clock.timings[-1].seconds)

@@ -411,3 +411,28 @@ def test_twins_flag_reaches_the_chain(host):
     bad = parse_chain({"data": {"sensitive": ["sex"]}, "options": {"twins": "yes"}})
     assert any("options.twins" in p for p, _ in bad.problems)
     assert np.isfinite(1.0)
+
+
+def test_twins_through_the_cli_and_the_api(monkeypatch, run_cli, parquet_path, tmp_path):
+    import json
+
+    from fixture_plugins import FakeEntryPoint, install_fake_entry_points
+
+    install_fake_entry_points(monkeypatch, FakeEntryPoint("qfix", "quality_fixtures"))
+    args = ("audit", parquet_path, "--sensitive", "sex", "--features", "x1,x2",
+            "--cluster", "fairsplit", "--bootstrap", "0")
+    res = run_cli(*args, "--twins", "--json", tmp_path / "t.json", "--out", tmp_path / "t.html")
+    assert res.exit_code == 0, res.output
+    doc = json.loads((tmp_path / "t.json").read_text())
+    assert [lab["name"] for lab in doc["labellings"]] == ["fairsplit", "fairsplit-unfair"]
+    assert doc["twins"] and doc["twins"][0]["gain"] > 0.3
+    assert "Price of fairness" in (tmp_path / "t.html").read_text()
+    res = run_cli(*args, "--json", tmp_path / "n.json", "--out", tmp_path / "n.html")
+    doc = json.loads((tmp_path / "n.json").read_text())
+    assert [lab["name"] for lab in doc["labellings"]] == ["fairsplit"] and doc["twins"] == []
+
+    from fairaudit.api import audit
+
+    run = audit(str(parquet_path), sensitive="sex", features=["x1", "x2"],
+                cluster=["fairsplit"], bootstrap=0, twins=True)
+    assert [e["twin"] for e in run.doc["twins"]] == ["fairsplit-unfair"]

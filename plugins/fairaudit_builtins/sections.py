@@ -179,7 +179,8 @@ def headline_table(run: Any) -> dict[str, Any]:
     """Headline metrics (one per auditor) x labellings, with CIs and statuses."""
     names = labelling_names(run)
     rows = metric_rows(run, [r for r in run.results if r.get("headline")], names)
-    return {"labellings": names, "rows": rows}
+    degenerate = [d["labelling"] for d in degenerate_labellings(run)]
+    return {"labellings": names, "rows": rows, "degenerate": degenerate}
 
 
 def threshold_checks(run: Any) -> list[dict[str, Any]]:

@@ -57,7 +57,7 @@ class Stuck(Clusterer):
 
 
 class FairSplit(Clusterer):
-    """Two clusters by ``x2 > 2.5``; with ``fair=True`` a seeded random split instead (fair in
+    """Two clusters by ``x2`` above its mean; with ``fair=True`` a seeded random split instead (fair in
     expectation, poorly separated). ``objective_`` is the sum of squared distances to the
     cluster means; ``extras_`` records the labellings the step saw."""
 
@@ -74,7 +74,7 @@ class FairSplit(Clusterer):
     def fit(self, data):
         X = data.feature_matrix()
         y = data.features.get_column("x2").to_numpy()
-        labels = (y > 2.5).astype(np.int64)  # planted segment 0 (80 % F) against the others
+        labels = (y > y.mean()).astype(np.int64)  # planted segment 0 (80 % F) against the rest
         data.sensitive_codes()  # declared: the fair version may use the groups
         if self.fair:  # a random split: every group in the population's proportions
             labels = np.random.default_rng(self.random_state).integers(0, 2, size=labels.size)
