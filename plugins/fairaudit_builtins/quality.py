@@ -268,7 +268,17 @@ class TwinsSection(ReportSection):
             gain, loss = finite(e.get("gain")), finite(e.get("quality_loss"))
             e["fairer"] = None if gain is None else gain > 0
             e["verdict"] = _verdict(gain, loss)
-        return {"entries": entries}
+        shown = [e for e in entries if finite(e.get("gain")) is not None]
+        svg = None
+        if shown:
+            svg = charts.hbar(
+                [f"{e['fair']} · {e.get('attribute') or 'all rows'} ({e['target_metric']})"
+                 for e in shown],
+                [e["gain"] for e in shown],
+                title="Fairness gained over the fair = false twin (+ = fairer)",
+                reference=0.0, fmt="{:+.3f}",
+            )
+        return {"entries": entries, "svg": svg}
 
 
 def _verdict(gain: float | None, loss: float | None) -> str:
