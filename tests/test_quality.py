@@ -190,6 +190,19 @@ def test_degenerate_labellings_are_warned_and_never_starred(qhost, parquet_path)
                        ("empty", "empty_cluster"), ("stuck", "not_converged")):
         assert name in block and code in block
     assert "<strong>fine</strong>" not in block
+    quality = html[html.index("Clustering quality"):]
+    assert "objective = 4.5" in quality and "not converged" in quality
+    assert "is degenerate and is never marked best" in quality
+    # the document with warnings and fit diagnostics follows the published schema
+    import importlib.resources
+    import json
+
+    import jsonschema
+
+    schema = json.loads(
+        importlib.resources.files("fairaudit").joinpath("schema/audit.schema.json").read_text()
+    )
+    jsonschema.validate(json.loads(json.dumps(run.to_json())), schema)
 
 
 def test_best_goes_to_the_best_non_degenerate_labelling():
@@ -328,6 +341,15 @@ def test_twins_share_params_seed_and_input_and_give_the_price_of_fairness(qhost,
 
     html = render_html(run, qhost)
     assert "Price of fairness" in html and "fairsplit-unfair" in html
+    import importlib.resources
+    import json
+
+    import jsonschema
+
+    schema = json.loads(
+        importlib.resources.files("fairaudit").joinpath("schema/audit.schema.json").read_text()
+    )
+    jsonschema.validate(json.loads(json.dumps(run.to_json())), schema)
 
 
 def test_twin_fit_without_the_option_is_the_same_as_the_fair_steps(qhost, parquet_path):
