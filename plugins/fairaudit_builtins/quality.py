@@ -83,11 +83,24 @@ class QualityAuditor(Auditor):
             "mean silhouette (b - a) / max(a, b) over the sampled non-noise rows (Euclidean, "
             "on the clusterers' feature matrix)",
             range=(-1.0, 1.0), headline=True, bootstrap=False, per_attribute=False,
+            meaning="How well the clusters are separated, not how fair they are: for each row, "
+            "how much closer it is to its own cluster than to the nearest other one.",
+            good="Above 0.5 is a clear structure, 0.25-0.5 a weak one, near 0 overlapping "
+            "clusters (Kaufman & Rousseeuw); compare labellings of the same data.",
+            choose_threshold="--fail-under silhouette=0.1 guards against a labelling that no "
+            "longer separates anyone; set it from a run you trust.",
+            verdict_bound=None,
+            verdict_reason="a quality metric: it never enters the fairness verdict",
         ),
         MetricSpec(
             "dcsi", HIGHER,
             "DCSI of density-based labellings on the same sample (noise excluded)",
             bootstrap=False, per_attribute=False,
+            meaning="How well density-based clusters are separated relative to how connected "
+            "each one is (noise left out).",
+            good="Towards 1 = well separated; near 0 = clusters merge.",
+            verdict_bound=None,
+            verdict_reason="a quality metric: it never enters the fairness verdict",
         ),
     )
     constraints = {
