@@ -44,6 +44,7 @@ def audit(
     disabled_plugins: Sequence[str] = (),
     scheduler: str | None = None,
     workers: int | None = None,
+    twins: bool | None = None,
 ) -> AuditRun:
     """Audit ``data`` (a path, directory or glob, a polars DataFrame/LazyFrame, or a pandas
     DataFrame — converted column by column, pyarrow not needed).
@@ -53,6 +54,7 @@ def audit(
     auditors out (e.g. ``["proxy"]``). ``fail_under`` / ``fail_over`` (exit code 1) and
     ``warn_under`` / ``warn_over`` (reported, exit code 0) map ``METRIC[@ci][[attribute]]`` to a
     bound, as on the CLI. ``timing=True`` adds the timing block to the JSON (not reproducible).
+    ``twins=True`` also fits each fair clusterer with ``fair=False`` (the price of fairness).
     Returns the :class:`~fairaudit.results.AuditRun` (its ``exit_code`` is what the CLI exits with).
     ``scheduler`` (a Dask scheduler address) or ``workers`` (a local Dask cluster of that many
     processes) count and assign every row on Dask (``pip install 'fairaudit[dask]'``); the
@@ -80,7 +82,7 @@ def audit(
         thresholds=thresholds, min_cell=min_cell, suppress=suppress, bootstrap=bootstrap,
         on_null=on_null, on_nonfinite=on_nonfinite, audits=_component_flags(audit),
         skip_audits=[skip_audit] if isinstance(skip_audit, str) else skip_audit,
-        timing=timing, base=load_chain(chain) if chain else None,
+        timing=timing, base=load_chain(chain) if chain else None, twins=twins,
     )
     if is_pandas(data):
         data = from_pandas(data)

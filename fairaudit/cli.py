@@ -232,12 +232,15 @@ def _default_json(out: Path) -> Path:
               "env DASK_SCHEDULER_ADDRESS). Needs pip install 'fairaudit[dask]'.")
 @click.option("--workers", type=click.IntRange(min=1), default=None,
               help="Count and assign on a local Dask cluster of N worker processes.")
+@click.option("--twins/--no-twins", default=None,
+              help="Also fit each fair clusterer with fair=false (its twin) and report the price "
+              "of fairness [default: on in the default comparison, else off].")
 @_common
 @_handle_errors
 def audit(data: str, sensitive, labels, features, exclude, chain_file, clusters, k, seed,
           sample, out, json_out, fail_under, fail_over, warn_under, warn_over, audits,
           skip_audits, summary_md, timing, min_cell, no_suppress, on_null, on_nonfinite,
-          separator, bootstrap, scheduler, workers, quiet, debug, disabled) -> int:
+          separator, bootstrap, scheduler, workers, twins, quiet, debug, disabled) -> int:
     """Audit DATA (Parquet file, directory or glob of Parquet files, or CSV)."""
     from fairaudit.chain import chain_from_flags, load_chain, parse_threshold_flag
     from fairaudit.errors import ConfigError
@@ -258,7 +261,7 @@ def audit(data: str, sensitive, labels, features, exclude, chain_file, clusters,
         thresholds=thresholds, min_cell=min_cell,
         suppress=None if no_suppress is None else not no_suppress, on_null=on_null,
         on_nonfinite=on_nonfinite, bootstrap=bootstrap, audits=audits,
-        skip_audits=_split(skip_audits), timing=timing, base=base,
+        skip_audits=_split(skip_audits), timing=timing, base=base, twins=twins,
     )
     if separator is not None:
         if len(separator) != 1:

@@ -68,6 +68,8 @@ class Labelling:
     extras: Mapping[str, Any] = field(default_factory=dict)
     seconds: float = 0.0
     notes: tuple[str, ...] = ()
+    fit: Mapping[str, Any] = field(default_factory=dict)
+    """What the fitted clusterer reported about its fit (``fairaudit.quality.fit_diagnostics``)."""
 
     @property
     def n_clusters(self) -> int:

@@ -36,6 +36,7 @@ from fairaudit.contingency import JointTable, joint_from_frame, resample_joint
 from fairaudit.data import ROW_ID, AuditData, ColumnRoles, Labelling
 from fairaudit.errors import ConfigError, FairauditError, InputError
 from fairaudit.explain import explain, metric_specs
+from fairaudit.quality import cluster_silhouettes, degenerate_warnings, fit_diagnostics
 from fairaudit.results import (
     SCHEMA_VERSION,
     AuditRun,
@@ -43,6 +44,7 @@ from fairaudit.results import (
     Status,
     overall_status,
 )
+from fairaudit.twins import expand_twins, price_of_fairness
 
 log = logging.getLogger(__name__)
 
@@ -127,7 +129,7 @@ def run_chain(
     lf = clock.run("load", "read", None, _load)
     schema = lf.collect_schema()
     columns = list(schema.names())
-    spec = validate_chain(spec, host.registry, columns=columns)
+    spec = validate_chain(expand_twins(spec, host.registry), host.registry, columns=columns)
     roles = _resolve_roles(spec, schema)
 
     if spec.source.startswith("flags") and not roles.features:
@@ -237,15 +239,24 @@ def _run_validated(spec, host, lf, path, in_memory, roles, clock, progress, star
 
     chosen_k: int | None = spec.options.k
     default_chain = spec.source == "flags:default"
+    fair_steps: dict[str, tuple[dict[str, Any], AuditData]] = {}
     for step, cls in zip(spec.cluster, cluster_classes, strict=True):
-        comp = _instantiate(cls, step, next(seed_iter), spec, k=chosen_k)
-        view = data if "sensitive" in cls.requires else data.without_sensitive()
+        if step.twin_of is not None:  # fair = false twin: its fair step's params, seed and input
+            if step.twin_of not in fair_steps:
+                continue
+            params, view = fair_steps[step.twin_of]
+            comp = _guard(step, lambda c=cls, p=params: c(**{**p, "fair": False}))
+        else:
+            comp = _instantiate(cls, step, next(seed_iter), spec, k=chosen_k)
+            view = data if "sensitive" in cls.requires else data.without_sensitive()
+            fair_steps[step.label] = (dict(comp.get_params()), view)
         try:
             fitted = _guard(step, clock.run, "clusterer", step.label, step.label, comp.fit, view)
         except FairauditError as exc:
             if default_chain and labellings:
                 notes.append(f"{step.use} was skipped in the default comparison: {exc}")
                 log.warning("%s skipped: %s", step.use, exc)
+                fair_steps.pop(step.label, None)  # no twin without its fair labelling
                 continue
             raise
         lab = _labelling_from(fitted, cls, step, data, clock.timings[-1].seconds)
@@ -311,6 +322,7 @@ def _run_validated(spec, host, lf, path, in_memory, roles, clock, progress, star
         timings=clock.timings, total=time.perf_counter() - started,
         fingerprint=_frame_fingerprint(path) if in_memory else fingerprint(path),
     )
+    doc["twins"] = price_of_fairness(doc)
     if in_memory:
         doc["input"]["path"] = "<in-memory table>"
         doc["input"]["format"] = "polars"
@@ -494,6 +506,7 @@ def _labelling_from(comp: Any, cls: type, step: StepSpec, data: AuditData, secon
         extras=_jsonable(getattr(comp, "extras_", {})),
         seconds=seconds,
         notes=tuple(getattr(comp, "notes_", ())),
+        fit=fit_diagnostics(comp),
     )
 
 
@@ -843,6 +856,11 @@ def _document(*, spec, path, roles, n_input, joint_full, data, sample_info, labe
             "cluster_sizes": [{"cluster": c, "n": n} for c, n in sorted(sizes.items())],
             "notes": list(lab.notes),
             "extras": _jsonable(lab.extras),
+            "fit": _jsonable(lab.fit) if lab.fit else None,
+            "warnings": degenerate_warnings(sizes, params=lab.params, fit=lab.fit,
+                                            component=lab.component, min_cell=mc,
+                                            suppress=spec.options.suppress,
+                                            separation=cluster_silhouettes(results, lab.name)),
             "composition": _composition(joint),
             "_joint": joint,  # working data for disclosure.protect(), which removes it
         })

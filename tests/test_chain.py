@@ -234,7 +234,8 @@ def test_chain_from_flags_default_and_override(host, tmp_path):
     spec = chain_from_flags(host.registry, sensitive=("sex",), labels="segment")
     assert spec.cluster == ()  # an existing labelling alone: no clusterers
     # proxy features judge the data (sampled); they join the counting auditors by default
-    assert [s.use for s in spec.audit] == ["balance", "distribution", "capacity", "proxy"]
+    assert [s.use for s in spec.audit] == ["balance", "distribution", "capacity", "quality",
+                                          "proxy"]
     assert [s.use for s in spec.preprocess] == ["encode"]  # proxy needs numeric features
     spec = chain_from_flags(host.registry, sensitive=("sex",))
     assert spec.cluster and spec.cluster[0].use == "kmeans"

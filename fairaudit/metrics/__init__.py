@@ -53,6 +53,8 @@ _LAZY = {
     "DCSIResult": "fairaudit.metrics.density_separation",
     "DCSIPair": "fairaudit.metrics.density_separation",
     "dcsi": "fairaudit.metrics.density_separation",
+    "SilhouetteResult": "fairaudit.metrics.quality",
+    "silhouette": "fairaudit.metrics.quality",
 }
 
 __all__ = list(_LAZY)

@@ -119,9 +119,21 @@ def result_cell(r: Mapping[str, Any] | None) -> dict[str, Any]:
     }
 
 
+def degenerate_labellings(run: Any) -> list[dict[str, Any]]:
+    """Labellings with warnings (``labellings[i].warnings``: degenerate), in document order."""
+    return [
+        {"labelling": lab["name"], "warnings": list(lab["warnings"])}
+        for lab in run.labellings if lab.get("warnings")
+    ]
+
+
 def mark_best(cells: list[dict[str, Any]], direction: str | None) -> None:
-    """Flag the best finite value among ``cells`` (only when at least two are finite)."""
-    vals = [(i, finite(c.get("value"))) for i, c in enumerate(cells) if c.get("present")]
+    """Flag the best finite value among ``cells`` (only when at least two are finite). Cells of
+    degenerate labellings (``degenerate``) take no part: they are never starred."""
+    vals = [
+        (i, finite(c.get("value"))) for i, c in enumerate(cells)
+        if c.get("present") and not c.get("degenerate")
+    ]
     vals = [(i, v) for i, v in vals if v is not None]
     if len(vals) < 2 or direction not in ("higher_is_better", "lower_is_better"):
         return
@@ -159,8 +171,11 @@ def metric_rows(
         if r.get("labelling") in row["cells"]:
             row["cells"][r["labelling"]] = result_cell(r)
     out = []
+    degenerate = {d["labelling"] for d in degenerate_labellings(run)}
     for key, row in rows.items():
         cells = [row["cells"][name] for name in labellings]
+        for name, cell in zip(labellings, cells, strict=True):
+            cell["degenerate"] = name in degenerate
         mark_best(cells, row["direction"])
         row["cells"] = cells
         row["_key"] = (first[(key[0], key[1])], attr_rank.get(key[2], len(attr_rank)))
@@ -173,7 +188,8 @@ def headline_table(run: Any) -> dict[str, Any]:
     """Headline metrics (one per auditor) x labellings, with CIs and statuses."""
     names = labelling_names(run)
     rows = metric_rows(run, [r for r in run.results if r.get("headline")], names)
-    return {"labellings": names, "rows": rows}
+    degenerate = [d["labelling"] for d in degenerate_labellings(run)]
+    return {"labellings": names, "rows": rows, "degenerate": degenerate}
 
 
 def threshold_checks(run: Any) -> list[dict[str, Any]]:
@@ -533,6 +549,7 @@ class SummarySection(ReportSection):
             "n_suppressed": len(doc.get("suppressed") or ()),
             "ci_level": ((doc.get("chain") or {}).get("options") or {}).get("ci_level", 0.95),
             "notes": [str(n) for n in doc.get("notes") or ()],
+            "degenerate": degenerate_labellings(run),
         }
 
 

@@ -1,0 +1,57 @@
+"""Clustering quality: the silhouette (Rousseeuw 1987) with its per-cluster means.
+
+For row i in cluster C: a(i) = mean distance to the other members of C, b(i) = smallest mean
+distance to the members of another cluster, s(i) = (b - a) / max(a, b), and s(i) = 0 when C has
+one member (scikit-learn's convention). The silhouette is the mean of s over all rows. Euclidean
+distance. Noise rows (label < 0) must be removed by the caller. Undefined (NaN, with a note) for
+fewer than 2 clusters or when every row is its own cluster.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["SilhouetteResult", "silhouette"]
+
+
+@dataclass(frozen=True)
+class SilhouetteResult:
+    """Mean silhouette ``value``, and per cluster (``clusters`` order) its mean and size."""
+
+    value: float
+    clusters: tuple[int, ...]
+    per_cluster: tuple[float, ...]
+    sizes: tuple[int, ...]
+    notes: tuple[str, ...] = ()
+
+
+def silhouette(X: np.ndarray, labels: np.ndarray) -> SilhouetteResult:
+    """Silhouette of ``labels`` (no noise) on ``X`` (n x d). O(n²) time, chunked memory."""
+    from sklearn.metrics import silhouette_samples
+
+    X = np.asarray(X, dtype=np.float64)
+    labels = np.asarray(labels).reshape(-1)
+    if X.shape[0] != labels.size:
+        raise ValueError(f"X has {X.shape[0]} rows but labels has {labels.size}")
+    if (labels < 0).any():
+        raise ValueError("labels contain noise (-1): remove noise rows before the silhouette")
+    clusters, sizes = np.unique(labels, return_counts=True)
+    k = clusters.size
+    if k < 2 or k > labels.size - 1:
+        why = (
+            "fewer than 2 clusters among the rows used"
+            if k < 2 else "every row is its own cluster"
+        )
+        return SilhouetteResult(
+            math.nan, tuple(int(c) for c in clusters), tuple(math.nan for _ in clusters),
+            tuple(int(n) for n in sizes), (f"silhouette is undefined: {why}.",),
+        )
+    s = silhouette_samples(X, labels, metric="euclidean")
+    per = [float(s[labels == c].mean()) for c in clusters]
+    return SilhouetteResult(
+        float(s.mean()), tuple(int(c) for c in clusters), tuple(per),
+        tuple(int(n) for n in sizes),
+    )
