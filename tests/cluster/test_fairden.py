@@ -198,7 +198,7 @@ def test_small_group_error_names_group_and_drop_records_it():
 @pytest.mark.parametrize(
     ("params", "fit_kw", "match"),
     [
-        ({"n_clusters": 1}, {}, "n_clusters"),
+        ({"n_clusters": 0}, {}, "n_clusters"),
         ({"n_clusters": 400}, {}, "n_clusters"),
         ({"solver": "magic"}, {}, "solver"),
         ({"min_pts": 1}, {}, "min_pts"),

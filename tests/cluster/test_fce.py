@@ -231,7 +231,7 @@ def test_seeded_runs_are_reproducible() -> None:
         (np.zeros((4, 2), int), {"n_clusters": 5}, "at most the number of rows"),
         (np.full((4, 2), -1), {"n_clusters": 2}, "every row as noise"),
         (np.full((4, 2), 0.5), {"n_clusters": 2}, "must be integers"),
-        (np.zeros((4, 2), int), {"n_clusters": 1}, "'n_clusters' parameter of Fair"),
+        (np.zeros((4, 2), int), {"n_clusters": 0}, "'n_clusters' parameter of Fair"),
         (np.zeros((4, 2), int), {"n_clusters": 2, "lambda2": -1.0}, "'lambda2' parameter"),
         (np.zeros((4, 2), int), {"n_clusters": 2, "lambda2": "big"}, "'lambda2' parameter"),
         (np.zeros((4, 2), int), {"n_clusters": 2, "lambda1": 0.0}, "'lambda1' parameter"),
