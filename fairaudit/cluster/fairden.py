@@ -393,9 +393,15 @@ class FairDen(ClusterMixin, BaseEstimator):
         w = H = None
         while True:
             if k_cur > max_k:
+                hint = (
+                    " or try noise_rule='recompute' (k-means on the same k eigenvectors only "
+                    "splits clusters further)"
+                    if self.noise_rule == "literal"
+                    else ""
+                )
                 raise ValueError(
                     f"FairDen could not find {k} non-noise clusters of at least min_pts={mu} "
-                    f"points (tried k = {k}..{k_cur - 1}); lower min_pts or n_clusters."
+                    f"points (tried k = {k}..{k_cur - 1}); lower min_pts or n_clusters{hint}."
                 )
             history.append(k_cur)
             t0 = time.perf_counter()
