@@ -1,0 +1,97 @@
+"""fairden / fce plugins: the ``fair`` parameter from the CLI, and ``predict(data)``."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from fairaudit_builtins.fairden import FairDenClusterer
+
+from fairaudit.components import Clusterer
+from fairaudit.testing import check_component, make_data
+
+
+def test_cli_fair_false_twins(run_cli, tmp_path, monkeypatch):
+    from conftest import make_synthetic
+
+    import fairaudit.report
+
+    monkeypatch.setattr(fairaudit.report, "render_html", lambda run, host=None, **kw: "<html/>")
+    data = tmp_path / "small.parquet"
+    make_synthetic(n=400, seed=2).write_parquet(data)
+    result = run_cli(
+        "audit", str(data), "--sensitive", "sex", "--features", "x1,x2",
+        "--out", str(tmp_path / "r.html"), "--bootstrap", "20",
+        "--cluster", "fairden:n_clusters=3,min_pts=5",
+        "--cluster", "fairden:n_clusters=3,min_pts=5,fair=false",
+        "--cluster", "fce:n_clusters=3,n_bases=3",
+        "--cluster", "fce:n_clusters=3,n_bases=3,fair=false",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    doc = json.loads((tmp_path / "r.json").read_text())
+    fair_flags = [(lab["params"]["fair"], lab.get("component") or lab["name"]) for lab in
+                  doc["labellings"]]
+    assert [f for f, _ in fair_flags] == [True, False, True, False]
+    twin = doc["labellings"][1]
+    assert any("fair=false" in n for n in twin["notes"])
+    assert twin["extras"]["fair"] is False
+
+
+def test_bad_fair_value_is_a_config_error(run_cli, parquet_path, tmp_path):
+    result = run_cli(
+        "audit", str(parquet_path), "--sensitive", "sex", "--features", "x1,x2",
+        "--out", str(tmp_path / "r.html"), "--cluster", "fairden:fair=maybe",
+    )  # fmt: skip
+    assert result.exit_code == 2
+    assert "fair" in result.output
+
+
+def test_fairden_plugin_predict_mirrors_fit():
+    check_component(FairDenClusterer)
+    data = make_data(n=300, with_labels=False)
+    step = FairDenClusterer(3, min_pts=5, random_state=0).fit(data)
+    np.testing.assert_array_equal(step.predict(data), step.labels_)
+    twin = FairDenClusterer(3, min_pts=5, random_state=0, fair=False).fit(data)
+    assert twin.extras_["fair"] is False and twin.estimator_.constrained_ is False
+    other = make_data(n=120, seed=5, with_labels=False)
+    p = step.predict(other)
+    assert p.shape == (120,) and p.dtype == np.int64 and p.max() < step.estimator_.n_clusters_
+    with pytest.raises(RuntimeError, match="before fit"):
+        FairDenClusterer().predict(data)
+
+
+def test_clusterer_base_predict_raises():
+    class NoPredict(Clusterer):
+        name = "nopredict"
+
+        def fit(self, data):  # pragma: no cover - not called
+            return self
+
+    with pytest.raises(NotImplementedError, match="nopredict cannot assign new rows"):
+        NoPredict().predict(make_data(n=10))
+
+
+def test_python_api_and_chain_toml_fair_false(tmp_path):
+    from conftest import make_synthetic
+
+    import fairaudit
+
+    data = tmp_path / "d.parquet"
+    make_synthetic(n=300, seed=3).write_parquet(data)
+    run = fairaudit.audit(
+        str(data),
+        sensitive="sex",
+        features=["x1", "x2"],
+        cluster=[("fairden", {"n_clusters": 3, "min_pts": 5, "fair": False})],
+        bootstrap=20,
+    )
+    assert run.labellings[0]["params"]["fair"] is False
+    chain = tmp_path / "c.toml"
+    chain.write_text(
+        '[data]\nsensitive = ["sex"]\nfeatures = ["x1", "x2"]\n\n'
+        '[[cluster]]\nuse = "fce"\nparams = { n_clusters = 3, n_bases = 3, fair = false }\n\n'
+        '[[audit]]\nuse = "capacity"\n'
+    )
+    run = fairaudit.audit(str(data), sensitive="sex", chain=chain)
+    assert run.labellings[0]["params"]["fair"] is False
