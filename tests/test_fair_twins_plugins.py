@@ -95,3 +95,20 @@ def test_python_api_and_chain_toml_fair_false(tmp_path):
     )
     run = fairaudit.audit(str(data), sensitive="sex", chain=chain)
     assert run.labellings[0]["params"]["fair"] is False
+
+
+def test_dbscan_plugin_predict_oracle():
+    from fairaudit_builtins.clusterers import DBSCANClusterer
+
+    data = make_data(n=300, with_labels=False)
+    step = DBSCANClusterer(eps=0.9, min_samples=5).fit(data)
+    X = data.feature_matrix()
+    pred = step.predict(data)
+    # brute force: nearest core sample within eps, else noise
+    d = np.sqrt(((X[:, None, :] - step.core_X_[None, :, :]) ** 2).sum(axis=2))
+    j = d.argmin(axis=1)
+    want = np.where(d[np.arange(len(X)), j] <= 0.9, step.core_labels_[j], -1)
+    np.testing.assert_array_equal(pred, want)
+    # training rows: cores and noise exactly; border points up to DBSCAN's first-reach order
+    assert (pred == step.labels_).mean() > 0.97
+    assert (pred[step.labels_ == -1] == -1).all()
