@@ -112,3 +112,22 @@ def test_dbscan_plugin_predict_oracle():
     # training rows: cores and noise exactly; border points up to DBSCAN's first-reach order
     assert (pred == step.labels_).mean() > 0.97
     assert (pred[step.labels_ == -1] == -1).all()
+
+
+def test_fce_default_bases_skip_other_consensuses():
+    from fairaudit_builtins.consensus import FCEClusterer
+
+    from fairaudit.data import Labelling
+
+    data = make_data(n=200)
+    rng = np.random.default_rng(1)
+    data = data.with_labelling(
+        Labelling(name="noisy", labels=rng.integers(0, 3, 200), origin="clusterer",
+                  component="kmeans")
+    )
+    first = FCEClusterer(3, random_state=0).fit(data)
+    data = data.with_labelling(
+        Labelling(name="fce-3", labels=first.labels_, origin="clusterer", component="fce")
+    )
+    twin = FCEClusterer(3, random_state=0, fair=False).fit(data)
+    assert twin.extras_["bases"] == first.extras_["bases"] == ["planted", "noisy"]
