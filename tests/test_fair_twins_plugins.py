@@ -30,8 +30,9 @@ def test_cli_fair_false_twins(run_cli, tmp_path, monkeypatch):
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     doc = json.loads((tmp_path / "r.json").read_text())
-    fair_flags = [(lab["params"]["fair"], lab.get("component") or lab["name"]) for lab in
-                  doc["labellings"]]
+    fair_flags = [
+        (lab["params"]["fair"], lab.get("component") or lab["name"]) for lab in doc["labellings"]
+    ]
     assert [f for f, _ in fair_flags] == [True, False, True, False]
     twin = doc["labellings"][1]
     assert any("fair=false" in n for n in twin["notes"])
@@ -122,8 +123,9 @@ def test_fce_default_bases_skip_other_consensuses():
     data = make_data(n=200)
     rng = np.random.default_rng(1)
     data = data.with_labelling(
-        Labelling(name="noisy", labels=rng.integers(0, 3, 200), origin="clusterer",
-                  component="kmeans")
+        Labelling(
+            name="noisy", labels=rng.integers(0, 3, 200), origin="clusterer", component="kmeans"
+        )
     )
     first = FCEClusterer(3, random_state=0).fit(data)
     data = data.with_labelling(
