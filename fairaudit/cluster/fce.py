@@ -457,7 +457,8 @@ class FairClusteringEnsemble(ClusterMixin, BaseEstimator):
         fixed: min over h of sum_i alpha_i^2 ||h - y_i R_i||^2 + lambda1 ||e_b - h R||^2
         (closed form; h unconstrained, since one row cannot keep H orthonormal), plus the
         increase lambda2 * sum_a (2 A[g_a, b] + 1) of ||G^T Y||^2 when ``sensitive`` is given
-        (A = fitted group x cluster counts). Base label values not seen at fit abstain.
+        (A = fitted group x cluster counts; fitted without groups, the capacity term with one
+        group always applies). Base label values not seen at fit abstain.
         """
         check_is_fitted(self, "labels_")
         name = type(self).__name__
@@ -479,7 +480,10 @@ class FairClusteringEnsemble(ClusterMixin, BaseEstimator):
                 codes[hit, i] = pos[hit]
         n_new = codes.shape[0]
         groups = None
-        if sensitive is not None:
+        if self._group_values is None:
+            # fitted without groups: the capacity term (T = 1) is part of J for every row
+            groups = np.zeros((n_new, 1), dtype=np.int64)
+        elif sensitive is not None:
             groups = _groups_as_fitted(sensitive, n_new, self._group_values, name)
         out = np.full(n_new, -1, dtype=np.int64)
         if groups is not None and self._lookup_groups is not None:
@@ -503,13 +507,15 @@ class FairClusteringEnsemble(ClusterMixin, BaseEstimator):
             targets[valid[:, i], i] = Ri[codes[valid[:, i], i]]
         a = (valid * alpha2).sum(axis=1)  # (n_new,)
         u = np.einsum("i,nik->nk", alpha2, targets)
-        RRt = R @ R.T
+        # h (a I + lam1 R R^T) = rhs per row, through the eigendecomposition of R R^T (shared);
+        # a row no base votes for (a = 0) takes h = e_b R^T, which makes its share of J zero
+        w, V = np.linalg.eigh(R @ R.T)
+        voted = a > 0
         cost = np.empty((n_new, c))
         for b in range(c):
             rhs = u + lam1 * R[:, b][None, :]
-            # solve h (a I + lam1 R R^T) = rhs per row (eigendecomposition of R R^T, shared)
-            w, V = np.linalg.eigh(RRt)
-            h = ((rhs @ V) / (a[:, None] + lam1 * w[None, :])) @ V.T
+            h = np.tile(R[:, b], (n_new, 1))
+            h[voted] = ((rhs[voted] @ V) / (a[voted, None] + lam1 * w[None, :])) @ V.T
             ens = np.einsum("i,ni->n", alpha2, ((h[:, None, :] - targets) ** 2).sum(axis=2) * valid)
             e = -(h @ R)
             e[:, b] += 1.0

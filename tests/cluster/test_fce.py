@@ -441,3 +441,16 @@ def test_fce_plugin_fair_twin_and_predict() -> None:
     assert (step.predict(data) == step.labels_).mean() > 0.9
     with pytest.raises(NotImplementedError, match="cannot assign new rows"):
         step.predict(make_data(n=50))
+
+
+def test_predict_without_groups_keeps_the_capacity_term() -> None:
+    _, bases, _ = planted(n=200, c=3, m=4, flip=0.3, seed=5)
+    est = FairClusteringEnsemble(3, random_state=0).fit(bases)
+    rng = np.random.default_rng(5)
+    new = rng.integers(-1, 3, size=(20, 4))
+    new[:3] = -1  # no base votes: only the capacity term decides
+    want = [_brute_new_row(est, new[j], [0]) for j in range(20)]
+    np.testing.assert_array_equal(est._closed_form(new, np.zeros((20, 1), int)), want)
+    p = est.predict(new)
+    sizes = np.bincount(est.labels_, minlength=3)
+    assert (p[:3] == sizes.argmin()).all()
