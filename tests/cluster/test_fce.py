@@ -386,9 +386,7 @@ def test_predict_on_training_rows_reproduces_labels() -> None:
     keys = np.column_stack([bases, s])
     _, inv = np.unique(keys, axis=0, return_inverse=True)
     inv = inv.reshape(-1)
-    unanimous = np.array(
-        [np.unique(est.labels_[inv == inv[i]]).size == 1 for i in range(inv.size)]
-    )
+    unanimous = np.array([np.unique(est.labels_[inv == inv[i]]).size == 1 for i in range(inv.size)])
     assert unanimous.mean() > 0.9
     np.testing.assert_array_equal(pred[unanimous], est.labels_[unanimous])
     assert (pred == est.labels_).mean() > 0.95
