@@ -473,3 +473,21 @@ def test_predict_checks_input():
 
     with pytest.raises(NotFittedError):
         FairDen().predict(X)
+
+
+def test_grid_search_routes_sensitive_with_the_rows():
+    from sklearn.model_selection import GridSearchCV, KFold
+
+    X, s = blobs(seed=0)
+    seen = []
+
+    def scorer(est, X_test, y=None):
+        seen.append((est.constrained_, X_test.shape[0]))
+        return float(np.mean(est.predict(X_test) >= 0))
+
+    cv = KFold(3, shuffle=True, random_state=0)
+    g = GridSearchCV(
+        FairDen(min_pts=5, random_state=0), {"n_clusters": [2, 3]}, scoring=scorer, cv=cv
+    ).fit(X, sensitive=s)
+    assert g.best_params_["n_clusters"] in (2, 3)
+    assert all(c for c, _ in seen) and {n for _, n in seen} == {50}
