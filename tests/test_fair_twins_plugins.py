@@ -133,3 +133,70 @@ def test_fce_default_bases_skip_other_consensuses():
     )
     twin = FCEClusterer(3, random_state=0, fair=False).fit(data)
     assert twin.extras_["bases"] == first.extras_["bases"] == ["planted", "noisy"]
+
+
+def _host_run(df, clusters, sample=300, labels=None):
+    from fairaudit.chain import chain_from_flags
+    from fairaudit.plugins import Host
+
+    host = Host.create()
+    spec = chain_from_flags(
+        host.registry, sensitive=["sex"], features=["x1", "x2"], clusters=list(clusters),
+        sample=sample, bootstrap=0, labels=labels,
+    )  # fmt: skip
+    from fairaudit.runner import run_chain
+
+    return run_chain(spec, host, data_path=df)
+
+
+def _unfair_frame(n=1500, seed=0):
+    import polars as pl
+
+    rng = np.random.default_rng(seed)
+    blob = rng.integers(0, 3, n)
+    X = np.array([[0.0, 0.0], [6.0, 0.0], [0.0, 6.0]])[blob] + rng.normal(size=(n, 2))
+    sex = np.where(rng.random(n) < np.where(blob == 0, 0.8, 0.3), "f", "m")
+    return pl.DataFrame({"x1": X[:, 0], "x2": X[:, 1], "sex": sex, "seg": blob})
+
+
+def test_host_assigns_every_row_with_fairden_fce_dbscan():
+    df = _unfair_frame()
+    run = _host_run(
+        df,
+        ["fairden:n_clusters=3,min_pts=5", "fairden:n_clusters=3,min_pts=5,fair=false",
+         "fce:n_clusters=3", "dbscan:eps=0.5"],
+    )  # fmt: skip
+    for lab in run.labellings:
+        assert lab["n_rows"] == df.height, lab["name"]
+        assert lab["extras"]["assignment"]["rows_assigned"] == df.height
+    fce = next(x for x in run.labellings if x["name"].startswith("fce"))
+    assert fce["extras"]["bases"] == [x["name"] for x in run.labellings[:2]]
+
+
+def test_host_fce_with_a_labels_column_base():
+    df = _unfair_frame(seed=1)
+    run = _host_run(df, ["fairden:n_clusters=3,min_pts=5", "fce:n_clusters=3"], labels="seg")
+    fce = next(x for x in run.labellings if x["name"].startswith("fce"))
+    assert "seg" in fce["extras"]["bases"]
+    assert fce["n_rows"] == df.height
+
+
+def test_host_drops_fce_when_a_base_cannot_predict():
+    from fixture_plugins import load_fixture_plugin
+
+    from fairaudit.chain import chain_from_flags
+    from fairaudit.plugins import Host, make_plugin_manager
+    from fairaudit.runner import run_chain
+
+    pm = make_plugin_manager(entrypoints=False)
+    pm.register(load_fixture_plugin("extras"), name="extras")
+    host = Host(pm)
+    df = _unfair_frame(seed=2)
+    spec = chain_from_flags(
+        host.registry, sensitive=["sex"], features=["x1", "x2"],
+        clusters=["sign", "sign_predict", "fce:n_clusters=2"], sample=300, bootstrap=0,
+    )  # fmt: skip
+    run = run_chain(spec, host, data_path=df)
+    fce = next(x for x in run.labellings if x["name"].startswith("fce"))
+    assert fce["n_rows"] == 300
+    assert any("cannot assign new rows" in n for n in fce["notes"])

@@ -176,6 +176,10 @@ class FCEClusterer(Clusterer):
         self.estimator_ = est
         self.bases_ = tuple(bases)
         self.bases_origin_ = origin
+        # bases that are labels columns of the input: predict reads them from the rows
+        self._column_bases = frozenset(
+            n for n in bases if n in data.labellings and data.labellings[n].origin == "column"
+        )
 
         attributes = {name: codes.codes[:, j] for j, name in enumerate(codes.names)}
         if len(codes.names) > 1:
@@ -226,7 +230,10 @@ class FCEClusterer(Clusterer):
         """Consensus labels of (new) rows from their base labels (``FairClusteringEnsemble.
         predict``). Generated k-means bases label the rows themselves; combined labellings must
         be present in ``data.labellings`` under the same names (each base clusterer's own
-        predictions for these rows) — a base that cannot assign new rows makes FCE unable to."""
+        predictions for these rows), or, for a labels column of the input, in ``data.frame`` — a
+        base that cannot assign new rows makes FCE unable to."""
+        import polars as pl
+
         est = getattr(self, "estimator_", None)
         if est is None:
             raise RuntimeError("fce: predict called before fit")
@@ -234,14 +241,22 @@ class FCEClusterer(Clusterer):
         if self.bases_origin_ == "kmeans":
             return est.predict(data.feature_matrix(), sensitive=codes.codes).astype(np.int64)
         else:
-            missing = [n for n in self.bases_ if n not in data.labellings]
+            cols = []
+            missing = []
+            for n in self.bases_:
+                if n in data.labellings:
+                    cols.append(np.asarray(data.labellings[n].labels))
+                elif n in self._column_bases and n in data.frame.columns:
+                    cols.append(data.frame.get_column(n).cast(pl.Int64).to_numpy())
+                else:
+                    missing.append(n)
             if missing:
                 raise NotImplementedError(
                     f"fce cannot assign new rows without the base labellings {missing} for "
                     "them (their clusterers' predictions); available: "
                     f"{sorted(data.labellings)}"
                 )
-            B = np.column_stack([np.asarray(data.labellings[n].labels) for n in self.bases_])
+            B = np.column_stack(cols)
         return est.predict(B.astype(np.int64), sensitive=codes.codes).astype(np.int64)
 
 
