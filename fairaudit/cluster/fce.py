@@ -34,6 +34,13 @@ from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from fairaudit._rng import as_generator
+from fairaudit.cluster._fce_predict import (
+    apply_lookup,
+    closed_form_labels,
+    group_values,
+    groups_as_fitted,
+    pattern_lookup,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -429,13 +436,13 @@ class FairClusteringEnsemble(ClusterMixin, BaseEstimator):
         self.group_sizes_ = tuple(group_sizes)
         # the fitted vote patterns for predict: (base codes [+ groups]) -> consensus label
         self._base_values = base_values
-        self._lookup = _pattern_lookup(codes, labels, c)
+        self._lookup = pattern_lookup(codes, labels, c)
         self._lookup_groups = (
-            _pattern_lookup(np.column_stack([codes, groups]), labels, c)
+            pattern_lookup(np.column_stack([codes, groups]), labels, c)
             if sensitive is not None
             else None
         )
-        self._group_values = _group_values(sensitive, n)
+        self._group_values = group_values(sensitive, n)
         return self
 
     def fit_predict(self, X: Any, y: None = None, *, sensitive: Any = None) -> np.ndarray:
@@ -484,11 +491,11 @@ class FairClusteringEnsemble(ClusterMixin, BaseEstimator):
             # fitted without groups: the capacity term (T = 1) is part of J for every row
             groups = np.zeros((n_new, 1), dtype=np.int64)
         elif sensitive is not None:
-            groups = _groups_as_fitted(sensitive, n_new, self._group_values, name)
+            groups = groups_as_fitted(sensitive, n_new, self._group_values, name)
         out = np.full(n_new, -1, dtype=np.int64)
         if groups is not None and self._lookup_groups is not None:
-            _apply_lookup(self._lookup_groups, np.column_stack([codes, groups]), out)
-        _apply_lookup(self._lookup, codes, out)
+            apply_lookup(self._lookup_groups, np.column_stack([codes, groups]), out)
+        apply_lookup(self._lookup, codes, out)
         rest = np.flatnonzero(out < 0)
         if rest.size:
             out[rest] = self._closed_form(codes[rest], None if groups is None else groups[rest])
@@ -496,35 +503,16 @@ class FairClusteringEnsemble(ClusterMixin, BaseEstimator):
 
     def _closed_form(self, codes: np.ndarray, groups: np.ndarray | None) -> np.ndarray:
         """argmin over b of the row's share of J (see :meth:`predict`)."""
-        alpha2 = self.weights_**2
-        R = self.rotation_
-        K, c = R.shape
-        n_new, m = codes.shape
-        lam1, lam2 = float(self.lambda1), float(self.lambda2_)
-        targets = np.zeros((n_new, m, K))
-        valid = codes >= 0
-        for i, Ri in enumerate(self.base_rotations_):
-            targets[valid[:, i], i] = Ri[codes[valid[:, i], i]]
-        a = (valid * alpha2).sum(axis=1)  # (n_new,)
-        u = np.einsum("i,nik->nk", alpha2, targets)
-        # h (a I + lam1 R R^T) = rhs per row, through the eigendecomposition of R R^T (shared);
-        # a row no base votes for (a = 0) takes h = e_b R^T, which makes its share of J zero
-        w, V = np.linalg.eigh(R @ R.T)
-        voted = a > 0
-        cost = np.empty((n_new, c))
-        for b in range(c):
-            rhs = u + lam1 * R[:, b][None, :]
-            h = np.tile(R[:, b], (n_new, 1))
-            h[voted] = ((rhs[voted] @ V) / (a[voted, None] + lam1 * w[None, :])) @ V.T
-            ens = np.einsum("i,ni->n", alpha2, ((h[:, None, :] - targets) ** 2).sum(axis=2) * valid)
-            e = -(h @ R)
-            e[:, b] += 1.0
-            cost[:, b] = ens + lam1 * (e**2).sum(axis=1)
-        if groups is not None and lam2 > 0:
-            A = self.contingency_
-            for col in range(groups.shape[1]):
-                cost += lam2 * (2.0 * A[groups[:, col]] + 1.0)
-        return cost.argmin(axis=1).astype(np.int64)
+        return closed_form_labels(
+            codes,
+            groups,
+            weights=self.weights_,
+            rotation=self.rotation_,
+            base_rotations=self.base_rotations_,
+            contingency=self.contingency_,
+            lambda1=float(self.lambda1),
+            lambda2=float(self.lambda2_),
+        )
 
     def _y_step(
         self,
@@ -597,67 +585,6 @@ class FairClusteringEnsemble(ClusterMixin, BaseEstimator):
             if moved == 0:
                 break
         return total
-
-
-def _pattern_lookup(keys: np.ndarray, labels: np.ndarray, c: int) -> dict[bytes, int]:
-    """Vote pattern (row of ``keys``) -> majority consensus label (ties: smaller label)."""
-    keys = np.ascontiguousarray(keys, dtype=np.int64)
-    uniq, inv = np.unique(keys, axis=0, return_inverse=True)
-    inv = inv.reshape(-1)
-    counts = np.zeros((uniq.shape[0], c), dtype=np.int64)
-    np.add.at(counts, (inv, labels), 1)
-    major = counts.argmax(axis=1)
-    return {row.tobytes(): int(lab) for row, lab in zip(uniq, major, strict=True)}
-
-
-def _apply_lookup(table: dict[bytes, int], keys: np.ndarray, out: np.ndarray) -> None:
-    keys = np.ascontiguousarray(keys, dtype=np.int64)
-    for j in np.flatnonzero(out < 0):
-        hit = table.get(keys[j].tobytes())
-        if hit is not None:
-            out[j] = hit
-
-
-def _group_values(sensitive: Any, n: int) -> list[np.ndarray] | None:
-    """Sorted group values per attribute as fit saw them (stacked-column order)."""
-    if sensitive is None:
-        return None
-    S = np.asarray(sensitive, dtype=object) if not isinstance(sensitive, np.ndarray) else sensitive
-    if S.ndim == 1:
-        S = S.reshape(-1, 1)
-    return [
-        np.unique(S[:, j].astype(str) if S.dtype == object else S[:, j]) for j in range(S.shape[1])
-    ]
-
-
-def _groups_as_fitted(
-    sensitive: Any, n: int, values: list[np.ndarray] | None, name: str
-) -> np.ndarray | None:
-    """Stacked group columns of new rows, coded as at fit; None when fit had no groups."""
-    if values is None:
-        return None
-    S = np.asarray(sensitive, dtype=object) if not isinstance(sensitive, np.ndarray) else sensitive
-    if S.ndim == 1:
-        S = S.reshape(-1, 1)
-    if S.ndim != 2 or S.shape != (n, len(values)):
-        raise ValueError(
-            f"{name}.predict: 'sensitive' must have shape ({n}, {len(values)}) like at fit; got "
-            f"{S.shape}."
-        )
-    out = np.empty((n, len(values)), dtype=np.int64)
-    offset = 0
-    for j, vals in enumerate(values):
-        col = S[:, j].astype(str) if S.dtype == object else S[:, j]
-        pos = np.clip(np.searchsorted(vals, col), 0, vals.size - 1)
-        bad = vals[pos] != col
-        if bad.any():
-            raise ValueError(
-                f"{name}.predict: sensitive attribute {j} has a group not seen at fit "
-                f"({col[np.flatnonzero(bad)[0]]!r}); fitted groups are {list(vals)}."
-            )
-        out[:, j] = pos + offset
-        offset += vals.size
-    return out
 
 
 def _fit_kmeans_models(
