@@ -89,7 +89,9 @@ def assign_all_rows(
             )
     # a consensus clusterer needs its bases on every row: drop it if a base cannot predict
     for step in list(predictors):
-        bases = getattr(step.component, "labellings", None)
+        bases = getattr(step.component, "bases_", None) or getattr(
+            step.component, "labellings", None
+        )  # bases_: the labellings a fitted consensus actually combined (fce)
         missing = [b for b in (bases or ()) if b in cannot]
         if missing:
             predictors.remove(step)

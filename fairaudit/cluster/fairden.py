@@ -18,11 +18,14 @@ from __future__ import annotations
 
 import logging
 import time
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
+from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.cluster import KMeans
 from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from fairaudit.cluster._fairden_ops import (
     AffinityOperator,
@@ -34,9 +37,10 @@ from fairaudit.cluster._fairden_ops import (
     encode_columns,
     fairness_matrix,
 )
+from fairaudit.cluster._mr_assign import mutual_reachability_assign
 from fairaudit.cluster.dc_distance import MergeTree, merge_tree
 
-__all__ = ["AUTO_DENSE_MAX_N", "ExcludedGroups", "FairDen"]
+__all__ = ["AUTO_DENSE_MAX_N", "NOISE_RULES", "ExcludedGroups", "FairDen"]
 
 logger = logging.getLogger(__name__)
 
@@ -45,6 +49,10 @@ AUTO_DENSE_MAX_N = 64
 
 MEMORY_SAFETY = 0.5
 """The dense solver may use at most this fraction of MemAvailable."""
+
+NOISE_RULES = ("literal", "recompute")
+"""``noise_rule`` values: ``"literal"`` = Algorithm 1 as written (k-means with k+1, k+2, ... on
+the same k-eigenvector embedding); ``"recompute"`` = k+1 eigenvectors for k+1 clusters."""
 
 
 @dataclass(frozen=True)
@@ -82,13 +90,14 @@ def _as_2d(a: object, name: str, n: int | None) -> np.ndarray:
     return arr
 
 
-class FairDen:
+class FairDen(ClusterMixin, BaseEstimator):
     """Fair density-based clustering (FairDen).
 
     Parameters
     ----------
     n_clusters : int, default 2
-        Number of non-noise clusters wanted (k). The noise rule may end with more.
+        Number of non-noise clusters wanted (k). The noise rule may end with more. ``1`` is
+        allowed (every row in one cluster, trivially balanced; as scikit-learn's KMeans).
     min_pts : int or "auto", default "auto"
         μ of the paper: core distances count the point itself, and final clusters smaller than μ
         become noise. ``"auto"`` = 2d − 1 with d = numeric features + sensitive attributes (the
@@ -110,6 +119,23 @@ class FairDen:
         Iteration cap of the matrix-free eigensolver.
     mst_algorithm : {"auto", "boruvka", "prim"}, default "auto"
         Minimum-spanning-tree algorithm of the dc-distance.
+    fair : bool, default True
+        ``False`` switches the fairness constraint off (Fᵀh = 0 dropped, no rows excluded for
+        small groups): unconstrained dc-distance spectral clustering through the same code path,
+        the fair method's twin.
+    noise_rule : {"literal", "recompute"}, default "literal"
+        Algorithm 1 lines 8–14: while fewer than k clusters have at least μ points, k-means runs
+        again with one more cluster. ``"literal"`` (the paper and the authors' code) keeps the
+        k-eigenvector embedding; ``"recompute"`` recomputes the embedding with as many
+        eigenvectors as clusters (this package's rule before 2026-11-23).
+
+    Conventions (scikit-learn)
+    --------------------------
+    ``fit(X, y=None, *, sensitive=None, categorical=None)``: ``y`` is ignored. ``sensitive`` (one
+    or more columns, one row per row of X) is the fairness constraint. Without it FairDen has no
+    groups to balance: it warns (``UserWarning``) and runs unconstrained (``constrained_`` is
+    False), like ``fair=False``. ``predict(X)`` assigns new rows to the fitted clusters (nearest
+    fitted row in mutual reachability, see :meth:`predict`).
 
     Attributes
     ----------
@@ -123,6 +149,8 @@ class FairDen:
     excluded_ : ExcludedGroups
     merge_tree_ : MergeTree of the (kept) rows
     k_history_ : tuple of the k values tried by the noise rule
+    constrained_ : bool, whether the fairness constraint was applied
+    n_features_in_ : int
     """
 
     def __init__(
@@ -138,6 +166,8 @@ class FairDen:
         tol: float = 1e-5,
         max_iter: int = 300,
         mst_algorithm: str = "auto",
+        fair: bool = True,
+        noise_rule: str = "literal",
     ) -> None:
         self.n_clusters = n_clusters
         self.min_pts = min_pts
@@ -149,42 +179,21 @@ class FairDen:
         self.tol = tol
         self.max_iter = max_iter
         self.mst_algorithm = mst_algorithm
+        self.fair = fair
+        self.noise_rule = noise_rule
 
-    # sklearn-style parameter access (no BaseEstimator import needed for layer 1 consumers)
-    def get_params(self, deep: bool = True) -> dict[str, object]:
-        return {
-            k: getattr(self, k)
-            for k in (
-                "n_clusters",
-                "min_pts",
-                "solver",
-                "n_init",
-                "random_state",
-                "small_groups",
-                "single_group",
-                "tol",
-                "max_iter",
-                "mst_algorithm",
-            )
-        }
-
-    def set_params(self, **params: object) -> FairDen:
-        valid = self.get_params()
-        for k, v in params.items():
-            if k not in valid:
-                raise ValueError(f"Unknown parameter {k!r} for FairDen.")
-            setattr(self, k, v)
-        return self
-
-    def __repr__(self) -> str:
-        return f"FairDen(n_clusters={self.n_clusters!r}, solver={self.solver!r})"
+    def __sklearn_tags__(self):  # noqa: ANN204 - sklearn's Tags type
+        tags = super().__sklearn_tags__()
+        tags.non_deterministic = False
+        tags.input_tags.allow_nan = False
+        return tags
 
     # ------------------------------------------------------------------------------------
     def _validate_params(self) -> None:
         k = self.n_clusters
-        if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 2:
+        if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
             raise ValueError(
-                f"The 'n_clusters' parameter of FairDen must be an int >= 2; got {k!r}."
+                f"The 'n_clusters' parameter of FairDen must be an int >= 1; got {k!r}."
             )
         m = self.min_pts
         if not (m == "auto" or (isinstance(m, int | np.integer) and not isinstance(m, bool))):
@@ -222,6 +231,13 @@ class FairDen:
             raise ValueError(
                 f"The 'max_iter' parameter of FairDen must be an int >= 1; got {mi!r}."
             )
+        if not isinstance(self.fair, bool | np.bool_):
+            raise ValueError(f"The 'fair' parameter of FairDen must be a bool; got {self.fair!r}.")
+        if self.noise_rule not in NOISE_RULES:
+            raise ValueError(
+                "The 'noise_rule' parameter of FairDen must be one of 'literal', 'recompute'; "
+                f"got {self.noise_rule!r}."
+            )
         if self.mst_algorithm not in ("auto", "boruvka", "prim"):
             raise ValueError(
                 "The 'mst_algorithm' parameter of FairDen must be one of 'auto', 'boruvka', "
@@ -233,51 +249,43 @@ class FairDen:
         X: np.ndarray,
         y: object = None,
         *,
-        sensitive: np.ndarray,
+        sensitive: np.ndarray | None = None,
         categorical: np.ndarray | None = None,
     ) -> FairDen:
         """Cluster ``X`` (numeric features) fairly w.r.t. ``sensitive`` (one or more columns,
         combined into the intersectional attribute); ``categorical`` columns enter through the
-        Goodall1 similarity (eq. 15)."""
+        Goodall1 similarity (eq. 15). ``y`` is ignored (scikit-learn convention). Without
+        ``sensitive`` the fit is unconstrained and a ``UserWarning`` says so."""
         self._validate_params()
         k = int(self.n_clusters)
-        Xa = np.asarray(X)
-        if Xa.ndim == 1:
-            Xa = Xa[:, None]
-        if Xa.ndim != 2:
-            raise ValueError(f"The 'X' parameter of FairDen must be a 2-D array; got {Xa.ndim}-D.")
-        try:
-            Xa = Xa.astype(np.float64)
-        except (TypeError, ValueError) as exc:
-            raise ValueError(
-                "The 'X' parameter of FairDen must hold numeric features; pass categorical "
-                "columns through 'categorical='."
-            ) from exc
+        Xa = self._check_X(X, reset=True)
         n, d_num = Xa.shape
-        if d_num == 0:
-            raise ValueError(
-                "The 'X' parameter of FairDen must have at least one numeric column (the "
-                "dc-distance is defined on numeric features); got 0."
-            )
-        if not np.all(np.isfinite(Xa)):
-            bad = np.argwhere(~np.isfinite(Xa))[0]
-            raise ValueError(
-                "The 'X' parameter of FairDen must not contain NaN or infinite values; found one "
-                f"at row {bad[0]}, column {bad[1]}."
-            )
         if k >= n:
             raise ValueError(
                 f"The 'n_clusters' parameter of FairDen must be < the number of rows ({n}); got {k}."
             )
-        S = _as_2d(sensitive, "sensitive", n)
+        if sensitive is None:
+            warnings.warn(
+                "FairDen.fit got no 'sensitive' groups: the fairness constraint is empty and the "
+                "clustering is unconstrained (pass sensitive=... to balance groups).",
+                UserWarning,
+                stacklevel=2,
+            )
+            S = np.zeros((n, 0), dtype=object)
+        else:
+            S = _as_2d(sensitive, "sensitive", n)
         n_attr = S.shape[1]
-        s_codes, s_uniques = encode_columns(S.astype(object))
-        # intersectional group codes
-        comb_codes, inv = np.unique(s_codes, axis=0, return_inverse=True)
-        group = inv.reshape(-1).astype(np.int64)
-        names = tuple(
-            "|".join(str(s_uniques[j][c]) for j, c in enumerate(row)) for row in comb_codes
-        )
+        if n_attr:
+            s_codes, s_uniques = encode_columns(S.astype(object))
+            # intersectional group codes
+            comb_codes, inv = np.unique(s_codes, axis=0, return_inverse=True)
+            group = inv.reshape(-1).astype(np.int64)
+            names = tuple(
+                "|".join(str(s_uniques[j][c]) for j, c in enumerate(row)) for row in comb_codes
+            )
+        else:
+            group = np.zeros(n, dtype=np.int64)
+            names = ("(all rows)",)
         cat_codes = None
         if categorical is not None:
             C = _as_2d(categorical, "categorical", n)
@@ -290,10 +298,11 @@ class FairDen:
                             f"value ({u[0]!r}); drop it (it carries no information)."
                         )
         d_cat = 0 if cat_codes is None else cat_codes.shape[1]
+        constrained = bool(self.fair) and n_attr > 0
 
-        # groups too small to balance
+        # groups too small to balance (only under the constraint)
         sizes = np.bincount(group, minlength=len(names))
-        small = np.flatnonzero(sizes < k)
+        small = np.flatnonzero(sizes < k) if constrained else np.zeros(0, dtype=np.int64)
         keep = np.ones(n, dtype=bool)
         if small.size:
             desc = ", ".join(f"{names[g]!r} ({sizes[g]} rows)" for g in small)
@@ -317,7 +326,7 @@ class FairDen:
         _, gk = np.unique(gk, return_inverse=True)
         n_groups = int(gk.max()) + 1 if gk.size else 0
         self.groups_ = tuple(names[g] for g in np.unique(group[kept]))
-        if n_groups < 2:
+        if constrained and n_groups < 2:
             if self.single_group == "error":
                 raise ValueError(
                     "All rows are in one sensitive group "
@@ -356,7 +365,8 @@ class FairDen:
             w_num=d_num / (d_num + d_cat),
             w_cat=d_cat / (d_num + d_cat),
         )
-        F = fairness_matrix(gk, n_groups)
+        # fair=False (the twin): the same code path with an empty constraint block
+        F = fairness_matrix(gk, n_groups if constrained else 1)
 
         rs = check_random_state(self.random_state)
         seed_solver = int(rs.randint(np.iinfo(np.int32).max))
@@ -374,19 +384,29 @@ class FairDen:
                 rng=np.random.default_rng(seed_solver),
             )
 
-        # Algorithm 1, lines 8-18: k smallest eigenvectors, k-means, noise rule, k += 1
+        # Algorithm 1, lines 8-18: k smallest eigenvectors, k-means, noise rule, k += 1.
+        # "literal": the embedding keeps k columns and only k-means is re-run with k+1, k+2, ...
+        # "recompute": the embedding is recomputed with k_cur eigenvectors for every k_cur.
         k_cur = k
         history = []
-        max_k = nk - n_groups + 1
+        max_k = nk - (n_groups - 1 if constrained else 0)
+        w = H = None
         while True:
-            if k_cur > min(max_k, nk // 1):
+            if k_cur > max_k:
+                hint = (
+                    " or try noise_rule='recompute' (k-means on the same k eigenvectors only "
+                    "splits clusters further)"
+                    if self.noise_rule == "literal"
+                    else ""
+                )
                 raise ValueError(
                     f"FairDen could not find {k} non-noise clusters of at least min_pts={mu} "
-                    f"points (tried k = {k}..{k_cur - 1}); lower min_pts or n_clusters."
+                    f"points (tried k = {k}..{k_cur - 1}); lower min_pts or n_clusters{hint}."
                 )
             history.append(k_cur)
             t0 = time.perf_counter()
-            w, H = eig.solve(k_cur)
+            if H is None or self.noise_rule == "recompute":
+                w, H = eig.solve(k_cur)
             t1 = time.perf_counter()
             km = KMeans(n_clusters=k_cur, n_init=int(self.n_init), random_state=seed_km)
             lab = km.fit_predict(H)
@@ -421,7 +441,11 @@ class FairDen:
         self.eigenvalues_ = np.asarray(w)
         self.merge_tree_ = tree
         self.k_history_ = tuple(history)
-        self.n_features_in_ = d_num
+        self.constrained_ = constrained
+        # the fitted structure for predict: kept rows, their core distances and labels
+        self._fit_X = Xk
+        self._fit_core = np.asarray(tree.core_distances, dtype=np.float64)
+        self._fit_labels = labels[kept]
         return self
 
     def fit_predict(
@@ -429,10 +453,56 @@ class FairDen:
         X: np.ndarray,
         y: object = None,
         *,
-        sensitive: np.ndarray,
+        sensitive: np.ndarray | None = None,
         categorical: np.ndarray | None = None,
     ) -> np.ndarray:
+        """``fit`` and return ``labels_``."""
         return self.fit(X, sensitive=sensitive, categorical=categorical).labels_
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        """Assign new rows to the fitted clusters (out-of-sample), −1 = noise.
+
+        A new row x gets the label of the fitted row y nearest in mutual reachability
+        r(x, y) = max(d(x, y), κ(x), κ(y)) (ties: smaller Euclidean distance, then lower row
+        number), κ(x) = distance to the (min_pts − 1)-th nearest fitted row (x counts itself,
+        the fit's convention) and κ(y) the fitted core distances. This is HDBSCAN's
+        ``approximate_predict`` (McInnes & Healy 2017) on FairDen's merge tree: the smallest
+        dc-distance from x to the fitted rows is min_y r(x, y). A row identical to a fitted row
+        gets that row's label (so predict on the training rows reproduces ``labels_``, except
+        rows excluded for small groups, which predict assigns like any row, and exact
+        duplicates the fit labelled differently). x is noise when that nearest row is noise.
+        Categorical columns and the sensitive groups do not enter the assignment.
+        """
+        check_is_fitted(self, "labels_")
+        Xn = self._check_X(X, reset=False)
+        return mutual_reachability_assign(
+            self._fit_X, self._fit_core, self._fit_labels, Xn, int(self.min_pts_)
+        )
+
+    def _check_X(self, X: object, *, reset: bool) -> np.ndarray:
+        try:
+            Xa = validate_data(
+                self,
+                X,
+                dtype=np.float64,
+                ensure_all_finite=False,
+                ensure_min_samples=1 if not reset else 2,
+                reset=reset,
+            )
+        except ValueError as exc:
+            if "convert" in str(exc) or "string" in str(exc):
+                raise ValueError(
+                    f"The 'X' parameter of FairDen must hold numeric features ({exc}); pass "
+                    "categorical columns through 'categorical='."
+                ) from exc
+            raise
+        if not np.all(np.isfinite(Xa)):
+            bad = np.argwhere(~np.isfinite(Xa))[0]
+            raise ValueError(
+                "The 'X' parameter of FairDen must not contain NaN or infinite values (inf); "
+                f"found one at row {bad[0]}, column {bad[1]}."
+            )
+        return Xa
 
     def _choose_solver(self, n: int) -> str:
         need = dense_bytes_needed(n)

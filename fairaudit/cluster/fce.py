@@ -30,8 +30,17 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.base import BaseEstimator, ClusterMixin
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from fairaudit._rng import as_generator
+from fairaudit.cluster._fce_predict import (
+    apply_lookup,
+    closed_form_labels,
+    group_values,
+    groups_as_fitted,
+    pattern_lookup,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -56,8 +65,9 @@ def _polar(M: np.ndarray) -> np.ndarray:
     return U @ Vt
 
 
-def _encode_bases(base_labels: Any, name: str) -> tuple[np.ndarray, list[int]]:
-    """Validate base labellings -> (n x m int array with codes 0..k_i-1 and -1), k_i list."""
+def _encode_bases(base_labels: Any, name: str) -> tuple[np.ndarray, list[int], list[np.ndarray]]:
+    """Validate base labellings -> (n x m int array with codes 0..k_i-1 and -1), k_i list, the
+    label value of each code per base."""
     if isinstance(base_labels, list | tuple) and base_labels and not np.isscalar(base_labels[0]):
         lengths = {len(b) for b in base_labels}
         if len(lengths) > 1:
@@ -93,6 +103,7 @@ def _encode_bases(base_labels: Any, name: str) -> tuple[np.ndarray, list[int]]:
         raise ValueError(f"{name}: base labels must be >= -1 (-1 = noise); got {arr.min()}.")
     codes = np.full((n, m), -1, dtype=np.int64)
     ks: list[int] = []
+    values: list[np.ndarray] = []
     for j in range(m):
         col = arr[:, j]
         valid = col >= 0
@@ -101,7 +112,8 @@ def _encode_bases(base_labels: Any, name: str) -> tuple[np.ndarray, list[int]]:
         uniq, inv = np.unique(col[valid], return_inverse=True)
         codes[valid, j] = inv
         ks.append(len(uniq))
-    return codes, ks
+        values.append(uniq)
+    return codes, ks, values
 
 
 def _encode_groups(sensitive: Any, n: int, name: str) -> tuple[np.ndarray, list[int]]:
@@ -180,13 +192,13 @@ def fce_objective(
     return ens + lambda1 * disc + lambda2 * fair, ens, disc, fair
 
 
-class FairClusteringEnsemble:
+class FairClusteringEnsemble(ClusterMixin, BaseEstimator):
     """Fair clustering ensemble with equal cluster capacity (FCE, seed 003).
 
     Parameters
     ----------
     n_clusters : int
-        Number of consensus clusters ``c`` (>= 2).
+        Number of consensus clusters ``c`` (>= 1; 1 puts every row in one cluster).
     lambda1 : float, default 1e-3
         Weight of the discretisation term ``||Y - HR||^2`` (the paper fixes 1e-3).
     lambda2 : float or "auto", default "auto"
@@ -204,7 +216,23 @@ class FairClusteringEnsemble:
     max_sweeps : int, default 5
         Coordinate-descent sweeps over the rows per Y update (the authors do 5).
     random_state : int, Generator, RandomState or None
-        Seeds the random initial Y.
+        Seeds the random initial Y (and the k-means bases with ``bases="kmeans"``).
+    fair : bool, default True
+        ``False`` switches the fairness / capacity term off (lambda2 = 0, whatever ``lambda2``
+        says): the unfair consensus through the same code path, the fair method's twin.
+    bases : {"precomputed", "kmeans"}, default "precomputed"
+        What ``X`` is. ``"precomputed"``: an n x m matrix of base labellings (-1 = noise).
+        ``"kmeans"``: numeric features; ``n_bases`` seeded k-means bases with ``n_clusters``
+        clusters each (one k-means++ start, the paper's protocol) are fitted on them and kept in
+        ``base_estimators_`` so that :meth:`predict` can label new rows.
+    n_bases : int, default 10
+        Number of k-means bases with ``bases="kmeans"`` (ignored otherwise).
+
+    Conventions (scikit-learn)
+    --------------------------
+    ``fit(X, y=None, *, sensitive=None)``; ``y`` is ignored. Without ``sensitive`` only the
+    capacity term acts (T = 1, the paper's special case: equal cluster sizes, no groups).
+    ``predict(X, sensitive=None)`` labels new rows from their base labels (see :meth:`predict`).
 
     Attributes
     ----------
@@ -235,6 +263,9 @@ class FairClusteringEnsemble:
         tol: float = 1e-6,
         max_sweeps: int = 5,
         random_state: int | np.random.Generator | np.random.RandomState | None = None,
+        fair: bool = True,
+        bases: str = "precomputed",
+        n_bases: int = 10,
     ) -> None:
         self.n_clusters = n_clusters
         self.lambda1 = lambda1
@@ -243,6 +274,14 @@ class FairClusteringEnsemble:
         self.tol = tol
         self.max_sweeps = max_sweeps
         self.random_state = random_state
+        self.fair = fair
+        self.bases = bases
+        self.n_bases = n_bases
+
+    def __sklearn_tags__(self):  # noqa: ANN204 - sklearn's Tags type
+        tags = super().__sklearn_tags__()
+        tags.non_deterministic = False
+        return tags
 
     def _validate(self) -> None:
         name = type(self).__name__
@@ -254,9 +293,17 @@ class FairClusteringEnsemble:
                     f"The '{param}' parameter of {name} must be an int >= {lo}; got {v!r}."
                 )
 
-        _int("n_clusters", 2)
+        _int("n_clusters", 1)
         _int("max_iter", 1)
         _int("max_sweeps", 1)
+        _int("n_bases", 2)
+        if not isinstance(self.fair, bool | np.bool_):
+            raise ValueError(f"The 'fair' parameter of {name} must be a bool; got {self.fair!r}.")
+        if self.bases not in ("precomputed", "kmeans"):
+            raise ValueError(
+                f"The 'bases' parameter of {name} must be 'precomputed' or 'kmeans'; got "
+                f"{self.bases!r}."
+            )
         for param, allow_zero in (("lambda1", False), ("tol", True)):
             v = getattr(self, param)
             ok = isinstance(v, numbers.Real) and not isinstance(v, bool) and np.isfinite(v)
@@ -282,20 +329,37 @@ class FairClusteringEnsemble:
                 f"The 'lambda2' parameter of {name} must be a float >= 0 or 'auto'; got {lam2!r}."
             )
 
-    def fit(
-        self, base_labels: Any, y: None = None, *, sensitive: Any = None
-    ) -> FairClusteringEnsemble:
-        """Combine ``base_labels`` (n x m, -1 = noise/abstain) into a fair consensus.
+    def fit(self, X: Any, y: None = None, *, sensitive: Any = None) -> FairClusteringEnsemble:
+        """Combine base labellings into a fair consensus.
 
+        ``X``: with ``bases="precomputed"`` the base labellings (n x m, -1 = noise/abstain);
+        with ``bases="kmeans"`` numeric features from which the bases are made.
         ``sensitive``: protected attribute values, shape (n,) or (n, p) for several attributes
         (each attribute's groups get their own block in G). ``None`` keeps only the capacity
         term (T = 1, the paper's special case).
         """
         self._validate()
         name = type(self).__name__
-        codes, ks = _encode_bases(base_labels, name)
-        n, m = codes.shape
+        rng = as_generator(self.random_state)
         c = int(self.n_clusters)
+        if self.bases == "kmeans":
+            Xf = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
+            if c > Xf.shape[0]:
+                raise ValueError(
+                    f"The 'n_clusters' parameter of {name} must be at most the number of rows "
+                    f"({Xf.shape[0]}) so that no cluster is empty; got {c}."
+                )
+            models = _fit_kmeans_models(
+                Xf, [c] * int(self.n_bases), int(rng.integers(0, 2**31 - 1)), max_iter=100
+            )
+            self.base_estimators_ = tuple(models)
+            base_labels = np.column_stack([km.labels_ for km in models]).astype(np.int64)
+        else:
+            base_labels = X
+        codes, ks, base_values = _encode_bases(base_labels, name)
+        n, m = codes.shape
+        if self.bases == "precomputed":
+            self.n_features_in_ = m
         if c > n:
             raise ValueError(
                 f"The 'n_clusters' parameter of {name} must be at most the number of rows ({n}) "
@@ -307,7 +371,8 @@ class FairClusteringEnsemble:
         K = max(c, *ks)
         lam1 = float(self.lambda1)
         lam2 = lam1 * T * c**1.5 / n**1.5 if isinstance(self.lambda2, str) else float(self.lambda2)
-        rng = as_generator(self.random_state)
+        if not self.fair:
+            lam2 = 0.0
 
         Ys = [_one_hot(codes[:, i], K) for i in range(m)]
         YsT = [Yi.T.tocsr() for Yi in Ys]
@@ -369,11 +434,85 @@ class FairClusteringEnsemble:
         self.base_rotations_ = tuple(rotations)
         self.n_clusters_bases_ = tuple(ks)
         self.group_sizes_ = tuple(group_sizes)
+        # the fitted vote patterns for predict: (base codes [+ groups]) -> consensus label
+        self._base_values = base_values
+        self._lookup = pattern_lookup(codes, labels, c)
+        self._lookup_groups = (
+            pattern_lookup(np.column_stack([codes, groups]), labels, c)
+            if sensitive is not None
+            else None
+        )
+        self._group_values = group_values(sensitive, n)
         return self
 
-    def fit_predict(self, base_labels: Any, y: None = None, *, sensitive: Any = None) -> np.ndarray:
+    def fit_predict(self, X: Any, y: None = None, *, sensitive: Any = None) -> np.ndarray:
         """``fit`` and return ``labels_``."""
-        return self.fit(base_labels, sensitive=sensitive).labels_
+        return self.fit(X, sensitive=sensitive).labels_
+
+    def predict(self, X: Any, *, sensitive: Any = None) -> np.ndarray:
+        """Consensus labels of new rows from their base labels (out-of-sample).
+
+        ``X``: with ``bases="precomputed"`` the new rows' labels from the *same* base
+        clusterers, one column per base in fit's order (-1 = the base abstains, e.g. noise);
+        with ``bases="kmeans"`` features, labelled by the fitted ``base_estimators_``.
+
+        A row whose vote pattern (its base labels, and its groups when ``sensitive`` is given
+        both here and at fit) occurs among the fitted rows gets the consensus label most of
+        those rows got (ties: the smaller label) — on the training rows this reproduces
+        ``labels_`` wherever the consensus gave one pattern one label. A new pattern gets the
+        label b minimising the FCE objective with the row added and everything fitted held
+        fixed: min over h of sum_i alpha_i^2 ||h - y_i R_i||^2 + lambda1 ||e_b - h R||^2
+        (closed form; h unconstrained, since one row cannot keep H orthonormal), plus the
+        increase lambda2 * sum_a (2 A[g_a, b] + 1) of ||G^T Y||^2 when ``sensitive`` is given
+        (A = fitted group x cluster counts; fitted without groups, the capacity term with one
+        group always applies). Base label values not seen at fit abstain.
+        """
+        check_is_fitted(self, "labels_")
+        name = type(self).__name__
+        if self.bases == "kmeans":
+            Xf = validate_data(self, X, dtype=np.float64, reset=False)
+            codes = np.column_stack([km.predict(Xf) for km in self.base_estimators_])
+        else:
+            arr = np.asarray(X)
+            if arr.ndim != 2 or arr.shape[1] != len(self._base_values):
+                raise ValueError(
+                    f"{name}.predict: X must be an n x {len(self._base_values)} matrix of base "
+                    f"labels (one column per base, fit's order); got shape {arr.shape}."
+                )
+            codes = np.full(arr.shape, -1, dtype=np.int64)
+            for i, vals in enumerate(self._base_values):
+                pos = np.searchsorted(vals, arr[:, i])
+                pos = np.clip(pos, 0, max(vals.size - 1, 0))
+                hit = (vals.size > 0) & (vals[pos] == arr[:, i])
+                codes[hit, i] = pos[hit]
+        n_new = codes.shape[0]
+        groups = None
+        if self._group_values is None:
+            # fitted without groups: the capacity term (T = 1) is part of J for every row
+            groups = np.zeros((n_new, 1), dtype=np.int64)
+        elif sensitive is not None:
+            groups = groups_as_fitted(sensitive, n_new, self._group_values, name)
+        out = np.full(n_new, -1, dtype=np.int64)
+        if groups is not None and self._lookup_groups is not None:
+            apply_lookup(self._lookup_groups, np.column_stack([codes, groups]), out)
+        apply_lookup(self._lookup, codes, out)
+        rest = np.flatnonzero(out < 0)
+        if rest.size:
+            out[rest] = self._closed_form(codes[rest], None if groups is None else groups[rest])
+        return out
+
+    def _closed_form(self, codes: np.ndarray, groups: np.ndarray | None) -> np.ndarray:
+        """argmin over b of the row's share of J (see :meth:`predict`)."""
+        return closed_form_labels(
+            codes,
+            groups,
+            weights=self.weights_,
+            rotation=self.rotation_,
+            base_rotations=self.base_rotations_,
+            contingency=self.contingency_,
+            lambda1=float(self.lambda1),
+            lambda2=float(self.lambda2_),
+        )
 
     def _y_step(
         self,
@@ -446,6 +585,19 @@ class FairClusteringEnsemble:
             if moved == 0:
                 break
         return total
+
+
+def _fit_kmeans_models(
+    X: np.ndarray, ks: Sequence[int], seed: int, *, max_iter: int = 100
+) -> list[Any]:
+    """Seeded k-means models, one k-means++ start each (the bases' diversity is the point)."""
+    from sklearn.cluster import KMeans
+
+    seeds = as_generator(seed).integers(0, 2**31 - 1, size=len(ks))
+    return [
+        KMeans(n_clusters=k, n_init=1, max_iter=max_iter, random_state=int(sd)).fit(X)
+        for k, sd in zip(ks, seeds, strict=True)
+    ]
 
 
 def kmeans_bases(

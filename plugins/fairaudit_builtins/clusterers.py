@@ -115,9 +115,28 @@ class DBSCANClusterer(Clusterer):
         from sklearn.cluster import DBSCAN
 
         X = data.feature_matrix()
-        self.labels_ = DBSCAN(eps=self.eps, min_samples=self.min_samples).fit_predict(X)
-        self.labels_ = self.labels_.astype(np.int64)
+        db = DBSCAN(eps=self.eps, min_samples=self.min_samples).fit(X)
+        self.labels_ = db.labels_.astype(np.int64)
+        self.core_X_ = X[db.core_sample_indices_]
+        self.core_labels_ = self.labels_[db.core_sample_indices_]
         return self
+
+    def predict(self, data: AuditData) -> np.ndarray:
+        """Label of the nearest core sample when it is within eps, else -1 (noise): DBSCAN's
+        own rule for border points (Ester et al. 1996; Schubert et al. 2017). On the training
+        rows this reproduces labels_ except border points within eps of cores of two clusters
+        (DBSCAN gives them the cluster that reached them first; predict the nearest core's)."""
+        from sklearn.neighbors import NearestNeighbors
+
+        if not hasattr(self, "core_X_"):
+            raise RuntimeError("dbscan: predict called before fit")
+        X = data.feature_matrix()
+        out = np.full(X.shape[0], -1, dtype=np.int64)
+        if self.core_X_.shape[0] and X.shape[0]:
+            d, i = NearestNeighbors(n_neighbors=1).fit(self.core_X_).kneighbors(X)
+            near = d[:, 0] <= self.eps
+            out[near] = self.core_labels_[i[near, 0]]
+        return out
 
 
 @hookimpl

@@ -56,6 +56,8 @@ class FairDenClusterer(Clusterer):
         "single_group": Options(("error", "unconstrained")),
         "use_categorical": Options((True, False)),
         "standardize": Options((True, False)),
+        "fair": Options((True, False)),
+        "noise_rule": Options(("literal", "recompute")),
     }
     param_docs = {
         "n_clusters": "number of non-noise clusters wanted (the noise rule may end with more)",
@@ -67,6 +69,9 @@ class FairDenClusterer(Clusterer):
         "single_group": "only one sensitive group: 'error' or run 'unconstrained'",
         "use_categorical": "use the raw categorical feature columns (Goodall1 similarity)",
         "standardize": "z-score the numeric columns first (as in the FairDen experiments)",
+        "fair": "false = the unconstrained twin (same code path, balance constraint off)",
+        "noise_rule": "'literal' (Alg. 1: k-means with k+1 on the same k eigenvectors) or "
+        "'recompute' (k+1 eigenvectors)",
         "random_state": "seed (filled from the chain seed when unset)",
     }
 
@@ -81,6 +86,8 @@ class FairDenClusterer(Clusterer):
         single_group: str = "error",
         use_categorical: bool = True,
         standardize: bool = True,
+        fair: bool = True,
+        noise_rule: str = "literal",
         random_state: int | None = None,
     ) -> None:
         self.n_clusters = n_clusters
@@ -91,22 +98,31 @@ class FairDenClusterer(Clusterer):
         self.single_group = single_group
         self.use_categorical = use_categorical
         self.standardize = standardize
+        self.fair = fair
+        self.noise_rule = noise_rule
         self.random_state = random_state
+
+    @staticmethod
+    def _matrix(data: AuditData) -> tuple[np.ndarray, bool]:
+        raw = data.numeric_raw_frame()
+        if raw.width:
+            return raw.to_numpy().astype(np.float64), True
+        return data.feature_matrix(), False
 
     def fit(self, data: AuditData) -> FairDenClusterer:
         from fairaudit.cluster import FairDen
 
-        raw = data.numeric_raw_frame()
         notes: list[str] = []
-        if raw.width:
-            X = raw.to_numpy().astype(np.float64)
-        else:
-            X = data.feature_matrix()
+        X, from_raw = self._matrix(data)
+        if not from_raw:
             notes.append("No raw numeric columns: FairDen used the preprocessed feature matrix.")
+        self.center_ = np.zeros(X.shape[1])
+        self.scale_ = np.ones(X.shape[1])
         if self.standardize:
             sd = X.std(axis=0)
             sd[sd == 0] = 1.0
-            X = (X - X.mean(axis=0)) / sd
+            self.center_, self.scale_ = X.mean(axis=0), sd
+            X = (X - self.center_) / self.scale_
         cat = None
         if self.use_categorical:
             cf = data.categorical_frame()
@@ -121,7 +137,10 @@ class FairDenClusterer(Clusterer):
             random_state=self.random_state,
             small_groups=self.small_groups,
             single_group=self.single_group,
+            fair=bool(self.fair),
+            noise_rule=self.noise_rule,
         ).fit(X, sensitive=sc.codes, categorical=cat)
+        self.estimator_ = est
         self.labels_ = est.labels_.astype(np.int64)
         ex = est.excluded_
         if ex.groups:
@@ -141,9 +160,16 @@ class FairDenClusterer(Clusterer):
         if n_noise:
             notes.append(f"{n_noise} rows are noise (clusters smaller than min_pts).")
         if len(est.k_history_) > 1:
-            notes.append(
-                f"Noise rule: k increased from {est.k_history_[0]} to {est.k_history_[-1]}."
+            how = (
+                "k-means re-run on the same embedding"
+                if self.noise_rule == "literal"
+                else "embedding recomputed"
             )
+            notes.append(
+                f"Noise rule: k increased from {est.k_history_[0]} to {est.k_history_[-1]} ({how})."
+            )
+        if not self.fair:
+            notes.append("fair=false: the balance constraint was switched off (the twin).")
         # seeded 2-D projection sample for a density report section (PCA of the used features)
         rng = np.random.default_rng(0 if self.random_state is None else self.random_state)
         n = X.shape[0]
@@ -159,6 +185,8 @@ class FairDenClusterer(Clusterer):
             "min_pts": int(est.min_pts_),
             "solver": est.solver_,
             "k_history": [int(k) for k in est.k_history_],
+            "noise_rule": self.noise_rule,
+            "fair": bool(self.fair),
             "n_clusters": int(est.n_clusters_),
             "n_noise": n_noise,
             "excluded_groups": [
@@ -175,6 +203,21 @@ class FairDenClusterer(Clusterer):
         }
         self.notes_ = tuple(notes)
         return self
+
+    def predict(self, data: AuditData) -> np.ndarray:
+        """Labels of (new) rows: the fitted row nearest in mutual reachability, on the same
+        z-scored numeric columns (``FairDen.predict``); -1 = noise. Categorical columns and the
+        sensitive groups do not enter the assignment."""
+        est = getattr(self, "estimator_", None)
+        if est is None:
+            raise RuntimeError("fairden: predict called before fit")
+        X, _ = self._matrix(data)
+        if X.shape[1] != self.center_.size:
+            raise ValueError(
+                f"fairden: predict got {X.shape[1]} numeric feature columns; fit had "
+                f"{self.center_.size}."
+            )
+        return est.predict((X - self.center_) / self.scale_).astype(np.int64)
 
 
 class DCSIAuditor(Auditor):
@@ -330,26 +373,30 @@ class DensitySection(ReportSection):
             svg = None
             if proj and proj.get("x"):
                 svg = charts.scatter(
-                    proj["x"], proj["y"], proj["label"],
+                    proj["x"],
+                    proj["y"],
+                    proj["label"],
                     title=f"{lab['name']}: clusters over a 2-D projection (PCA), noise in grey",
                 )
             head = next((r for r in res if r["metric"] == "dcsi"), None)
             adj = next((r for r in res if r["metric"] == "dcsi_noise_adjusted"), None)
             pairs = ((head or {}).get("detail") or {}).get("pairs") or []
-            blocks.append({
-                "labelling": lab["name"],
-                "n_noise": lab.get("n_noise"),
-                "svg": svg,
-                "dcsi": None if head is None else head["value"],
-                "dcsi_adjusted": None if adj is None else adj["value"],
-                "status": None if head is None else head["status"],
-                "threshold": None if head is None else head["threshold"],
-                "pairs": pairs,
-                "notes": [] if head is None else head.get("notes") or [],
-                "excluded_groups": extras.get("excluded_groups") or [],
-                "k_history": extras.get("k_history") or [],
-                "min_pts": extras.get("min_pts"),
-            })
+            blocks.append(
+                {
+                    "labelling": lab["name"],
+                    "n_noise": lab.get("n_noise"),
+                    "svg": svg,
+                    "dcsi": None if head is None else head["value"],
+                    "dcsi_adjusted": None if adj is None else adj["value"],
+                    "status": None if head is None else head["status"],
+                    "threshold": None if head is None else head["threshold"],
+                    "pairs": pairs,
+                    "notes": [] if head is None else head.get("notes") or [],
+                    "excluded_groups": extras.get("excluded_groups") or [],
+                    "k_history": extras.get("k_history") or [],
+                    "min_pts": extras.get("min_pts"),
+                }
+            )
         return {"blocks": blocks}
 
 

@@ -152,7 +152,7 @@ def test_same_seed_same_labels_and_params_untouched():
     assert a.get_params() == before
 
 
-def test_noise_rule_increments_k_and_recomputes_eigenvectors():
+def _tiny_far_group():
     rng = np.random.default_rng(0)
     # two dense blobs plus a tiny far-away group of 3 points (smaller than min_pts)
     X = np.vstack(
@@ -162,13 +162,51 @@ def test_noise_rule_increments_k_and_recomputes_eigenvectors():
             [[60, 60], [60.1, 60], [60, 60.1]],
         ]
     )
-    s = rng.integers(0, 2, X.shape[0])
+    return X, rng.integers(0, 2, X.shape[0])
+
+
+def test_noise_rule_literal_keeps_the_k_eigenvector_embedding():
+    X, s = _tiny_far_group()
     f = FairDen(2, min_pts=5, solver="dense", random_state=0).fit(X, sensitive=s)
     assert f.n_clusters_ >= 2
+    assert f.embedding_.shape[1] == 2  # Alg. 1: only k-means is re-run with k + 1
     if len(f.k_history_) > 1:
-        assert f.embedding_.shape[1] == f.k_history_[-1]
         assert (f.labels_ == -1).sum() >= 1
+        # the literal rule is k-means with k_cur clusters on the k-column embedding
+        from sklearn.cluster import KMeans
+
+        rs = np.random.RandomState(0)
+        rs.randint(np.iinfo(np.int32).max)
+        seed_km = int(rs.randint(np.iinfo(np.int32).max))
+        lab = KMeans(f.k_history_[-1], n_init=10, random_state=seed_km).fit_predict(f.embedding_)
+        counts = np.bincount(lab)
+        noise = np.isin(lab, np.flatnonzero(counts < f.min_pts_))
+        assert np.array_equal(noise, f.labels_ == -1)
     assert set(np.unique(f.labels_)) <= set(range(-1, f.n_clusters_))
+
+
+def test_noise_rule_recompute_recomputes_eigenvectors():
+    X, s = _tiny_far_group()
+    f = FairDen(2, min_pts=5, solver="dense", random_state=0, noise_rule="recompute").fit(
+        X, sensitive=s
+    )
+    assert f.n_clusters_ >= 2
+    assert f.embedding_.shape[1] == f.k_history_[-1]
+
+
+def test_noise_rule_literal_adds_clusters_on_the_same_embedding():
+    """A one-point k-means cluster on the k-eigenvector embedding: the literal rule re-runs
+    k-means with k + 1 on the same H (k_history (2, 3), H keeps 2 columns, one noise row)."""
+    rng = np.random.default_rng(3)
+    X = np.vstack([rng.normal(size=(60, 2)), rng.normal(size=(60, 2)) + 7, [[40.0, -40.0]]])
+    s = rng.integers(0, 2, X.shape[0])
+    for rule in ("literal", "recompute"):
+        f = FairDen(2, min_pts=5, solver="dense", random_state=0, noise_rule=rule).fit(
+            X, sensitive=s
+        )
+        assert f.n_clusters_ >= 2
+        width = 2 if rule == "literal" else f.k_history_[-1]
+        assert f.embedding_.shape[1] == width
 
 
 def test_min_pts_auto_is_2d_minus_1():
@@ -198,7 +236,7 @@ def test_small_group_error_names_group_and_drop_records_it():
 @pytest.mark.parametrize(
     ("params", "fit_kw", "match"),
     [
-        ({"n_clusters": 1}, {}, "n_clusters"),
+        ({"n_clusters": 0}, {}, "n_clusters"),
         ({"n_clusters": 400}, {}, "n_clusters"),
         ({"solver": "magic"}, {}, "solver"),
         ({"min_pts": 1}, {}, "min_pts"),
@@ -261,3 +299,195 @@ def test_reference_n200_fidelity():
             rc = np.bincount(s[f.labels_ == c], minlength=2) / (f.labels_ == c).sum()
             bal.append(np.min(np.minimum(r / rc, rc / r)))
         assert abs(np.mean(bal) - 0.9599358974358975) <= 0.03
+
+
+# -- twin (fair=False), scikit-learn conventions, predict --------------------------------------
+
+
+def unfair_blobs(seed=0):
+    """Four blobs on a 12 x 6 rectangle; the left column is group 0, the right column group 1.
+    Density alone splits left | right (the wide gap: balance 0); a fair split exists."""
+    rng = np.random.default_rng(seed)
+    X = np.vstack([rng.normal(size=(60, 2)) + c for c in ([0, 0], [0, 6], [12, 0], [12, 6])])
+    return X, np.repeat([0, 0, 1, 1], 60)
+
+
+def mean_balance(labels, s):
+    keep = labels >= 0
+    r = np.bincount(s[keep]) / keep.sum()
+    out = []
+    for c in np.unique(labels[keep]):
+        rc = np.bincount(s[labels == c], minlength=r.size) / (labels == c).sum()
+        with np.errstate(divide="ignore"):
+            out.append(np.min(np.where(rc > 0, np.minimum(r / rc, rc / r), 0.0)))
+    return float(np.mean(out))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_fair_is_fairer_than_its_twin(seed):
+    X, s = unfair_blobs(seed)
+    fair = FairDen(2, min_pts=5, random_state=seed).fit(X, sensitive=s)
+    twin = FairDen(2, min_pts=5, random_state=seed, fair=False).fit(X, sensitive=s)
+    assert fair.constrained_ and not twin.constrained_
+    # the twin splits left | right (balance 0), the constrained fit mixes the groups
+    assert adjusted_rand_score(s, twin.labels_) > 0.9
+    assert mean_balance(twin.labels_, s) < 0.05
+    assert mean_balance(fair.labels_, s) > mean_balance(twin.labels_, s) + 0.25
+
+
+def test_twin_is_the_unconstrained_problem():
+    """fair=False = the single_group='unconstrained' path: same embedding as with one group."""
+    X, s = blobs(seed=5)
+    twin = FairDen(3, min_pts=5, solver="dense", random_state=0, fair=False).fit(X, sensitive=s)
+    one = FairDen(3, min_pts=5, solver="dense", random_state=0, single_group="unconstrained").fit(
+        X, sensitive=np.zeros(X.shape[0], int)
+    )
+    assert np.array_equal(twin.labels_, one.labels_)
+    np.testing.assert_allclose(twin.eigenvalues_, one.eigenvalues_, atol=1e-10)
+    # no rows are excluded for small groups when nothing is balanced
+    s2 = s.astype(object)
+    s2[:2] = "tiny"
+    t2 = FairDen(3, min_pts=5, random_state=0, fair=False).fit(X, sensitive=s2)
+    assert t2.excluded_.rows == ()
+
+
+def test_missing_sensitive_warns_and_runs_unconstrained():
+    X, s = blobs(seed=6)
+    with pytest.warns(UserWarning, match="no 'sensitive' groups"):
+        f = FairDen(3, min_pts=5, random_state=0).fit(X)
+    assert not f.constrained_
+    g = FairDen(3, min_pts=5, random_state=0, fair=False).fit(X, sensitive=s)
+    assert np.array_equal(f.labels_, g.labels_)
+
+
+def test_sklearn_clone_params_and_fit_predict():
+    from sklearn.base import clone
+
+    X, s = blobs(seed=7)
+    est = FairDen(3, min_pts=5, random_state=1, noise_rule="recompute", fair=False)
+    c = clone(est)
+    assert c.get_params() == est.get_params()
+    assert c.set_params(fair=True) is c and c.fair is True
+    assert np.array_equal(est.fit_predict(X, sensitive=s), est.labels_)
+    assert est.__sklearn_tags__().input_tags.allow_nan is False
+    with pytest.raises(ValueError, match="'noise_rule'"):
+        FairDen(noise_rule="x").fit(X, sensitive=s)
+    with pytest.raises(ValueError, match="'fair'"):
+        FairDen(fair="yes").fit(X, sensitive=s)
+
+
+FAIRDEN_EXPECTED_FAILURES = {
+    "check_n_features_in_after_fitting": (
+        "15 random normal rows, 4 features, min_pts='auto' = 7: the noise rule finds no two "
+        "clusters of at least 7 rows (k = 2..15) and FairDen raises, by design, rather than "
+        "return fewer than n_clusters clusters"
+    ),
+    "check_estimators_nan_inf": (
+        "fits 10 random rows with 3 features first (min_pts='auto' = 5): no two clusters of 5 "
+        "rows, FairDen raises before the NaN/inf part is reached (NaN/inf in X do raise a "
+        "ValueError, tested in test_bad_input)"
+    ),
+    "check_non_transformer_estimators_n_iter": (
+        "max_iter caps the ARPACK eigensolver, which does not report its iteration count; "
+        "FairDen has no n_iter_ it could fill honestly"
+    ),
+}
+
+
+def test_check_estimator():
+    import warnings
+
+    from sklearn.utils.estimator_checks import check_estimator
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        check_estimator(
+            FairDen(2, random_state=0), expected_failed_checks=FAIRDEN_EXPECTED_FAILURES
+        )
+
+
+def brute_assign(fit_X, core, labels, X, min_pts):
+    out = []
+    for x in X:
+        d = np.sqrt(((fit_X - x) ** 2).sum(axis=1))
+        if (d == 0).any():
+            out.append(labels[np.flatnonzero(d == 0)[0]])
+            continue
+        kx = np.sort(d)[min_pts - 2]  # (min_pts - 1)-th fitted row; x counts itself
+        r = np.maximum(np.maximum(d, kx), core)
+        order = np.lexsort((np.arange(d.size), d, r))
+        out.append(labels[order[0]])
+    return np.array(out)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_predict_matches_brute_force_oracle(seed):
+    from fairaudit.cluster.dc_distance import core_distances
+
+    rng = np.random.default_rng(seed)
+    X, s = blobs(seed=seed)
+    f = FairDen(3, min_pts=6, random_state=seed).fit(X, sensitive=s)
+    new = np.vstack(
+        [
+            rng.normal(size=(150, 2)) * 5,  # around and between the blobs
+            rng.normal(size=(10, 2)) * 50,  # far away
+            X[:5] + 1e-9,  # next to fitted rows
+        ]
+    )
+    core = core_distances(X, f.min_pts_)
+    np.testing.assert_allclose(core, f.merge_tree_.core_distances)
+    want = brute_assign(X, core, f.labels_, new, f.min_pts_)
+    assert np.array_equal(f.predict(new), want)
+
+
+def test_predict_on_training_rows_reproduces_labels():
+    X, s = blobs(seed=8)
+    X = np.vstack([X, [[30.0, 30.0]]])  # one isolated row, noise after the noise rule
+    s = np.r_[s, 0]
+    f = FairDen(3, min_pts=5, random_state=0).fit(X, sensitive=s)
+    assert np.array_equal(f.predict(X), f.labels_)
+    # a row near a fitted row takes its label; the isolated row's neighbourhood is noise
+    assert f.predict(X[:1] + 1e-6)[0] == f.labels_[0]
+
+
+def test_predict_excluded_rows_are_assigned_like_new_rows():
+    X, s = blobs(seed=4)
+    s = s.astype(object)
+    s[:2] = "tiny"
+    f = FairDen(3, min_pts=5, small_groups="drop", random_state=0).fit(X, sensitive=s)
+    p = f.predict(X)
+    assert (f.labels_[:2] == -1).all() and (p[:2] >= 0).all()
+    assert np.array_equal(p[2:], f.labels_[2:])
+
+
+def test_predict_checks_input():
+    X, s = blobs(seed=2)
+    f = FairDen(3, min_pts=5, random_state=0).fit(X, sensitive=s)
+    with pytest.raises(ValueError, match="features"):
+        f.predict(np.zeros((3, 5)))
+    bad = X[:2].copy()
+    bad[0, 0] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        f.predict(bad)
+    from sklearn.exceptions import NotFittedError
+
+    with pytest.raises(NotFittedError):
+        FairDen().predict(X)
+
+
+def test_grid_search_routes_sensitive_with_the_rows():
+    from sklearn.model_selection import GridSearchCV, KFold
+
+    X, s = blobs(seed=0)
+    seen = []
+
+    def scorer(est, X_test, y=None):
+        seen.append((est.constrained_, X_test.shape[0]))
+        return float(np.mean(est.predict(X_test) >= 0))
+
+    cv = KFold(3, shuffle=True, random_state=0)
+    g = GridSearchCV(
+        FairDen(min_pts=5, random_state=0), {"n_clusters": [2, 3]}, scoring=scorer, cv=cv
+    ).fit(X, sensitive=s)
+    assert g.best_params_["n_clusters"] in (2, 3)
+    assert all(c for c, _ in seen) and {n for _, n in seen} == {50}

@@ -231,7 +231,7 @@ def test_seeded_runs_are_reproducible() -> None:
         (np.zeros((4, 2), int), {"n_clusters": 5}, "at most the number of rows"),
         (np.full((4, 2), -1), {"n_clusters": 2}, "every row as noise"),
         (np.full((4, 2), 0.5), {"n_clusters": 2}, "must be integers"),
-        (np.zeros((4, 2), int), {"n_clusters": 1}, "'n_clusters' parameter of Fair"),
+        (np.zeros((4, 2), int), {"n_clusters": 0}, "'n_clusters' parameter of Fair"),
         (np.zeros((4, 2), int), {"n_clusters": 2, "lambda2": -1.0}, "'lambda2' parameter"),
         (np.zeros((4, 2), int), {"n_clusters": 2, "lambda2": "big"}, "'lambda2' parameter"),
         (np.zeros((4, 2), int), {"n_clusters": 2, "lambda1": 0.0}, "'lambda1' parameter"),
@@ -293,3 +293,162 @@ def test_fce_plugin_adapter() -> None:
         FCEClusterer(3, labellings=["planted", "nope"]).fit(data)
     gen = FCEClusterer(3, n_bases=3, random_state=0).fit(make_data(n=120, with_labels=False))
     assert gen.extras_["bases_origin"] == "kmeans" and len(gen.extras_["bases"]) == 3
+
+
+# -- twin (fair=False), scikit-learn conventions, predict --------------------------------------
+
+
+def _fcce(labels: np.ndarray, s: np.ndarray) -> float:
+    from fairaudit.metrics import fairness_cce
+
+    N = np.zeros((int(s.max()) + 1, int(labels.max()) + 1))
+    np.add.at(N, (s, labels), 1)
+    return float(fairness_cce(N))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_fair_is_fairer_than_its_twin(seed: int) -> None:
+    _, bases, s = planted(n=600, seed=seed)
+    fair = FairClusteringEnsemble(3, random_state=seed).fit(bases, sensitive=s)
+    twin = FairClusteringEnsemble(3, random_state=seed, fair=False).fit(bases, sensitive=s)
+    assert twin.lambda2_ == 0.0 and fair.lambda2_ > 0
+    assert _fcce(fair.labels_, s) > _fcce(twin.labels_, s) + 0.1
+
+
+def test_twin_equals_lambda2_zero() -> None:
+    _, bases, s = planted(n=300, seed=4)
+    twin = FairClusteringEnsemble(3, random_state=1, fair=False).fit(bases, sensitive=s)
+    zero = FairClusteringEnsemble(3, random_state=1, lambda2=0.0).fit(bases, sensitive=s)
+    np.testing.assert_array_equal(twin.labels_, zero.labels_)
+
+
+def test_sklearn_clone_and_check_estimator() -> None:
+    import warnings
+
+    from sklearn.base import clone
+    from sklearn.utils.estimator_checks import check_estimator
+
+    est = FairClusteringEnsemble(3, bases="kmeans", n_bases=4, fair=False, random_state=0)
+    assert clone(est).get_params() == est.get_params()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        check_estimator(FairClusteringEnsemble(3, bases="kmeans", random_state=0))
+
+
+def _brute_new_row(est: FairClusteringEnsemble, codes: np.ndarray, groups=None) -> int:
+    """argmin over b of min over h of the row's share of J, h found numerically."""
+    from scipy.optimize import minimize
+
+    a2 = est.weights_**2
+    R = est.rotation_
+    K, c = R.shape
+    costs = []
+    for b in range(c):
+
+        def f(h: np.ndarray, b: int = b) -> float:
+            v = 0.0
+            for i, Ri in enumerate(est.base_rotations_):
+                if codes[i] >= 0:
+                    v += a2[i] * np.sum((h - Ri[codes[i]]) ** 2)
+            e = -(h @ R)
+            e[b] += 1.0
+            return v + est.lambda1 * np.sum(e**2)
+
+        res = minimize(f, np.zeros(K), method="BFGS", options={"gtol": 1e-12})
+        cost = res.fun
+        if groups is not None:
+            cost += est.lambda2_ * sum(2 * est.contingency_[g, b] + 1 for g in groups)
+        costs.append(cost)
+    return int(np.argmin(costs))
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_predict_new_patterns_match_brute_force(seed: int) -> None:
+    _, bases, s = planted(n=200, c=3, m=4, flip=0.3, seed=seed)
+    est = FairClusteringEnsemble(3, random_state=seed).fit(bases, sensitive=s)
+    rng = np.random.default_rng(seed)
+    new = rng.integers(-1, 3, size=(25, 4))
+    new[new.max(axis=1) < 0, 0] = 0  # at least one vote
+    groups = rng.integers(0, 2, 25)
+    got = est._closed_form(new, groups[:, None])
+    want = [_brute_new_row(est, new[j], [groups[j]]) for j in range(25)]
+    np.testing.assert_array_equal(got, want)
+    got_nog = est._closed_form(new, None)
+    want_nog = [_brute_new_row(est, new[j]) for j in range(25)]
+    np.testing.assert_array_equal(got_nog, want_nog)
+
+
+def test_predict_on_training_rows_reproduces_labels() -> None:
+    _, bases, s = planted(n=400, seed=3)
+    est = FairClusteringEnsemble(3, random_state=0).fit(bases, sensitive=s)
+    pred = est.predict(bases, sensitive=s)
+    # exact wherever the consensus gave one (pattern, group) one label
+    keys = np.column_stack([bases, s])
+    _, inv = np.unique(keys, axis=0, return_inverse=True)
+    inv = inv.reshape(-1)
+    unanimous = np.array([np.unique(est.labels_[inv == inv[i]]).size == 1 for i in range(inv.size)])
+    assert unanimous.mean() > 0.9
+    np.testing.assert_array_equal(pred[unanimous], est.labels_[unanimous])
+    assert (pred == est.labels_).mean() > 0.95
+
+
+def test_predict_kmeans_bases_and_unseen_values() -> None:
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.normal(size=(80, 2)) + c for c in ([0, 0], [8, 0], [0, 8])])
+    s = rng.integers(0, 2, X.shape[0])
+    est = FairClusteringEnsemble(3, bases="kmeans", n_bases=5, random_state=0).fit(X, sensitive=s)
+    assert len(est.base_estimators_) == 5 and est.n_features_in_ == 2
+    assert (est.predict(X, sensitive=s) == est.labels_).mean() > 0.95
+    p = est.predict(X + 1e-6)
+    assert p.shape == (240,) and set(np.unique(p)) <= {0, 1, 2}
+    # precomputed: a label value never seen at fit abstains in that base
+    _, bases, s2 = planted(n=150, seed=1)
+    est2 = FairClusteringEnsemble(3, random_state=0).fit(bases, sensitive=s2)
+    odd = bases[:3].copy()
+    odd[:, 0] = 99
+    assert est2.predict(odd).shape == (3,)
+    with pytest.raises(ValueError, match="matrix of base"):
+        est2.predict(bases[:, :2])
+    with pytest.raises(ValueError, match="not seen at fit"):
+        est2.predict(bases[:3], sensitive=np.array([0, 1, 7]))
+
+
+def test_fce_plugin_fair_twin_and_predict() -> None:
+    from fairaudit_builtins.consensus import FCEClusterer
+
+    from fairaudit.testing import make_data
+
+    data = make_data(n=300)
+    fair = FCEClusterer(3, n_bases=4, random_state=0).fit(make_data(n=300, with_labels=False))
+    twin = FCEClusterer(3, n_bases=4, random_state=0, fair=False).fit(
+        make_data(n=300, with_labels=False)
+    )
+    assert twin.extras_["fair"] is False and twin.estimator_.lambda2_ == 0.0
+    assert fair.predict(make_data(n=300, with_labels=False)).shape == (300,)
+    # combined labellings: predict needs the bases' labels for the rows
+    from fairaudit.data import Labelling
+
+    rng = np.random.default_rng(0)
+    noisy = np.where(
+        rng.random(300) < 0.2, rng.integers(0, 3, 300), data.labellings["planted"].labels
+    )
+    data = data.with_labelling(Labelling(name="noisy", labels=noisy, origin="clusterer"))
+    step = FCEClusterer(3, random_state=0).fit(data)
+    # two bases of 3 labels: 9 vote patterns; the capacity/fairness term splits some
+    # (pattern, groups) cells between clusters, predict gives each cell its majority label
+    assert (step.predict(data) == step.labels_).mean() > 0.9
+    with pytest.raises(NotImplementedError, match="cannot assign new rows"):
+        step.predict(make_data(n=50))
+
+
+def test_predict_without_groups_keeps_the_capacity_term() -> None:
+    _, bases, _ = planted(n=200, c=3, m=4, flip=0.3, seed=5)
+    est = FairClusteringEnsemble(3, random_state=0).fit(bases)
+    rng = np.random.default_rng(5)
+    new = rng.integers(-1, 3, size=(20, 4))
+    new[:3] = -1  # no base votes: only the capacity term decides
+    want = [_brute_new_row(est, new[j], [0]) for j in range(20)]
+    np.testing.assert_array_equal(est._closed_form(new, np.zeros((20, 1), int)), want)
+    p = est.predict(new)
+    sizes = np.bincount(est.labels_, minlength=3)
+    assert (p[:3] == sizes.argmin()).all()
