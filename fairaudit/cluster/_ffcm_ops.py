@@ -224,32 +224,44 @@ def targeted_penalty(counts: np.ndarray, ratios: np.ndarray, n_clusters: int) ->
     return grad - grad.min(axis=1, keepdims=True)
 
 
-def targeted_tables(
-    fair: FairSpec,
-    U: np.ndarray,
-    combined: np.ndarray | None,
-    shape: tuple[int, ...],
-) -> list[np.ndarray] | np.ndarray:
-    """Targeted penalties of every attribute for the memberships ``U``: one (G x k) table over
-    the combined group codes (when ``combined`` is given), or one (l_a x k) table per attribute.
-    """
+def targeted_penalties(
+    fair: FairSpec, U: np.ndarray, combined: np.ndarray | None, shape: tuple[int, ...]
+) -> list[np.ndarray]:
+    """Targeted penalties (one (l_a x k) table per attribute) for the memberships ``U``; the
+    soft counts come from one pass over the combined group codes when ``combined`` is given."""
     k = U.shape[1]
+    joint = None
     if combined is not None:
-        G = int(np.prod(shape))
-        joint = soft_counts(combined, G, U).reshape(*shape, k)
+        joint = soft_counts(combined, int(np.prod(shape)), U).reshape(*shape, k)
     pens = []
     for a, (codes, lg, ratios) in enumerate(fair):
-        if combined is not None:
+        if joint is not None:
             axes = tuple(b for b in range(len(shape)) if b != a)
             counts = joint.sum(axis=axes) if axes else joint
         else:
             counts = soft_counts(codes, lg, U)
         pens.append(targeted_penalty(counts, ratios, k))
-    if combined is None:
-        return pens
+    return pens
+
+
+def combine_tables(tables: list[np.ndarray], shape: tuple[int, ...]) -> np.ndarray:
+    """Sum per-attribute (l_a x k) tables into one table over the combined group codes."""
+    k = tables[0].shape[1]
     table = np.zeros((*shape, k))
-    for a, pen in enumerate(pens):
+    for a, t in enumerate(tables):
         idx: list[Any] = [np.newaxis] * len(shape) + [slice(None)]
         idx[a] = slice(None)
-        table = table + pen[tuple(idx)]
+        table = table + t[tuple(idx)]
     return table.reshape(-1, k)
+
+
+def nearest_centre(X: np.ndarray, C: np.ndarray) -> np.ndarray:
+    """Index of the nearest row of C for every row of X, in blocks (|x|^2 dropped: constant)."""
+    cc = np.einsum("ij,ij->i", C, C)
+    out = np.empty(X.shape[0], dtype=np.intp)
+    step = 65536
+    for a in range(0, X.shape[0], step):
+        D = X[a : a + step] @ (-2.0 * C.T)
+        D += cc
+        out[a : a + step] = D.argmin(axis=1)
+    return out

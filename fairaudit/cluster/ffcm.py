@@ -34,12 +34,14 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from fairaudit.cluster._ffcm_ops import (
     cluster_bias,
+    combine_tables,
     combined_codes,
     fair_tables,
     nbias_tables,
+    nearest_centre,
     new_centres,
     sweep,
-    targeted_tables,
+    targeted_penalties,
 )
 
 __all__ = ["FairFuzzyCMeans", "encode_sensitive", "nbias_tables"]
@@ -49,6 +51,10 @@ logger = logging.getLogger(__name__)
 TARGETED_ETA = 3.0
 """Default ``eta`` of the targeted term (``eta="auto"``), in units of the within-cluster scale:
 chosen on the Adult/Bank reproduction (docs/methods/ffcm.md, "Choosing eta")."""
+TABLE_STEP = 0.2
+"""Targeted term: each sweep moves the penalty table by this fraction of the way to the penalty
+of the current memberships (after the first sweeps: step max(TABLE_STEP, 1/t)). A damped
+fixed-point iteration: at convergence the table is the penalty of the final memberships."""
 PAPER_ETA = 1.0
 """Default ``eta`` of the paper-literal term, in units of the total variance."""
 
@@ -156,7 +162,7 @@ class FairFuzzyCMeans(ClusterMixin, BaseEstimator):
     Parameters
     ----------
     n_clusters : int, default=4
-        Number of clusters k (>= 2).
+        Number of clusters k (>= 1; k = 1 is allowed, as in scikit-learn's KMeans).
     fair : bool, default=True
         ``False`` switches the fairness term off: the same code path and start give fuzzy
         c-means (the unfair twin).
@@ -174,7 +180,8 @@ class FairFuzzyCMeans(ClusterMixin, BaseEstimator):
     m : float, default=2.0
         Fuzzifier (> 1).
     max_iter : int, default=300
-        Maximum number of sweeps (the paper uses T = 10).
+        Maximum number of sweeps (the paper uses T = 10); per phase for the targeted form (its
+        fuzzy c-means start, then the fair refinement).
     tol : float, default=1e-6
         Stop when ``|J_t - J_{t-1}| < tol * |J_{t-1}|`` (relative, so scale-free); ``tol=0``
         runs exactly ``max_iter`` sweeps.
@@ -226,9 +233,9 @@ class FairFuzzyCMeans(ClusterMixin, BaseEstimator):
         """Check the parameters; return the effective (eta, eta_scale)."""
         name = "FairFuzzyCMeans"
         k = self.n_clusters
-        if not isinstance(k, numbers.Integral) or isinstance(k, bool) or k < 2:
+        if not isinstance(k, numbers.Integral) or isinstance(k, bool) or k < 1:
             raise ValueError(
-                f"The 'n_clusters' parameter of {name} must be an int >= 2; got {k!r}."
+                f"The 'n_clusters' parameter of {name} must be an int >= 1; got {k!r}."
             )
         if k > n_samples:
             raise ValueError(
@@ -342,33 +349,54 @@ class FairFuzzyCMeans(ClusterMixin, BaseEstimator):
                 centres = centres - mean
             _, num, den, labels = sweep(Xa, d, centres, None, None, None, m, p, floor, U)
             centres = new_centres(num, den, centres)
-        if scale == "within":  # mean squared distance to the nearest starting centre
-            unit = _within_scale(X, centres)
+        # Phases: "fcm" = plain sweeps (the twin, and the targeted form's start); "fair" = the
+        # targeted term (damped penalty table); "paper" = eq. 3-6 from the start.
+        if not use_fair:
+            phases = ["fcm"]
         else:
-            unit = s2 if scale == "variance" else 1.0
-        eta_raw = eta * unit
-
+            phases = ["fcm", "fair"] if targeted else ["paper"]
+        eta_raw = 0.0
         history: list[float] = []
         n_iter = 0
         converged = False
-        avg: Any = None
+        avg: list[np.ndarray] | None = None
         used = centres
-        for it in range(int(self.max_iter)):
-            tables: Any = None
-            if use_fair and targeted:
-                new = targeted_tables(fair, U, comb, shape)
-                avg = new if avg is None else _running_mean(avg, new, it + 1)
-                tables = (None, _scaled(avg, eta_raw))
-            elif use_fair:
-                tables = fair_tables(fair, labels, k, eta_raw, comb is not None, shape)
-            used = centres
-            J, num, den, labels = sweep(Xa, d, centres, tables, codes_arg, labels, m, p, floor, U)
-            history.append(J)
-            n_iter = it + 1
-            centres = new_centres(num, den, centres)
-            if len(history) >= 2 and abs(history[-1] - history[-2]) < self.tol * abs(history[-2]):
-                converged = True
-                break
+        for phase in phases:
+            if phase != "fcm":
+                if scale == "within":  # mean squared distance to the nearest current centre
+                    unit = _within_scale(X, centres)
+                else:
+                    unit = s2 if scale == "variance" else 1.0
+                eta_raw = eta * unit
+            start = len(history)
+            converged = False
+            for it in range(int(self.max_iter)):
+                tables: Any = None
+                if phase == "fair":  # damped move of the table towards the current penalty
+                    new = targeted_penalties(fair, U, comb, shape)
+                    step = max(TABLE_STEP, 1.0 / (it + 1))
+                    avg = (
+                        new
+                        if avg is None
+                        else [a + (b - a) * step for a, b in zip(avg, new, strict=True)]
+                    )
+                    scaled = [eta_raw * t for t in avg]
+                    tables = (None, combine_tables(scaled, shape) if comb is not None else scaled)
+                elif phase == "paper":
+                    tables = fair_tables(fair, labels, k, eta_raw, comb is not None, shape)
+                used = centres
+                J, num, den, labels = sweep(
+                    Xa, d, centres, tables, codes_arg, labels, m, p, floor, U
+                )
+                history.append(J)
+                n_iter += 1
+                centres = new_centres(num, den, centres)
+                if (
+                    len(history) - start >= 2
+                    and abs(history[-1] - history[-2]) < self.tol * abs(history[-2])
+                ):
+                    converged = True
+                    break
         if not converged:
             logger.info("%s did not converge in %d iterations.", name, self.max_iter)
         del Xa
@@ -385,8 +413,9 @@ class FairFuzzyCMeans(ClusterMixin, BaseEstimator):
         self.groups_ = [g for g, _ in attrs]
         self.fairness_penalty_: list[np.ndarray] | None = None
         if use_fair:
-            if targeted:
-                pens = targeted_tables(fair, U, None, shape)
+            if targeted:  # the penalty the final memberships were computed with
+                assert avg is not None
+                pens = avg
             else:  # a new point joins a cluster: the "add" table of eq. 3
                 pens = [
                     nbias_tables(
@@ -430,7 +459,7 @@ class FairFuzzyCMeans(ClusterMixin, BaseEstimator):
         check_is_fitted(self, "cluster_centers_")
         if sensitive is None or self.fairness_penalty_ is None:
             X = validate_data(self, X, dtype=np.float64, reset=False)
-            return _nearest(X, self.cluster_centers_)
+            return nearest_centre(X, self.cluster_centers_)
         return np.argmax(self.predict_memberships(X, sensitive), axis=1)
 
     def _penalty(self, sensitive: Any, n: int) -> np.ndarray:
@@ -465,18 +494,6 @@ class FairFuzzyCMeans(ClusterMixin, BaseEstimator):
         return tags
 
 
-def _nearest(X: np.ndarray, C: np.ndarray) -> np.ndarray:
-    """Index of the nearest row of C for every row of X, in blocks (|x|^2 dropped: constant)."""
-    cc = np.einsum("ij,ij->i", C, C)
-    out = np.empty(X.shape[0], dtype=np.intp)
-    step = 65536
-    for a in range(0, X.shape[0], step):
-        D = X[a : a + step] @ (-2.0 * C.T)
-        D += cc
-        out[a : a + step] = D.argmin(axis=1)
-    return out
-
-
 def _within_scale(X: np.ndarray, centres: np.ndarray) -> float:
     """Mean over points of the squared distance to the nearest of ``centres``."""
     total = 0.0
@@ -486,15 +503,3 @@ def _within_scale(X: np.ndarray, centres: np.ndarray) -> float:
         D = np.einsum("ij,ij->i", xb, xb)[:, None] - 2.0 * xb @ centres.T + cc
         total += float(np.maximum(D.min(axis=1), 0.0).sum())
     return max(total / X.shape[0], 1e-300)
-
-
-def _running_mean(avg: Any, new: Any, t: int) -> Any:
-    if isinstance(avg, list):
-        return [a + (b - a) / t for a, b in zip(avg, new, strict=True)]
-    return avg + (new - avg) / t
-
-
-def _scaled(table: Any, factor: float) -> Any:
-    if isinstance(table, list):
-        return [factor * t for t in table]
-    return factor * table

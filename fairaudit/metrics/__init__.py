@@ -53,6 +53,7 @@ _LAZY = {
     "DCSIResult": "fairaudit.metrics.density_separation",
     "DCSIPair": "fairaudit.metrics.density_separation",
     "dcsi": "fairaudit.metrics.density_separation",
+    **{n: "fairaudit.metrics.scorers" for n in ("balance_score", "ed_score", "wd_score", "fairness_cce_score", "fairness_scorer")},
 }
 
 __all__ = list(_LAZY)
