@@ -457,10 +457,15 @@ class FairFuzzyCMeans(ClusterMixin, BaseEstimator):
         """Cluster of each new row: argmax of :meth:`predict_memberships` (without
         ``sensitive``: the nearest fitted centre)."""
         check_is_fitted(self, "cluster_centers_")
+        X = validate_data(self, X, dtype=np.float64, reset=False)
         if sensitive is None or self.fairness_penalty_ is None:
-            X = validate_data(self, X, dtype=np.float64, reset=False)
             return nearest_centre(X, self.cluster_centers_)
-        return np.argmax(self.predict_memberships(X, sensitive), axis=1)
+        # memberships decrease with E = |x - c|^2 + penalty: the argmax is the argmin of E
+        pen = self._penalty(sensitive, X.shape[0])
+        C = self.cluster_centers_
+        pen += np.einsum("ij,ij->i", C, C)
+        pen -= 2.0 * (X @ C.T)
+        return np.argmin(pen, axis=1)
 
     def _penalty(self, sensitive: Any, n: int) -> np.ndarray:
         name = "FairFuzzyCMeans.predict"
