@@ -51,3 +51,13 @@ def test_predict_is_nearest_prototype_and_reproduces_labels(fair):
     np.testing.assert_array_equal(est.predict(new), brute)
     with pytest.raises(ValueError, match="features"):
         est.predict(new[:, :1])
+
+
+def test_nearest_centre_oracle_and_blocks():
+    from fairaudit.cluster import nearest_centre
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(70_000, 3))  # more than one 65,536-row block
+    C = rng.normal(size=(5, 3))
+    brute = np.argmin(((X[:, None, :] - C[None]) ** 2).sum(-1), axis=1)
+    np.testing.assert_array_equal(nearest_centre(X, C), brute)
