@@ -358,7 +358,7 @@ class FairFuzzyCMeans(ClusterMixin, BaseEstimator):
         eta_raw = 0.0
         history: list[float] = []
         n_iter = 0
-        converged = False
+        converged = True  # every phase settled before max_iter
         avg: list[np.ndarray] | None = None
         used = centres
         for phase in phases:
@@ -369,7 +369,7 @@ class FairFuzzyCMeans(ClusterMixin, BaseEstimator):
                     unit = s2 if scale == "variance" else 1.0
                 eta_raw = eta * unit
             start = len(history)
-            converged = False
+            settled = False
             for it in range(int(self.max_iter)):
                 tables: Any = None
                 if phase == "fair":  # damped move of the table towards the current penalty
@@ -395,8 +395,9 @@ class FairFuzzyCMeans(ClusterMixin, BaseEstimator):
                     len(history) - start >= 2
                     and abs(history[-1] - history[-2]) < self.tol * abs(history[-2])
                 ):
-                    converged = True
+                    settled = True
                     break
+            converged = converged and settled
         if not converged:
             logger.info("%s did not converge in %d iterations.", name, self.max_iter)
         del Xa

@@ -261,3 +261,11 @@ def test_predict_rejects_unknown_groups_and_bad_shapes():
         est.predict(X[:, :1])
     with pytest.raises(ValueError, match="rows"):
         est.predict(X[:3], sensitive=np.array(["f", "m"]))
+
+
+def test_converged_needs_every_phase_to_settle():
+    # an FCM start cut short by max_iter is not hidden by a fair phase that settles
+    X, s = _correlated(13, n=200)
+    twin = FairFuzzyCMeans(3, fair=False, random_state=0, max_iter=3).fit(X)
+    fair = FairFuzzyCMeans(3, random_state=0, max_iter=3).fit(X, sensitive=s)
+    assert not twin.converged_ and not fair.converged_
