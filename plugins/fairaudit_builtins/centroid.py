@@ -344,7 +344,7 @@ class LOFKMClusterer(Clusterer):
         ids = data.row_ids
         top = np.argsort(-w, kind="stable")[:10]
         self.extras_ = {
-            "method": "lofkm" if self.fair else "kmeans (lofkm fair=false)",
+            "method": "lofkm",
             "fair": bool(self.fair),
             "n_neighbors": int(self.n_neighbors),
             "inertia_weighted": finite(est.inertia_),
