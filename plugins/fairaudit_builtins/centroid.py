@@ -30,6 +30,7 @@ from fairaudit.components import (
     MetricSpec,
     Options,
     ReportSection,
+    TypeIs,
 )
 from fairaudit.data import AuditData, sample_rows
 from fairaudit.hookspecs import hookimpl
@@ -106,7 +107,7 @@ class FFCMClusterer(Clusterer):
     max_rows = None
     constraints = {
         **_FCM_CONSTRAINTS,
-        "fair": Options((True, False)),
+        "fair": TypeIs((bool,), "true or false"),
         "variant": Options(("targeted", "paper")),
         "eta": AnyOf((Interval(float, 0.0, None), Options(("auto",)))),
         "eta_scale": Options(("auto", "within", "variance", "none")),
@@ -287,7 +288,7 @@ class LOFKMClusterer(Clusterer):
     max_rows = 200_000
     constraints = {
         "n_clusters": Interval(int, 2, None),
-        "fair": Options((True, False)),
+        "fair": TypeIs((bool,), "true or false"),
         "n_neighbors": Interval(int, 1, None),
         "n_init": Interval(int, 1, None),
         "init": Options(("k-means++", "random")),
