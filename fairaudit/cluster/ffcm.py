@@ -11,8 +11,9 @@ membership update (paper eq. 6), ``u_ij ~ (||p_j - c_i||^2 + eta_raw * pen_ij)^(
   ``F = 1/(2 n/k) sum_i sum_s (N_si - r_s n_i)^2`` (soft counts) with respect to ``u_ij``: for a
   point of group g in cluster i, ``(n_i k/n) (e_gi - sum_s r_s e_si)`` with ``e_si`` the excess
   share of group s in cluster i. It pushes the over-represented group out of each cluster and
-  pulls the under-represented ones in, with an O(1) weight. The table is averaged over the
-  sweeps (fictitious play), so it settles and the iteration converges.
+  pulls the under-represented ones in, with an O(1) weight. The fit starts from the converged
+  fuzzy c-means solution (the twin) and each sweep moves the penalty table a damped step towards
+  the penalty of the current memberships, until the objective settles.
 
 Both tables depend on a point only through its groups (and, for ``"paper"``, through whether it
 already sits in the cluster): one table per sweep, one gather per point, O(n k attributes).
