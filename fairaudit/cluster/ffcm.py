@@ -50,7 +50,8 @@ __all__ = ["FairFuzzyCMeans", "encode_sensitive", "nbias_tables"]
 logger = logging.getLogger(__name__)
 
 TARGETED_ETA = 3.0
-"""Default ``eta`` of the targeted term (``eta="auto"``), in units of the within-cluster scale:
+"""Default ``eta`` of the targeted term (``eta="auto"``), in units of the typical gap between a
+row's squared distances to its two nearest centres (``eta_scale="gap"``):
 chosen on the Adult/Bank reproduction (docs/methods/ffcm.md, "Choosing eta")."""
 TABLE_STEP = 0.2
 """Targeted term: each sweep moves the penalty table by this fraction of the way to the penalty
@@ -173,11 +174,12 @@ class FairFuzzyCMeans(ClusterMixin, BaseEstimator):
     eta : float or "auto", default="auto"
         Weight of the fairness term (>= 0; 0 gives FCM). ``"auto"``: 3 for ``"targeted"``,
         1 for ``"paper"``. Scale-free, in the unit set by ``eta_scale``.
-    eta_scale : {"auto", "within", "variance", "none"}, default="auto"
-        Unit of ``eta``: ``"within"`` = mean squared distance of the points to their nearest
-        starting centre, ``"variance"`` = total variance of X, ``"none"`` = raw squared-distance
-        units (the paper's 1e2..1e7). ``"auto"``: ``"within"`` for ``"targeted"``,
-        ``"variance"`` for ``"paper"``.
+    eta_scale : {"auto", "gap", "variance", "none"}, default="auto"
+        Unit of ``eta``: ``"gap"`` = mean over the rows of the gap between the squared distances
+        to their nearest and second-nearest centre (of the twin's solution for ``"targeted"``),
+        ``"variance"`` = total variance of X, ``"none"`` = raw squared-distance units (the
+        paper's 1e2..1e7). ``"auto"``: ``"gap"`` for ``"targeted"``, ``"variance"`` for
+        ``"paper"``.
     m : float, default=2.0
         Fuzzifier (> 1).
     max_iter : int, default=300
@@ -266,13 +268,13 @@ class FairFuzzyCMeans(ClusterMixin, BaseEstimator):
                 f"got {eta!r}."
             )
         scale = self.eta_scale
-        if scale not in ("auto", "within", "variance", "none"):
+        if scale not in ("auto", "gap", "variance", "none"):
             raise ValueError(
-                f"The 'eta_scale' parameter of {name} must be 'auto', 'within', 'variance' or "
+                f"The 'eta_scale' parameter of {name} must be 'auto', 'gap', 'variance' or "
                 f"'none'; got {scale!r}."
             )
         if scale == "auto":
-            scale = "within" if self.variant == "targeted" else "variance"
+            scale = "gap" if self.variant == "targeted" else "variance"
         it = self.max_iter
         if not isinstance(it, numbers.Integral) or isinstance(it, bool) or it < 1:
             raise ValueError(f"The 'max_iter' parameter of {name} must be an int >= 1; got {it!r}.")
@@ -364,8 +366,8 @@ class FairFuzzyCMeans(ClusterMixin, BaseEstimator):
         used = centres
         for phase in phases:
             if phase != "fcm":
-                if scale == "within":  # mean squared distance to the nearest current centre
-                    unit = _within_scale(X, centres)
+                if scale == "gap":  # typical margin between a row's two nearest centres
+                    unit = _gap_scale(X, centres)
                 else:
                     unit = s2 if scale == "variance" else 1.0
                 eta_raw = eta * unit
@@ -501,12 +503,16 @@ class FairFuzzyCMeans(ClusterMixin, BaseEstimator):
         return tags
 
 
-def _within_scale(X: np.ndarray, centres: np.ndarray) -> float:
-    """Mean over points of the squared distance to the nearest of ``centres``."""
+def _gap_scale(X: np.ndarray, centres: np.ndarray) -> float:
+    """Mean over points of the gap between the squared distances to the nearest and the
+    second-nearest centre (1.0 with a single centre, where the term has nothing to move)."""
+    if centres.shape[0] < 2:
+        return 1.0
     total = 0.0
     cc = np.einsum("ij,ij->i", centres, centres)
     for a in range(0, X.shape[0], 65536):
         xb = X[a : a + 65536]
         D = np.einsum("ij,ij->i", xb, xb)[:, None] - 2.0 * xb @ centres.T + cc
-        total += float(np.maximum(D.min(axis=1), 0.0).sum())
+        D.sort(axis=1)
+        total += float((D[:, 1] - D[:, 0]).sum())
     return max(total / X.shape[0], 1e-300)

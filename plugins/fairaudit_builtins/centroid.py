@@ -110,7 +110,7 @@ class FFCMClusterer(Clusterer):
         "fair": TypeIs((bool,), "true or false"),
         "variant": Options(("targeted", "paper")),
         "eta": AnyOf((Interval(float, 0.0, None), Options(("auto",)))),
-        "eta_scale": Options(("auto", "within", "variance", "none")),
+        "eta_scale": Options(("auto", "gap", "variance", "none")),
     }
     param_docs = {
         **_FCM_DOCS,
@@ -118,9 +118,9 @@ class FFCMClusterer(Clusterer):
         "variant": "'targeted' (pushes each cluster's over-represented group out; default) or "
         "'paper' (eq. 3-6 as printed; almost no effect on real data)",
         "eta": "weight of the fairness term; 'auto' = 3 (targeted) or 1 (paper), scale-free",
-        "eta_scale": "unit of eta: 'within' (mean squared distance to the nearest starting "
-        "centre), 'variance' (total variance), 'none' (raw, as the paper's 1e2..1e7); 'auto' = "
-        "within (targeted) / variance (paper)",
+        "eta_scale": "unit of eta: 'gap' (mean gap between a row's squared distances to its two "
+        "nearest centres), 'variance' (total variance), 'none' (raw, as the paper's 1e2..1e7); "
+        "'auto' = gap (targeted) / variance (paper)",
     }
 
     def __init__(

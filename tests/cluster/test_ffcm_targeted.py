@@ -62,7 +62,7 @@ def test_targeted_penalty_is_the_derivative_of_the_fair_loss():
 
 
 def oracle_targeted(X, codes, k, eta, centres0, max_iter, tol):
-    """Loop version of the targeted fit (m = 2, eta_scale='within', one attribute)."""
+    """Loop version of the targeted fit (m = 2, eta_scale='gap', one attribute)."""
     X = np.asarray(X, float)
     X = X - X.mean(0)
     n = len(X)
@@ -97,7 +97,7 @@ def oracle_targeted(X, codes, k, eta, centres0, max_iter, tol):
         C = centres_of(U)
         if len(hist) >= 2 and abs(hist[-1] - hist[-2]) < tol * abs(hist[-2]):
             break
-    unit = np.mean([min(((x - c) ** 2).sum() for c in C) for x in X])
+    unit = np.mean([np.diff(sorted(((x - c) ** 2).sum() for c in C))[0] for x in X])
     avg = None
     start = len(hist)
     for it in range(max_iter):  # phase 2: the table moves towards the current penalty
