@@ -364,6 +364,7 @@ class FairFuzzyCMeans(ClusterMixin, BaseEstimator):
         converged = True  # every phase settled before max_iter
         avg: list[np.ndarray] | None = None
         used = centres
+        reductions: list[float] = []  # targeted: eta factors tried (1, 1/3, 1/9)
         for phase in phases:
             if phase != "fcm":
                 if scale == "gap":  # typical margin between a row's two nearest centres
@@ -371,36 +372,41 @@ class FairFuzzyCMeans(ClusterMixin, BaseEstimator):
                 else:
                     unit = s2 if scale == "variance" else 1.0
                 eta_raw = eta * unit
-            start = len(history)
-            settled = False
-            for it in range(int(self.max_iter)):
-                tables: Any = None
-                if phase == "fair":  # damped move of the table towards the current penalty
-                    new = targeted_penalties(fair, U, comb, shape)
-                    step = max(TABLE_STEP, 1.0 / (it + 1))
-                    avg = (
-                        new
-                        if avg is None
-                        else [a + (b - a) * step for a, b in zip(avg, new, strict=True)]
+            if phase == "fair":
+                # The refinement is kept only if it lowers the fair loss of the hard labels
+                # against the twin; otherwise eta is divided by 3 (twice), then the twin is kept.
+                twin = (U.copy(), centres, used, labels.copy(), len(history), converged)
+                loss_twin = _hard_loss(fair, labels, k)
+                full = eta_raw
+                for factor in (1.0, 1.0 / 3.0, 1.0 / 9.0):
+                    U[:] = twin[0]
+                    centres, used, labels = twin[1], twin[2], twin[3].copy()
+                    del history[twin[4] :]
+                    eta_raw = full * factor
+                    reductions.append(factor)
+                    avg = None
+                    centres, used, labels, settled = self._phase(
+                        "fair", Xa, d, centres, used, labels, U, fair, comb, shape, codes_arg,
+                        k, m, p, floor, eta_raw, history, avg_box := [None],
                     )
-                    scaled = [eta_raw * t for t in avg]
-                    tables = (None, combine_tables(scaled, shape) if comb is not None else scaled)
-                elif phase == "paper":
-                    tables = fair_tables(fair, labels, k, eta_raw, comb is not None, shape)
-                used = centres
-                J, num, den, labels = sweep(
-                    Xa, d, centres, tables, codes_arg, labels, m, p, floor, U
-                )
-                history.append(J)
-                n_iter += 1
-                centres = new_centres(num, den, centres)
-                if (
-                    len(history) - start >= 2
-                    and abs(history[-1] - history[-2]) < self.tol * abs(history[-2])
-                ):
-                    settled = True
-                    break
+                    avg = avg_box[0]
+                    converged = twin[5] and settled
+                    if _hard_loss(fair, labels, k) <= loss_twin:
+                        break
+                else:  # no eta lowered the fair loss: the twin's solution, said in notes_
+                    U[:] = twin[0]
+                    centres, used, labels = twin[1], twin[2], twin[3]
+                    del history[twin[4] :]
+                    converged = twin[5]
+                    eta_raw, avg = 0.0, None
+                    reductions.append(0.0)
+                continue
+            centres, used, labels, settled = self._phase(
+                phase, Xa, d, centres, used, labels, U, fair, comb, shape, codes_arg,
+                k, m, p, floor, eta_raw, history, [None],
+            )
             converged = converged and settled
+        n_iter = len(history)
         if not converged:
             logger.info("%s did not converge in %d iterations.", name, self.max_iter)
         del Xa
@@ -412,10 +418,13 @@ class FairFuzzyCMeans(ClusterMixin, BaseEstimator):
         self.n_iter_ = n_iter
         self.converged_ = converged
         self.eta_raw_ = eta_raw if use_fair else 0.0
+        self.eta_reductions_ = tuple(reductions)
         self.data_scale_ = s2
         self.fair_applied_ = use_fair
         self.groups_ = [g for g, _ in attrs]
         self.fairness_penalty_: list[np.ndarray] | None = None
+        use_fair = use_fair and eta_raw > 0  # False when the refinement was rejected
+        self.fair_applied_ = use_fair
         if use_fair:
             if targeted:  # the penalty the final memberships were computed with
                 assert avg is not None
@@ -431,6 +440,42 @@ class FairFuzzyCMeans(ClusterMixin, BaseEstimator):
             self.fairness_penalty_ = [eta_raw * t for t in pens]
         self.cluster_bias_ = cluster_bias(fair, self.labels_, k) if fair else np.zeros(k)
         return self
+
+    def _phase(
+        self, phase: str, Xa: np.ndarray, d: int, centres: np.ndarray, used: np.ndarray,
+        labels: np.ndarray, U: np.ndarray, fair: Any, comb: Any, shape: tuple[int, ...],
+        codes_arg: Any, k: int, m: float, p: float, floor: float, eta_raw: float,
+        history: list[float], avg_box: list[Any],
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
+        """Sweeps of one phase until the objective settles or ``max_iter``; appends to
+        ``history``; the targeted table's final value is left in ``avg_box[0]``."""
+        start = len(history)
+        avg: list[np.ndarray] | None = None
+        for it in range(int(self.max_iter)):
+            tables: Any = None
+            if phase == "fair":  # damped move of the table towards the current penalty
+                new = targeted_penalties(fair, U, comb, shape)
+                step = max(TABLE_STEP, 1.0 / (it + 1))
+                avg = (
+                    new
+                    if avg is None
+                    else [a + (b - a) * step for a, b in zip(avg, new, strict=True)]
+                )
+                scaled = [eta_raw * t for t in avg]
+                tables = (None, combine_tables(scaled, shape) if comb is not None else scaled)
+            elif phase == "paper":
+                tables = fair_tables(fair, labels, k, eta_raw, comb is not None, shape)
+            used = centres
+            J, num, den, labels = sweep(Xa, d, centres, tables, codes_arg, labels, m, p, floor, U)
+            history.append(J)
+            centres = new_centres(num, den, centres)
+            if len(history) - start >= 2 and abs(history[-1] - history[-2]) < self.tol * abs(
+                history[-2]
+            ):
+                avg_box[0] = avg
+                return centres, used, labels, True
+        avg_box[0] = avg
+        return centres, used, labels, False
 
     def fit_predict(self, X: Any, y: Any = None, *, sensitive: Any = None) -> np.ndarray:
         """Fit and return ``labels_`` (argmax memberships of the training rows)."""
@@ -501,6 +546,17 @@ class FairFuzzyCMeans(ClusterMixin, BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = False
         return tags
+
+
+def _hard_loss(fair: Any, labels: np.ndarray, k: int) -> float:
+    """The targeted form's fair loss F on the hard labels: sum over attributes, clusters and
+    groups of (N_si - r_s n_i)^2 / (2 n / k)."""
+    total = 0.0
+    n = labels.shape[0]
+    for codes, lg, ratios in fair:
+        N = np.bincount(codes * k + labels, minlength=lg * k).reshape(lg, k).astype(np.float64)
+        total += float(((N - ratios[:, None] * N.sum(axis=0)[None, :]) ** 2).sum())
+    return total / (2.0 * n / k)
 
 
 def _gap_scale(X: np.ndarray, centres: np.ndarray) -> float:

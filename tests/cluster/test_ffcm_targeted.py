@@ -269,3 +269,23 @@ def test_converged_needs_every_phase_to_settle():
     twin = FairFuzzyCMeans(3, fair=False, random_state=0, max_iter=3).fit(X)
     fair = FairFuzzyCMeans(3, random_state=0, max_iter=3).fit(X, sensitive=s)
     assert not twin.converged_ and not fair.converged_
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_never_less_fair_than_the_twin_on_the_hard_fair_loss(seed):
+    # the refinement is kept only if it lowers F on the hard labels (eta / 3, / 9, else twin)
+    from fairaudit.cluster.ffcm import _hard_loss
+
+    rng = np.random.default_rng(seed)
+    X = np.c_[rng.normal(size=(150, 6)), rng.random((150, 1)) < 0.5]  # a near-proxy column
+    s = (X[:, -1] + (rng.random(150) < 0.2)) % 2
+    codes = s.astype(int)
+    spec = [(codes, 2, np.bincount(codes, minlength=2) / 150)]
+    for eta in (1.0, 30.0, 1000.0):
+        fair = FairFuzzyCMeans(4, eta=eta, random_state=seed).fit(X, sensitive=s)
+        twin = FairFuzzyCMeans(4, fair=False, random_state=seed).fit(X, sensitive=s)
+        assert _hard_loss(spec, fair.labels_, 4) <= _hard_loss(spec, twin.labels_, 4) + 1e-9
+        assert fair.eta_reductions_[-1] in (1.0, 1 / 3, 1 / 9, 0.0)
+        if fair.eta_reductions_[-1] == 0.0:  # rejected: the twin's fit, term off
+            np.testing.assert_array_equal(fair.labels_, twin.labels_)
+            assert not fair.fair_applied_ and fair.fairness_penalty_ is None
