@@ -89,3 +89,13 @@ def test_cli_fair_false_twins(run_cli, parquet_path, tmp_path):
     bad = run_cli("audit", parquet_path, "-s", "sex", "--cluster", "ffcm:fair=maybe")
     assert bad.exit_code == 2
     assert "fair" in bad.output
+
+
+def test_ffcm_predict_rows_of_an_unseen_group_get_the_nearest_centre(classes):
+    import polars as pl
+
+    data = make_data(300, seed=4, with_labels=False)
+    c = classes["ffcm"](n_clusters=3, random_state=0).fit(data)
+    frame = data.frame.with_columns(pl.lit("z").alias("race"))  # a race the fit never saw
+    new = data.replace(frame=frame)
+    np.testing.assert_array_equal(c.predict(new), c.estimator_.predict(data.feature_matrix()))

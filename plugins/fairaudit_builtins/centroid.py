@@ -212,27 +212,29 @@ class FFCMClusterer(Clusterer):
 
     def predict(self, data: AuditData) -> np.ndarray:
         """Clusters of new rows from the fitted centres, with the fitted penalty of each row's
-        groups (frozen: a new row does not change the clusters' composition)."""
+        groups (frozen: a new row does not change the clusters' composition). A row whose group
+        was not in the fitted rows (e.g. a rare group missing from the sample) gets no penalty:
+        the nearest fitted centre."""
         est = self.estimator_
         X = data.feature_matrix()
+        out = est.predict(X).astype(np.int64)
         if est.fairness_penalty_ is None:
-            return est.predict(X).astype(np.int64)
-        return est.predict(X, sensitive=_fitted_codes(data, self._categories)).astype(np.int64)
+            return out
+        codes = _fitted_codes(data, self._categories)
+        known = (codes >= 0).all(axis=1)
+        if known.any():
+            out[known] = est.predict(X[known], sensitive=codes[known])
+        return out
 
 
 def _fitted_codes(data: AuditData, fitted: tuple[tuple[str, ...], ...]) -> np.ndarray:
-    """The new rows' sensitive codes in the code space of the fit (by group name)."""
+    """The new rows' sensitive codes in the code space of the fit (by group name; -1 for a
+    group the fit did not see)."""
     codes = data.sensitive_codes()
     out = np.empty_like(codes.codes)
     for j, (cats, old) in enumerate(zip(codes.categories, fitted, strict=True)):
         index = {g: i for i, g in enumerate(old)}
-        missing = [g for g in cats if g not in index]
-        if missing:
-            raise ValueError(
-                f"sensitive attribute {codes.names[j]!r} has group(s) not seen when the "
-                f"clusterer was fitted: {missing[:5]}"
-            )
-        remap = np.array([index[g] for g in cats], dtype=np.int64)
+        remap = np.array([index.get(g, -1) for g in cats], dtype=np.int64)
         out[:, j] = remap[codes.codes[:, j]]
     return out
 
