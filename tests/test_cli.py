@@ -279,7 +279,10 @@ def test_sample_fits_clusterers_on_a_seeded_sample(audit):
     assert doc["input"]["rows"] == 2000
     assert doc["input"]["sample"]["rows"] == 500
     lab = doc["labellings"][0]
-    assert lab["name"] == "kmeans" and lab["n_rows"] == 500
+    # kmeans has predict: fitted on the sample, then every row is assigned (issue 15)
+    assert lab["name"] == "kmeans" and lab["n_rows"] == 2000
+    assert lab["extras"]["assignment"]["rows_fitted"] == 500
+    assert lab["extras"]["assignment"]["rows_assigned"] == 2000
     assert lab["n_clusters"] == 3
 
 

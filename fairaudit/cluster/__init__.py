@@ -9,6 +9,7 @@ _LAZY = {
     "kmeans_bases": "fairaudit.cluster.fce",
     "FairFuzzyCMeans": "fairaudit.cluster.ffcm",
     "LOFKMeans": "fairaudit.cluster.lofkm",
+    "nearest_centre": "fairaudit.cluster._ffcm_ops",
     "FairDen": "fairaudit.cluster.fairden",
     "ExcludedGroups": "fairaudit.cluster.fairden",
     "MergeTree": "fairaudit.cluster.dc_distance",

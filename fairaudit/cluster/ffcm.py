@@ -1,25 +1,23 @@
-"""Fair fuzzy c-means (FFCM; Xu et al., seed 001) and vanilla fuzzy c-means (``eta=0``).
+"""Fair fuzzy c-means (FFCM; Xu et al., seed 001); ``fair=False`` is fuzzy c-means (Bezdek).
 
-Objective (paper eq. 4)::
+Two forms of the fairness term (``variant``), both added to the squared distances inside the
+membership update (paper eq. 6), ``u_ij ~ (||p_j - c_i||^2 + eta_raw * pen_ij)^(-1/(m-1))``:
 
-    J = sum_i sum_j u_ij^m (||p_j - c_i||^2 + eta_raw * bias_{p_j -> C_i})
+* ``"paper"``: ``pen_ij = bias_{p_j -> C_i}``, the normalised fair loss Nbias(C_i) of eq. 3 with
+  ``p_j`` counted in ``C_i`` and every other point's hard assignment unchanged (eq. 3-6 as
+  printed). Its group-specific part is O(1/|C_i|), so it has almost no effect on real data
+  (docs/reproduction/centroid.md).
+* ``"targeted"`` (default): ``pen_ij`` is the derivative of the size-weighted fair loss
+  ``F = 1/(2 n/k) sum_i sum_s (N_si - r_s n_i)^2`` (soft counts) with respect to ``u_ij``: for a
+  point of group g in cluster i, ``(n_i k/n) (e_gi - sum_s r_s e_si)`` with ``e_si`` the excess
+  share of group s in cluster i. It pushes the over-represented group out of each cluster and
+  pulls the under-represented ones in, with an O(1) weight. The fit starts from the converged
+  fuzzy c-means solution (the twin) and each sweep moves the penalty table a damped step towards
+  the penalty of the current memberships, until the objective settles.
 
-``bias_{p_j -> C_i}`` is the normalised fair loss Nbias(C_i) of eq. 3 computed with ``p_j`` counted
-in ``C_i`` and every other point's hard assignment (argmax membership) unchanged. It depends on
-``p_j`` only through its groups and through whether ``p_j`` currently sits in ``C_i``, so for every
-attribute we tabulate ``Nbias`` of each cluster "as is" and "with one more member of group g" and
-gather: O(n * k * attributes) per sweep.
-
-Update order: a *vectorised (Jacobi) sweep*. Within one iteration all biases are computed from
-the hard assignment left by the previous iteration, then every membership is updated at once.
-The paper's Algorithm 1 walks the points round-robin and lets each update change the counts seen
-by the next point (Gauss-Seidel). The two orders share their fixed points; the Jacobi sweep is
-what makes the O(n k A) vectorised form possible. See ``docs/methods/ffcm.md``.
-
-Scale-free eta: by default (``eta_scale="variance"``) the fair-loss weight used inside the
-objective is ``eta_raw = eta * s2`` with ``s2`` the mean squared distance of the points to their
-mean (the total variance). The paper's values (10^2 ... 10^7) are raw squared-distance units;
-pass ``eta_scale="none"`` to use them verbatim.
+Both tables depend on a point only through its groups (and, for ``"paper"``, through whether it
+already sits in the cluster): one table per sweep, one gather per point, O(n k attributes).
+Derivations, the choice of eta and the update order: ``docs/methods/ffcm.md``.
 """
 
 from __future__ import annotations
@@ -27,19 +25,40 @@ from __future__ import annotations
 import logging
 import numbers
 import warnings
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.cluster import kmeans_plusplus
 from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from fairaudit.cluster._ffcm_ops import (
+    cluster_bias,
+    combine_tables,
+    combined_codes,
+    fair_tables,
+    nbias_tables,
+    nearest_centre,
+    new_centres,
+    sweep,
+    targeted_penalties,
+)
 
 __all__ = ["FairFuzzyCMeans", "encode_sensitive", "nbias_tables"]
 
 logger = logging.getLogger(__name__)
 
-_CHUNK = 4096  # rows per block: blocks stay in cache and BLAS stays single-threaded
+TARGETED_ETA = 3.0
+"""Default ``eta`` of the targeted term (``eta="auto"``), in units of the typical gap between a
+row's squared distances to its two nearest centres (``eta_scale="gap"``):
+chosen on the Adult/Bank reproduction (docs/methods/ffcm.md, "Choosing eta")."""
+TABLE_STEP = 0.2
+"""Targeted term: each sweep moves the penalty table by this fraction of the way to the penalty
+of the current memberships (after the first sweeps: step max(TABLE_STEP, 1/t)). A damped
+fixed-point iteration: at convergence the table is the penalty of the final memberships."""
+PAPER_ETA = 1.0
+"""Default ``eta`` of the paper-literal term, in units of the total variance."""
 
 
 def _check_X(X: Any, owner: str) -> np.ndarray:
@@ -114,91 +133,130 @@ def encode_sensitive(
     return out
 
 
-def nbias_tables(counts: np.ndarray, ratios: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per-cluster fair loss of one attribute (eq. 1-2, before the 1/l normalisation).
-
-    ``counts`` is the (groups x clusters) hard-assignment contingency table, ``ratios`` the
-    dataset group distribution. Returns ``(stay, add)``: ``stay[i]`` = sum_s (N[s,i]/|C_i| - r_s)^2
-    (0 for an empty cluster), ``add[g, i]`` = the same for cluster i with one extra member of
-    group g.
-    """
-    counts = np.asarray(counts, dtype=np.float64)
-    sizes = counts.sum(axis=0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        frac = np.where(sizes > 0, counts / np.where(sizes > 0, sizes, 1.0), 0.0)
-    stay = np.where(sizes > 0, ((frac - ratios[:, None]) ** 2).sum(axis=0), 0.0)
-    # With one extra member of group g: frac' = (N[:, i] + e_g) / (n_i + 1).
-    fa = counts / (sizes + 1.0)  # (l, k)
-    base = ((fa - ratios[:, None]) ** 2).sum(axis=0)  # (k,)
-    # correction for row g: ((fa_g + 1/(n+1)) - r_g)^2 - (fa_g - r_g)^2
-    inc = 1.0 / (sizes + 1.0)
-    corr = 2.0 * (fa - ratios[:, None]) * inc[None, :] + inc[None, :] ** 2
-    add = base[None, :] + corr
-    return stay, add
+def _fit_sensitive(
+    sensitive: Any, n: int, name: str, wanted: bool
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Encode ``sensitive`` (validating it whenever given); warn when it is missing but wanted."""
+    if sensitive is None:
+        if wanted:
+            warnings.warn(
+                f"{name}.fit got no 'sensitive' groups, so the fairness term has nothing to act "
+                "on: the result is the unfair twin (fair=False). Pass fit(X, sensitive=S).",
+                UserWarning,
+                stacklevel=3,
+            )
+        return []
+    attrs = encode_sensitive(sensitive, n, name)
+    for a, (groups, _) in enumerate(attrs):
+        if len(groups) < 2 and wanted:
+            warnings.warn(
+                f"Sensitive attribute {a} passed to {name} has a single group "
+                f"({groups[0]!r}); its fair loss is always zero.",
+                UserWarning,
+                stacklevel=3,
+            )
+    return attrs
 
 
 class FairFuzzyCMeans(ClusterMixin, BaseEstimator):
-    """Fair fuzzy c-means (Xu et al. 2021); ``eta=0`` is vanilla fuzzy c-means (Bezdek).
+    """Fair fuzzy c-means (Xu et al. 2021); ``fair=False`` is vanilla fuzzy c-means (Bezdek).
 
     Parameters
     ----------
     n_clusters : int, default=4
-        Number of clusters k (>= 2).
+        Number of clusters k (>= 1; k = 1 is allowed, as in scikit-learn's KMeans).
+    fair : bool, default=True
+        ``False`` switches the fairness term off: the same code path and start give fuzzy
+        c-means (the unfair twin).
+    variant : {"targeted", "paper"}, default="targeted"
+        ``"targeted"``: the term pushes each cluster's over-represented group out (derivative of
+        the size-weighted fair loss; docs/methods/ffcm.md). ``"paper"``: eq. 3-6 as printed.
+    eta : float or "auto", default="auto"
+        Weight of the fairness term (>= 0; 0 gives FCM). ``"auto"``: 3 for ``"targeted"``,
+        1 for ``"paper"``. Scale-free, in the unit set by ``eta_scale``.
+    eta_scale : {"auto", "gap", "variance", "none"}, default="auto"
+        Unit of ``eta``: ``"gap"`` = mean over the rows of the gap between the squared distances
+        to their nearest and second-nearest centre (of the twin's solution for ``"targeted"``),
+        ``"variance"`` = total variance of X, ``"none"`` = raw squared-distance units (the
+        paper's 1e2..1e7). ``"auto"``: ``"gap"`` for ``"targeted"``, ``"variance"`` for
+        ``"paper"``.
     m : float, default=2.0
         Fuzzifier (> 1).
-    eta : float, default=1.0
-        Weight of the fair loss (>= 0). Scale-free by default: the raw weight is
-        ``eta * s2`` with ``s2`` the total variance of X (see ``eta_scale``). ``0`` gives FCM.
-    eta_scale : {"variance", "none"}, default="variance"
-        ``"none"`` uses ``eta`` verbatim in squared-distance units, as in the paper.
     max_iter : int, default=300
-        Maximum number of sweeps (the paper uses T = 10).
+        Maximum number of sweeps (the paper uses T = 10); per phase for the targeted form (its
+        fuzzy c-means start, then the fair refinement).
     tol : float, default=1e-6
         Stop when ``|J_t - J_{t-1}| < tol * |J_{t-1}|`` (relative, so scale-free); ``tol=0``
         runs exactly ``max_iter`` sweeps.
     init : {"k-means++", "random"} or array of shape (n_clusters, n_features)
-        ``"k-means++"`` (default): seeded k-means++ centres, memberships from eq. 6 with eta = 0.
-        ``"random"``: random memberships (rows of a uniform Dirichlet), as in the paper.
-        An array: initial centres, memberships from eq. 6 with eta = 0.
+        ``"k-means++"`` (default): seeded k-means++ centres, memberships from eq. 6 without the
+        term. ``"random"``: random memberships (rows of a uniform Dirichlet), as in the paper.
+        An array: initial centres.
     random_state : int, RandomState or None
+
+    Attributes
+    ----------
+    labels_, memberships_, cluster_centers_ (the centres the final memberships were computed
+    from), objective_ (J after every sweep), n_iter_, converged_, eta_raw_, fair_applied_
+    (False when the term was off: ``fair=False``, ``eta=0`` or no ``sensitive``),
+    fairness_penalty_ (per attribute, the (groups x k) table a new point of each group gets,
+    already multiplied by ``eta_raw_``; None when the term was off), groups_, cluster_bias_
+    (Nbias(C_i) of eq. 3 at the end), n_features_in_.
+
+    Sensitive groups are passed to ``fit(X, y=None, sensitive=S)`` (n values or n x a). Without
+    them the term has nothing to act on: ``fit`` warns and fits the unfair twin.
     """
 
     def __init__(
         self,
         n_clusters: int = 4,
         *,
+        fair: bool = True,
+        variant: str = "targeted",
+        eta: float | str = "auto",
+        eta_scale: str = "auto",
         m: float = 2.0,
-        eta: float = 1.0,
-        eta_scale: str = "variance",
         max_iter: int = 300,
         tol: float = 1e-6,
         init: str | np.ndarray = "k-means++",
         random_state: int | np.random.RandomState | None = None,
     ) -> None:
         self.n_clusters = n_clusters
-        self.m = m
+        self.fair = fair
+        self.variant = variant
         self.eta = eta
         self.eta_scale = eta_scale
+        self.m = m
         self.max_iter = max_iter
         self.tol = tol
         self.init = init
         self.random_state = random_state
 
-    def _validate_params(self, n_samples: int) -> None:
+    def _validate_params(self, n_samples: int) -> tuple[float, str]:
+        """Check the parameters; return the effective (eta, eta_scale)."""
         name = "FairFuzzyCMeans"
         k = self.n_clusters
-        if not isinstance(k, numbers.Integral) or isinstance(k, bool) or k < 2:
+        if not isinstance(k, numbers.Integral) or isinstance(k, bool) or k < 1:
             raise ValueError(
-                f"The 'n_clusters' parameter of {name} must be an int >= 2; got {k!r}."
+                f"The 'n_clusters' parameter of {name} must be an int >= 1; got {k!r}."
             )
         if k > n_samples:
             raise ValueError(
                 f"The 'n_clusters' parameter of {name} must be <= n_samples = {n_samples}; got {k}."
             )
+        if not isinstance(self.fair, bool | np.bool_):
+            raise ValueError(f"The 'fair' parameter of {name} must be a bool; got {self.fair!r}.")
+        if self.variant not in ("targeted", "paper"):
+            raise ValueError(
+                f"The 'variant' parameter of {name} must be 'targeted' or 'paper'; "
+                f"got {self.variant!r}."
+            )
         m = self.m
         if not isinstance(m, numbers.Real) or isinstance(m, bool) or not np.isfinite(m) or m <= 1:
             raise ValueError(f"The 'm' parameter of {name} must be a finite float > 1; got {m!r}.")
         eta = self.eta
+        if isinstance(eta, str) and eta == "auto":
+            eta = TARGETED_ETA if self.variant == "targeted" else PAPER_ETA
         if (
             not isinstance(eta, numbers.Real)
             or isinstance(eta, bool)
@@ -206,13 +264,17 @@ class FairFuzzyCMeans(ClusterMixin, BaseEstimator):
             or eta < 0
         ):
             raise ValueError(
-                f"The 'eta' parameter of {name} must be a finite float >= 0; got {eta!r}."
+                f"The 'eta' parameter of {name} must be 'auto' or a finite float >= 0; "
+                f"got {eta!r}."
             )
-        if self.eta_scale not in ("variance", "none"):
+        scale = self.eta_scale
+        if scale not in ("auto", "gap", "variance", "none"):
             raise ValueError(
-                f"The 'eta_scale' parameter of {name} must be 'variance' or 'none'; "
-                f"got {self.eta_scale!r}."
+                f"The 'eta_scale' parameter of {name} must be 'auto', 'gap', 'variance' or "
+                f"'none'; got {scale!r}."
             )
+        if scale == "auto":
+            scale = "gap" if self.variant == "targeted" else "variance"
         it = self.max_iter
         if not isinstance(it, numbers.Integral) or isinstance(it, bool) or it < 1:
             raise ValueError(f"The 'max_iter' parameter of {name} must be an int >= 1; got {it!r}.")
@@ -225,52 +287,37 @@ class FairFuzzyCMeans(ClusterMixin, BaseEstimator):
                     f"The 'init' parameter of {name} must be 'k-means++', 'random' or an array of "
                     f"shape (n_clusters, n_features); got {self.init!r}."
                 )
+        return float(eta), scale
 
     # --------------------------------------------------------------------- fit
     def fit(self, X: Any, y: Any = None, *, sensitive: Any = None) -> FairFuzzyCMeans:
-        """Fit on features X (n x d) with sensitive attribute(s) ``sensitive``.
+        """Fit on features X (n x d) with sensitive attribute(s) ``sensitive`` (n or n x a).
 
-        ``sensitive`` may be omitted only when ``eta == 0`` (vanilla FCM).
+        ``y`` is ignored. Without ``sensitive`` (or with ``fair=False`` / ``eta=0``) the result
+        is fuzzy c-means from the same start.
         """
         name = "FairFuzzyCMeans"
+        X = validate_data(self, X, dtype=np.float64, ensure_all_finite=False, ensure_min_samples=2)
         X = _check_X(X, name)
         n, d = X.shape
-        self._validate_params(n)
+        eta, scale = self._validate_params(n)
         _check_constant(X, name)
         k = int(self.n_clusters)
         m = float(self.m)
         rng = check_random_state(self.random_state)
-
-        attrs: list[tuple[np.ndarray, np.ndarray]] = []
-        if sensitive is not None:
-            attrs = encode_sensitive(sensitive, n, name)
-            for a, (groups, _) in enumerate(attrs):
-                if len(groups) < 2:
-                    warnings.warn(
-                        f"Sensitive attribute {a} passed to {name} has a single group "
-                        f"({groups[0]!r}); its fair loss is always zero.",
-                        UserWarning,
-                        stacklevel=2,
-                    )
-        elif self.eta > 0:
-            raise ValueError(
-                f"{name}.fit needs the 'sensitive' argument when eta > 0 (got None); "
-                "pass eta=0 for vanilla fuzzy c-means."
-            )
+        wanted = bool(self.fair) and eta > 0
+        attrs = _fit_sensitive(sensitive, n, name, wanted)
+        targeted = self.variant == "targeted"
 
         mean = X.mean(axis=0)
         X = X - mean  # centred copy: distances are translation invariant, fewer cancellations
         s2 = float(np.einsum("ij,ij->", X, X)) / n
-        eta_raw = float(self.eta) * (s2 if self.eta_scale == "variance" else 1.0)
-        use_fair = eta_raw > 0 and len(attrs) > 0
         floor = max(s2, 1e-300) * 1e-12  # guards 1/0 when a point sits on a centre
-
-        # ratios, codes, normalisation per attribute
-        fair = []
-        for groups, codes in attrs:
-            lg = len(groups)
-            ratios = np.bincount(codes, minlength=lg) / n
-            fair.append((codes, lg, ratios))
+        fair = [
+            (codes, len(groups), np.bincount(codes, minlength=len(groups)) / n)
+            for groups, codes in attrs
+        ]
+        use_fair = wanted and len(fair) > 0
 
         p = 1.0 / (m - 1.0)
         # Augmented rows [x, |x|^2, 1]: one matmul with [-2C^T; 1; |c|^2] gives |x - c|^2.
@@ -278,10 +325,9 @@ class FairFuzzyCMeans(ClusterMixin, BaseEstimator):
         Xa[:, :d] = X
         Xa[:, d] = np.einsum("ij,ij->i", X, X)
         Xa[:, d + 1] = 1.0
-        comb, shape = _combined_codes(fair) if use_fair else (None, ())
-        combined = comb is not None
+        comb, shape = combined_codes(fair) if use_fair else (None, ())
         codes_arg: np.ndarray | list[np.ndarray] | None = (
-            comb if combined else [c for c, _, _ in fair] if use_fair else None
+            comb if comb is not None else [c for c, _, _ in fair] if use_fair else None
         )
 
         # ----- initial memberships -> initial centres and labels
@@ -304,177 +350,225 @@ class FairFuzzyCMeans(ClusterMixin, BaseEstimator):
                         f"({k}, {d}); got shape {centres.shape}."
                     )
                 centres = centres - mean
-            _, num, den, labels = _sweep(Xa, d, centres, None, None, None, m, p, floor, U)
-            centres = _new_centres(num, den, centres)
-
+            _, num, den, labels = sweep(Xa, d, centres, None, None, None, m, p, floor, U)
+            centres = new_centres(num, den, centres)
+        # Phases: "fcm" = plain sweeps (the twin, and the targeted form's start); "fair" = the
+        # targeted term (damped penalty table); "paper" = eq. 3-6 from the start.
+        if not use_fair:
+            phases = ["fcm"]
+        else:
+            phases = ["fcm", "fair"] if targeted else ["paper"]
+        eta_raw = 0.0
         history: list[float] = []
         n_iter = 0
-        for it in range(int(self.max_iter)):
-            tables = _fair_tables(fair, labels, k, eta_raw, combined, shape) if use_fair else None
-            J, num, den, labels = _sweep(Xa, d, centres, tables, codes_arg, labels, m, p, floor, U)
-            history.append(J)
-            n_iter = it + 1
-            centres = _new_centres(num, den, centres)
-            if len(history) >= 2 and abs(history[-1] - history[-2]) < self.tol * abs(history[-2]):
-                break
-        else:
+        converged = True  # every phase settled before max_iter
+        avg: list[np.ndarray] | None = None
+        used = centres
+        reductions: list[float] = []  # targeted: eta factors tried (1, 1/3, 1/9)
+        for phase in phases:
+            if phase != "fcm":
+                if scale == "gap":  # typical margin between a row's two nearest centres
+                    unit = _gap_scale(X, centres)
+                else:
+                    unit = s2 if scale == "variance" else 1.0
+                eta_raw = eta * unit
+            if phase == "fair":
+                # The refinement is kept only if it lowers the fair loss of the hard labels
+                # against the twin; otherwise eta is divided by 3 (twice), then the twin is kept.
+                twin = (U.copy(), centres, used, labels.copy(), len(history), converged)
+                loss_twin = _hard_loss(fair, labels, k)
+                full = eta_raw
+                for factor in (1.0, 1.0 / 3.0, 1.0 / 9.0):
+                    U[:] = twin[0]
+                    centres, used, labels = twin[1], twin[2], twin[3].copy()
+                    del history[twin[4] :]
+                    eta_raw = full * factor
+                    reductions.append(factor)
+                    avg = None
+                    centres, used, labels, settled = self._phase(
+                        "fair", Xa, d, centres, used, labels, U, fair, comb, shape, codes_arg,
+                        k, m, p, floor, eta_raw, history, avg_box := [None],
+                    )
+                    avg = avg_box[0]
+                    converged = twin[5] and settled
+                    if _hard_loss(fair, labels, k) <= loss_twin:
+                        break
+                else:  # no eta lowered the fair loss: the twin's solution, said in notes_
+                    U[:] = twin[0]
+                    centres, used, labels = twin[1], twin[2], twin[3]
+                    del history[twin[4] :]
+                    converged = twin[5]
+                    eta_raw, avg = 0.0, None
+                    reductions.append(0.0)
+                continue
+            centres, used, labels, settled = self._phase(
+                phase, Xa, d, centres, used, labels, U, fair, comb, shape, codes_arg,
+                k, m, p, floor, eta_raw, history, [None],
+            )
+            converged = converged and settled
+        n_iter = len(history)
+        if not converged:
             logger.info("%s did not converge in %d iterations.", name, self.max_iter)
         del Xa
 
-        # Final state: memberships U are those of the last sweep; report the centres they imply.
         self.memberships_ = U
-        self.cluster_centers_ = centres + mean
+        self.cluster_centers_ = used + mean
         self.labels_ = np.argmax(U, axis=1)
         self.objective_ = np.asarray(history)
         self.n_iter_ = n_iter
-        self.eta_raw_ = eta_raw
+        self.converged_ = converged
+        self.eta_raw_ = eta_raw if use_fair else 0.0
+        self.eta_reductions_ = tuple(reductions)
         self.data_scale_ = s2
+        self.fair_applied_ = use_fair
         self.groups_ = [g for g, _ in attrs]
-        self.n_features_in_ = d
-        if fair:
-            self.cluster_bias_ = _cluster_bias(fair, self.labels_, k)
-        else:
-            self.cluster_bias_ = np.zeros(k)
+        self.fairness_penalty_: list[np.ndarray] | None = None
+        use_fair = use_fair and eta_raw > 0  # False when the refinement was rejected
+        self.fair_applied_ = use_fair
+        if use_fair:
+            if targeted:  # the penalty the final memberships were computed with
+                assert avg is not None
+                pens = avg
+            else:  # a new point joins a cluster: the "add" table of eq. 3
+                pens = [
+                    nbias_tables(
+                        np.bincount(c * k + self.labels_, minlength=lg * k).reshape(lg, k), r
+                    )[1]
+                    / lg
+                    for c, lg, r in fair
+                ]
+            self.fairness_penalty_ = [eta_raw * t for t in pens]
+        self.cluster_bias_ = cluster_bias(fair, self.labels_, k) if fair else np.zeros(k)
         return self
 
+    def _phase(
+        self, phase: str, Xa: np.ndarray, d: int, centres: np.ndarray, used: np.ndarray,
+        labels: np.ndarray, U: np.ndarray, fair: Any, comb: Any, shape: tuple[int, ...],
+        codes_arg: Any, k: int, m: float, p: float, floor: float, eta_raw: float,
+        history: list[float], avg_box: list[Any],
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
+        """Sweeps of one phase until the objective settles or ``max_iter``; appends to
+        ``history``; the targeted table's final value is left in ``avg_box[0]``."""
+        start = len(history)
+        avg: list[np.ndarray] | None = None
+        for it in range(int(self.max_iter)):
+            tables: Any = None
+            if phase == "fair":  # damped move of the table towards the current penalty
+                new = targeted_penalties(fair, U, comb, shape)
+                step = max(TABLE_STEP, 1.0 / (it + 1))
+                avg = (
+                    new
+                    if avg is None
+                    else [a + (b - a) * step for a, b in zip(avg, new, strict=True)]
+                )
+                scaled = [eta_raw * t for t in avg]
+                tables = (None, combine_tables(scaled, shape) if comb is not None else scaled)
+            elif phase == "paper":
+                tables = fair_tables(fair, labels, k, eta_raw, comb is not None, shape)
+            used = centres
+            J, num, den, labels = sweep(Xa, d, centres, tables, codes_arg, labels, m, p, floor, U)
+            history.append(J)
+            centres = new_centres(num, den, centres)
+            if len(history) - start >= 2 and abs(history[-1] - history[-2]) < self.tol * abs(
+                history[-2]
+            ):
+                avg_box[0] = avg
+                return centres, used, labels, True
+        avg_box[0] = avg
+        return centres, used, labels, False
+
     def fit_predict(self, X: Any, y: Any = None, *, sensitive: Any = None) -> np.ndarray:
+        """Fit and return ``labels_`` (argmax memberships of the training rows)."""
         return self.fit(X, sensitive=sensitive).labels_
 
+    # ----------------------------------------------------------------- predict
+    def predict_memberships(self, X: Any, sensitive: Any = None) -> np.ndarray:
+        """Memberships of new rows from the fitted centres (eq. 6).
 
-_FairSpec = Sequence[tuple[np.ndarray, int, np.ndarray]]
-_MAX_COMBINED = 1 << 16
-
-
-def _combined_codes(fair: _FairSpec) -> tuple[np.ndarray | None, tuple[int, ...]]:
-    """One code per intersection of the attributes' groups (None when there are too many)."""
-    shape = tuple(lg for _, lg, _ in fair)
-    if int(np.prod(shape)) > _MAX_COMBINED:
-        return None, shape
-    comb = np.zeros(fair[0][0].shape[0], dtype=np.intp)
-    for codes, lg, _ in fair:
-        comb *= lg
-        comb += codes
-    return comb, shape
-
-
-def _cluster_bias(fair: _FairSpec, labels: np.ndarray, k: int) -> np.ndarray:
-    """Nbias(C_i) of eq. 3 for the hard assignment ``labels``."""
-    total = np.zeros(k)
-    for codes, lg, ratios in fair:
-        counts = np.bincount(codes * k + labels, minlength=lg * k).reshape(lg, k)
-        total += nbias_tables(counts, ratios)[0] / lg
-    return total
-
-
-def _fair_tables(
-    fair: _FairSpec,
-    labels: np.ndarray,
-    k: int,
-    eta_raw: float,
-    combined: bool,
-    shape: tuple[int, ...],
-) -> tuple[np.ndarray, list[np.ndarray] | np.ndarray]:
-    """eta * bias tables for one sweep.
-
-    Returns ``(stay, add)``: ``stay[i]`` = eta * Nbias(C_i) (a point already in C_i leaves the
-    counts unchanged, whatever its groups), and ``add`` = eta * Nbias(C_i + one point of the
-    given groups): a (G x k) table over combined group codes, or a list of per-attribute tables
-    already divided by the attribute's number of groups.
-    """
-    stay = np.zeros(k)
-    adds = []
-    for codes, lg, ratios in fair:
-        counts = np.bincount(codes * k + labels, minlength=lg * k).reshape(lg, k)
-        st, ad = nbias_tables(counts, ratios)
-        stay += st / lg
-        adds.append(ad * (eta_raw / lg))
-    stay *= eta_raw
-    if not combined:
-        return stay, adds
-    table = np.zeros((*shape, k))
-    for a, ad in enumerate(adds):
-        idx = [np.newaxis] * len(shape) + [slice(None)]
-        idx[a] = slice(None)
-        table = table + ad[tuple(idx)]
-    return stay, table.reshape(-1, k)
-
-
-def _new_centres(num: np.ndarray, den: np.ndarray, old: np.ndarray) -> np.ndarray:
-    centres = num / np.where(den > 0, den, 1.0)[:, None]
-    empty = den <= 0
-    if empty.any():
-        centres[empty] = old[empty]
-    return centres
-
-
-def _sweep(
-    Xa: np.ndarray,
-    d: int,
-    centres: np.ndarray,
-    tables: tuple[np.ndarray, Any] | None,
-    codes: np.ndarray | list[np.ndarray] | None,
-    labels: np.ndarray | None,
-    m: float,
-    p: float,
-    floor: float,
-    U: np.ndarray,
-) -> tuple[float, np.ndarray, np.ndarray, np.ndarray]:
-    """One vectorised sweep of eq. 6 over all points, in row chunks.
-
-    Writes the memberships into ``U`` and returns the objective (eq. 4) of the new memberships,
-    the numerator / denominator of the next centres (sum u^m x, sum u^m) and the new hard labels.
-    """
-    n = Xa.shape[0]
-    k = centres.shape[0]
-    caug = np.empty((d + 2, k))
-    caug[:d] = -2.0 * centres.T
-    caug[d] = 1.0
-    caug[d + 1] = np.einsum("ij,ij->i", centres, centres)
-    ones = np.ones(k)
-    J = 0.0
-    num = np.zeros((k, d))
-    den = np.zeros(k)
-    new_labels = np.empty(n, dtype=np.intp)
-    rows_all = np.arange(_CHUNK)
-    m2 = m == 2.0
-    for start in range(0, n, _CHUNK):
-        stop = min(start + _CHUNK, n)
-        xa = Xa[start:stop]
-        E = xa @ caug
-        if tables is not None:
-            assert labels is not None
-            stay, add = tables
-            lab = labels[start:stop]
-            rows = rows_all[: stop - start]
-            if isinstance(codes, np.ndarray):  # combined group codes, one gather
-                B = np.take(add, codes[start:stop], axis=0)
-            else:  # more than 65536 group intersections: one gather per attribute
-                assert codes is not None
-                B = np.zeros_like(E)
-                for c, ad in zip(codes, add, strict=True):
-                    B += np.take(ad, c[start:stop], axis=0)
-            B[rows, lab] = stay[lab]
-            E += B
+        Without ``sensitive``: plain fuzzy c-means memberships, u_ij ~ ||x_j - c_i||^(-2/(m-1)).
+        With ``sensitive`` (and a fitted fairness term): the fitted penalty table of each new
+        row's groups is added to its squared distances. A new row does not change the fitted
+        clusters' composition, so the table is frozen at its fitted value.
+        """
+        check_is_fitted(self, "cluster_centers_")
+        X = validate_data(self, X, dtype=np.float64, reset=False)
+        C = self.cluster_centers_
+        E = np.einsum("ij,ij->i", X, X)[:, None] - 2.0 * (X @ C.T) + np.einsum("ij,ij->i", C, C)
+        if sensitive is not None and self.fairness_penalty_ is not None:
+            E += self._penalty(sensitive, X.shape[0])
+        floor = max(self.data_scale_, 1e-300) * 1e-12
         np.maximum(E, floor, out=E)
-        if p == 1.0:
-            inv = np.divide(1.0, E)
-        else:
-            inv = np.divide(E.min(axis=1, keepdims=True), E)
-            inv **= p
-        s = inv @ ones
-        new_labels[start:stop] = inv.argmax(axis=1)
-        inv /= s[:, None]
-        u = inv
-        U[start:stop] = u
-        if m2:
-            if p == 1.0:
-                J += float((1.0 / s).sum())  # sum_i u_i^2 E_i = 1 / sum_i (1/E_i)
-            else:  # pragma: no cover - p == 1 exactly when m == 2
-                J += float(np.einsum("ij,ij->", u * u, E))
-            w = u * u
-        else:
-            w = u**m
-            J += float(np.einsum("ij,ij->", w, E))
-        num += w.T @ xa[:, :d]
-        den += w.sum(axis=0)
-    return J, num, den, new_labels
+        inv = np.divide(E.min(axis=1, keepdims=True), E) ** (1.0 / (float(self.m) - 1.0))
+        inv /= inv.sum(axis=1, keepdims=True)
+        return inv
+
+    def predict(self, X: Any, sensitive: Any = None) -> np.ndarray:
+        """Cluster of each new row: argmax of :meth:`predict_memberships` (without
+        ``sensitive``: the nearest fitted centre)."""
+        check_is_fitted(self, "cluster_centers_")
+        X = validate_data(self, X, dtype=np.float64, reset=False)
+        if sensitive is None or self.fairness_penalty_ is None:
+            return nearest_centre(X, self.cluster_centers_)
+        # memberships decrease with E = |x - c|^2 + penalty: the argmax is the argmin of E
+        pen = self._penalty(sensitive, X.shape[0])
+        C = self.cluster_centers_
+        pen += np.einsum("ij,ij->i", C, C)
+        pen -= 2.0 * (X @ C.T)
+        return np.argmin(pen, axis=1)
+
+    def _penalty(self, sensitive: Any, n: int) -> np.ndarray:
+        name = "FairFuzzyCMeans.predict"
+        assert self.fairness_penalty_ is not None
+        arr = np.asarray(sensitive)
+        cols = [arr] if arr.ndim == 1 else [arr[:, a] for a in range(arr.shape[1])]
+        if len(cols) != len(self.groups_) or any(len(c) != n for c in cols):
+            raise ValueError(
+                f"The 'sensitive' argument of {name} must have {n} rows and "
+                f"{len(self.groups_)} attribute(s), as in fit."
+            )
+        out = np.zeros((n, self.cluster_centers_.shape[0]))
+        for a, (col, groups, table) in enumerate(
+            zip(cols, self.groups_, self.fairness_penalty_, strict=True)
+        ):
+            col = col.astype(str) if groups.dtype.kind == "U" else col
+            idx = np.searchsorted(groups, col)
+            idx = np.clip(idx, 0, len(groups) - 1)
+            unknown = groups[idx] != col
+            if unknown.any():
+                raise ValueError(
+                    f"The 'sensitive' argument of {name} has group(s) not seen in fit in "
+                    f"attribute {a}: {sorted(set(np.asarray(col)[unknown].tolist()))[:5]}."
+                )
+            out += table[idx]
+        return out
+
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = False
+        return tags
+
+
+def _hard_loss(fair: Any, labels: np.ndarray, k: int) -> float:
+    """The targeted form's fair loss F on the hard labels: sum over attributes, clusters and
+    groups of (N_si - r_s n_i)^2 / (2 n / k)."""
+    total = 0.0
+    n = labels.shape[0]
+    for codes, lg, ratios in fair:
+        N = np.bincount(codes * k + labels, minlength=lg * k).reshape(lg, k).astype(np.float64)
+        total += float(((N - ratios[:, None] * N.sum(axis=0)[None, :]) ** 2).sum())
+    return total / (2.0 * n / k)
+
+
+def _gap_scale(X: np.ndarray, centres: np.ndarray) -> float:
+    """Mean over points of the gap between the squared distances to the nearest and the
+    second-nearest centre (1.0 with a single centre, where the term has nothing to move)."""
+    if centres.shape[0] < 2:
+        return 1.0
+    total = 0.0
+    cc = np.einsum("ij,ij->i", centres, centres)
+    for a in range(0, X.shape[0], 65536):
+        xb = X[a : a + 65536]
+        D = np.einsum("ij,ij->i", xb, xb)[:, None] - 2.0 * xb @ centres.T + cc
+        D.sort(axis=1)
+        total += float((D[:, 1] - D[:, 0]).sum())
+    return max(total / X.shape[0], 1e-300)

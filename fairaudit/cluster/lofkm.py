@@ -25,7 +25,9 @@ from scipy.spatial import cKDTree
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.cluster import KMeans
 from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted, validate_data
 
+from fairaudit.cluster._ffcm_ops import nearest_centre
 from fairaudit.cluster.ffcm import _check_constant, _check_X
 
 __all__ = ["LOFKMeans", "local_outlier_factor", "lof_weights"]
@@ -136,6 +138,9 @@ class LOFKMeans(ClusterMixin, BaseEstimator):
     Parameters
     ----------
     n_clusters : int, default=8
+    fair : bool, default=True
+        ``False`` drops the LOF weights (every weight 1): the same code path and the same seeded
+        starts give plain k-means (the unfair twin).
     n_neighbors : int, default=5
         t, the LOF neighbourhood size.
     n_init : int, default=10
@@ -153,6 +158,7 @@ class LOFKMeans(ClusterMixin, BaseEstimator):
         self,
         n_clusters: int = 8,
         *,
+        fair: bool = True,
         n_neighbors: int = 5,
         n_init: int = 10,
         init: str = "k-means++",
@@ -162,6 +168,7 @@ class LOFKMeans(ClusterMixin, BaseEstimator):
         random_state: int | np.random.RandomState | None = None,
     ) -> None:
         self.n_clusters = n_clusters
+        self.fair = fair
         self.n_neighbors = n_neighbors
         self.n_init = n_init
         self.init = init
@@ -181,7 +188,7 @@ class LOFKMeans(ClusterMixin, BaseEstimator):
                 )
             return int(v)
 
-        k = _int("n_clusters", 2)
+        k = _int("n_clusters", 1)
         if k > n:
             raise ValueError(
                 f"The 'n_clusters' parameter of {name} must be <= n_samples = {n}; got {k}."
@@ -191,6 +198,8 @@ class LOFKMeans(ClusterMixin, BaseEstimator):
             raise ValueError(
                 f"The 'n_neighbors' parameter of {name} must be < n_samples = {n}; got {t}."
             )
+        if not isinstance(self.fair, bool | np.bool_):
+            raise ValueError(f"The 'fair' parameter of {name} must be a bool; got {self.fair!r}.")
         _int("n_init", 1)
         _int("max_iter", 1)
         if self.init not in ("k-means++", "random"):
@@ -201,17 +210,24 @@ class LOFKMeans(ClusterMixin, BaseEstimator):
         if not isinstance(tol, numbers.Real) or isinstance(tol, bool) or not tol >= 0:
             raise ValueError(f"The 'tol' parameter of {name} must be a float >= 0; got {tol!r}.")
 
-    def fit(self, X: Any, y: Any = None, *, sample_weight: Any = None) -> LOFKMeans:
-        """Fit LOFKM. ``sample_weight`` (optional) multiplies the LOF weights."""
+    def fit(
+        self, X: Any, y: Any = None, *, sample_weight: Any = None, sensitive: Any = None
+    ) -> LOFKMeans:
+        """Fit LOFKM. ``sample_weight`` (optional) multiplies the LOF weights; ``y`` and
+        ``sensitive`` are ignored (LOFKM's fairness is local connectivity, not groups)."""
         name = "LOFKMeans"
+        X = validate_data(self, X, dtype=np.float64, ensure_all_finite=False, ensure_min_samples=2)
         X = _check_X(X, name)
         n = X.shape[0]
         self._validate(n)
         _check_constant(X, name)
         rng = check_random_state(self.random_state)
-        weights, lof, dedup = lof_weights(X, int(self.n_neighbors), n_jobs=self.n_jobs)
-        if dedup:
-            logger.info("%s: duplicate rows found; LOF computed on distinct rows.", name)
+        if self.fair:
+            weights, lof, dedup = lof_weights(X, int(self.n_neighbors), n_jobs=self.n_jobs)
+            if dedup:
+                logger.info("%s: duplicate rows found; LOF computed on distinct rows.", name)
+        else:
+            weights, lof, dedup = np.ones(n), None, False
         w = weights
         if sample_weight is not None:
             sw = np.asarray(sample_weight, dtype=np.float64)
@@ -236,22 +252,18 @@ class LOFKMeans(ClusterMixin, BaseEstimator):
         self.labels_ = km.labels_
         self.inertia_ = float(km.inertia_)  # weighted objective, eq. 11
         self.n_iter_ = int(km.n_iter_)
-        self.n_features_in_ = X.shape[1]
+        self.converged_ = bool(km.n_iter_ < int(self.max_iter))
         return self
 
-    def fit_predict(self, X: Any, y: Any = None, *, sample_weight: Any = None) -> np.ndarray:
+    def fit_predict(
+        self, X: Any, y: Any = None, *, sample_weight: Any = None, sensitive: Any = None
+    ) -> np.ndarray:
+        """Fit and return ``labels_``."""
         return self.fit(X, sample_weight=sample_weight).labels_
 
     def predict(self, X: Any) -> np.ndarray:
-        """Nearest prototype (eq. 12)."""
-        if not hasattr(self, "cluster_centers_"):
-            raise ValueError("This LOFKMeans instance is not fitted yet; call 'fit' first.")
-        X = _check_X(X, "LOFKMeans.predict")
-        if X.shape[1] != self.n_features_in_:
-            raise ValueError(
-                f"X passed to LOFKMeans.predict must have {self.n_features_in_} features; "
-                f"got {X.shape[1]}."
-            )
-        C = self.cluster_centers_
-        D = (X * X).sum(1)[:, None] - 2 * X @ C.T + (C * C).sum(1)[None, :]
-        return np.argmin(D, axis=1)
+        """Nearest prototype (eq. 12); on the training rows of a converged fit this is
+        ``labels_`` (Lloyd's fixed point)."""
+        check_is_fitted(self, "cluster_centers_")
+        X = validate_data(self, X, dtype=np.float64, reset=False)
+        return nearest_centre(X, self.cluster_centers_)

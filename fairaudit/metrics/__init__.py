@@ -55,6 +55,7 @@ _LAZY = {
     "dcsi": "fairaudit.metrics.density_separation",
     "SilhouetteResult": "fairaudit.metrics.quality",
     "silhouette": "fairaudit.metrics.quality",
+    **{n: "fairaudit.metrics.scorers" for n in ("balance_score", "ed_score", "wd_score", "fairness_cce_score", "fairness_scorer")},
 }
 
 __all__ = list(_LAZY)

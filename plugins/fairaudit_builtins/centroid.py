@@ -3,9 +3,12 @@
 - ``ffcm``: fair fuzzy c-means (seed 001) on the features, with the sensitive attributes as the
   fair-loss groups. Provides labels (argmax membership), prototypes and memberships; ``extras_``
   holds the membership-weighted group composition of every cluster beside the hard one.
-- ``fcm``: the same estimator with ``eta = 0`` (vanilla fuzzy c-means, the paper's baseline); it
-  does not see the sensitive attributes.
-- ``lofkm``: k-means with LOF weights (seed 002); ``extras_`` summarises the weights.
+- ``fcm``: the same estimator with the fairness term off (vanilla fuzzy c-means, the paper's
+  baseline); it does not see the sensitive attributes. ``ffcm:fair=false`` is the same fit.
+- ``lofkm``: k-means with LOF weights (seed 002); ``extras_`` summarises the weights;
+  ``lofkm:fair=false`` is k-means from the same starts.
+- ``predict(data)`` on each clusterer assigns new rows (nearest fitted centre; FFCM adds the fitted
+  penalty of each row's groups).
 - ``lcd``: local connectivity disagreement (seed 002 eq. 1-9): AvgLCD (headline) and MaxLCD,
   the clusters with the worst local connectivity and their worst points (input row ids), and a
   histogram of per-point LCD.
@@ -27,6 +30,7 @@ from fairaudit.components import (
     MetricSpec,
     Options,
     ReportSection,
+    TypeIs,
 )
 from fairaudit.data import AuditData, sample_rows
 from fairaudit.hookspecs import hookimpl
@@ -90,58 +94,70 @@ _FCM_DOCS = {
 
 
 class FFCMClusterer(Clusterer):
-    """Fair fuzzy c-means: FCM with a group-proportion loss (Xu et al., ACML 2021)."""
+    """Fair fuzzy c-means: FCM with a group-proportion term (Xu et al., ACML 2021)."""
 
     name = "ffcm"
     description = (
-        "Fair fuzzy c-means (FFCM, seed 001): fuzzy c-means plus a loss on each cluster's group "
-        "proportions; soft memberships."
+        "Fair fuzzy c-means (FFCM, seed 001): fuzzy c-means plus a term on each cluster's group "
+        "proportions (default: the targeted form, pushing each cluster's over-represented group "
+        "out); soft memberships."
     )
     requires = frozenset({"features", "sensitive"})
     provides = frozenset({"labels", "prototypes", "memberships"})
     max_rows = None
     constraints = {
         **_FCM_CONSTRAINTS,
-        "eta": Interval(float, 0.0, None),
-        "eta_scale": Options(("variance", "none")),
+        "fair": TypeIs((bool,), "true or false"),
+        "variant": Options(("targeted", "paper")),
+        "eta": AnyOf((Interval(float, 0.0, None), Options(("auto",)))),
+        "eta_scale": Options(("auto", "gap", "variance", "none")),
     }
     param_docs = {
         **_FCM_DOCS,
-        "eta": "weight of the fair loss; with eta_scale='variance' in units of the data's "
-        "total variance (scale-free)",
-        "eta_scale": "'variance' (eta x total variance) or 'none' (raw squared-distance units, "
-        "as the paper's 1e2..1e7)",
+        "fair": "false: the fairness term off (fuzzy c-means from the same start: the twin)",
+        "variant": "'targeted' (pushes each cluster's over-represented group out; default) or "
+        "'paper' (eq. 3-6 as printed; almost no effect on real data)",
+        "eta": "weight of the fairness term; 'auto' = 3 (targeted) or 1 (paper), scale-free",
+        "eta_scale": "unit of eta: 'gap' (mean gap between a row's squared distances to its two "
+        "nearest centres), 'variance' (total variance), 'none' (raw, as the paper's 1e2..1e7); "
+        "'auto' = gap (targeted) / variance (paper)",
     }
 
     def __init__(
         self,
         n_clusters: int = 4,
         *,
+        fair: bool = True,
+        variant: str = "targeted",
+        eta: float | str = "auto",
+        eta_scale: str = "auto",
         m: float = 2.0,
-        eta: float = 1.0,
-        eta_scale: str = "variance",
         max_iter: int = 300,
         tol: float = 1e-6,
         init: str = "k-means++",
         random_state: int | None = None,
     ) -> None:
         self.n_clusters = n_clusters
-        self.m = m
+        self.fair = fair
+        self.variant = variant
         self.eta = eta
         self.eta_scale = eta_scale
+        self.m = m
         self.max_iter = max_iter
         self.tol = tol
         self.init = init
         self.random_state = random_state
 
-    def _estimator(self, eta: float, eta_scale: str) -> Any:
+    def _estimator(self, fair: bool) -> Any:
         from fairaudit.cluster import FairFuzzyCMeans
 
         return FairFuzzyCMeans(
             self.n_clusters,
+            fair=fair,
+            variant=getattr(self, "variant", "targeted"),
+            eta=getattr(self, "eta", "auto"),
+            eta_scale=getattr(self, "eta_scale", "auto"),
             m=float(self.m),
-            eta=float(eta),
-            eta_scale=eta_scale,
             max_iter=self.max_iter,
             tol=float(self.tol),
             init=self.init,
@@ -153,18 +169,21 @@ class FFCMClusterer(Clusterer):
         self.memberships_ = est.memberships_
         self.prototypes_ = est.cluster_centers_
         self.estimator_ = est
+        self.converged_ = bool(est.converged_)
+        self.n_iter_ = int(est.n_iter_)
         hist = [float(v) for v in est.objective_]
         self.extras_: dict[str, Any] = {
             "method": method,
+            "fair": bool(est.fair_applied_),
             "n_iter": int(est.n_iter_),
-            "converged": bool(est.n_iter_ < self.max_iter),
+            "converged": bool(est.converged_),
             "objective": hist[-200:],
             "eta_raw": finite(est.eta_raw_),
             "data_scale": finite(est.data_scale_),
             "mean_max_membership": finite(est.memberships_.max(axis=1).mean()),
         }
         notes = []
-        if est.n_iter_ >= self.max_iter:
+        if not est.converged_:
             notes.append(
                 f"{method.upper()} stopped after max_iter = {self.max_iter} sweeps before the "
                 "objective settled."
@@ -174,8 +193,10 @@ class FFCMClusterer(Clusterer):
     def fit(self, data: AuditData) -> FFCMClusterer:
         X = data.feature_matrix()
         codes = data.sensitive_codes()
-        est = self._estimator(self.eta, self.eta_scale).fit(X, sensitive=codes.codes)
+        est = self._estimator(bool(self.fair)).fit(X, sensitive=codes.codes)
+        self._categories = codes.categories
         self._finish(est, "ffcm")
+        self.extras_["variant"] = str(self.variant)
         attrs: list[tuple[str, np.ndarray, tuple[str, ...]]] = [
             (name, codes.codes[:, j], codes.categories[j]) for j, name in enumerate(codes.names)
         ]
@@ -189,12 +210,40 @@ class FFCMClusterer(Clusterer):
         self.extras_["cluster_bias"] = [finite(v) for v in est.cluster_bias_]
         return self
 
+    def predict(self, data: AuditData) -> np.ndarray:
+        """Clusters of new rows from the fitted centres, with the fitted penalty of each row's
+        groups (frozen: a new row does not change the clusters' composition). A row whose group
+        was not in the fitted rows (e.g. a rare group missing from the sample) gets no penalty:
+        the nearest fitted centre."""
+        est = self.estimator_
+        X = data.feature_matrix()
+        out = est.predict(X).astype(np.int64)
+        if est.fairness_penalty_ is None:
+            return out
+        codes = _fitted_codes(data, self._categories)
+        known = (codes >= 0).all(axis=1)
+        if known.any():
+            out[known] = est.predict(X[known], sensitive=codes[known])
+        return out
+
+
+def _fitted_codes(data: AuditData, fitted: tuple[tuple[str, ...], ...]) -> np.ndarray:
+    """The new rows' sensitive codes in the code space of the fit (by group name; -1 for a
+    group the fit did not see)."""
+    codes = data.sensitive_codes()
+    out = np.empty_like(codes.codes)
+    for j, (cats, old) in enumerate(zip(codes.categories, fitted, strict=True)):
+        index = {g: i for i, g in enumerate(old)}
+        remap = np.array([index.get(g, -1) for g in cats], dtype=np.int64)
+        out[:, j] = remap[codes.codes[:, j]]
+    return out
+
 
 class FCMClusterer(FFCMClusterer):
-    """Vanilla fuzzy c-means (FFCM with eta = 0)."""
+    """Vanilla fuzzy c-means (FFCM with the fairness term off)."""
 
     name = "fcm"
-    description = "Fuzzy c-means (Bezdek): the FFCM baseline with eta = 0; soft memberships."
+    description = "Fuzzy c-means (Bezdek): FFCM with the fairness term off; soft memberships."
     requires = frozenset({"features"})
     provides = frozenset({"labels", "prototypes", "memberships"})
     constraints = dict(_FCM_CONSTRAINTS)
@@ -219,9 +268,13 @@ class FCMClusterer(FFCMClusterer):
 
     def fit(self, data: AuditData) -> FCMClusterer:
         X = data.feature_matrix()
-        est = self._estimator(0.0, "variance").fit(X)
+        est = self._estimator(False).fit(X)
         self._finish(est, "fcm")
         return self
+
+    def predict(self, data: AuditData) -> np.ndarray:
+        """Nearest fitted centre (= argmax of the FCM memberships of the new rows)."""
+        return self.estimator_.predict(data.feature_matrix()).astype(np.int64)
 
 
 class LOFKMClusterer(Clusterer):
@@ -237,6 +290,7 @@ class LOFKMClusterer(Clusterer):
     max_rows = 200_000
     constraints = {
         "n_clusters": Interval(int, 2, None),
+        "fair": TypeIs((bool,), "true or false"),
         "n_neighbors": Interval(int, 1, None),
         "n_init": Interval(int, 1, None),
         "init": Options(("k-means++", "random")),
@@ -244,6 +298,7 @@ class LOFKMClusterer(Clusterer):
     }
     param_docs = {
         "n_clusters": "number of clusters K",
+        "fair": "false: no LOF weights (k-means from the same seeded starts: the twin)",
         "n_neighbors": "t, the LOF neighbourhood (paper: 3-5)",
         "n_init": "seeded starts; the lowest weighted objective is kept",
         "init": "'k-means++' or 'random' starting prototypes",
@@ -255,6 +310,7 @@ class LOFKMClusterer(Clusterer):
         self,
         n_clusters: int = 8,
         *,
+        fair: bool = True,
         n_neighbors: int = 5,
         n_init: int = 10,
         init: str = "k-means++",
@@ -262,6 +318,7 @@ class LOFKMClusterer(Clusterer):
         random_state: int | None = None,
     ) -> None:
         self.n_clusters = n_clusters
+        self.fair = fair
         self.n_neighbors = n_neighbors
         self.n_init = n_init
         self.init = init
@@ -274,6 +331,7 @@ class LOFKMClusterer(Clusterer):
         X = data.feature_matrix()
         est = LOFKMeans(
             self.n_clusters,
+            fair=bool(self.fair),
             n_neighbors=self.n_neighbors,
             n_init=self.n_init,
             init=self.init,
@@ -283,20 +341,24 @@ class LOFKMClusterer(Clusterer):
         self.labels_ = est.labels_.astype(np.int64)
         self.prototypes_ = est.cluster_centers_
         self.estimator_ = est
+        self.converged_ = bool(est.converged_)
+        self.n_iter_ = int(est.n_iter_)
         w = est.weights_
         ids = data.row_ids
         top = np.argsort(-w, kind="stable")[:10]
         self.extras_ = {
             "method": "lofkm",
+            "fair": bool(self.fair),
             "n_neighbors": int(self.n_neighbors),
             "inertia_weighted": finite(est.inertia_),
-            "weights": {
+            "deduplicated": bool(est.deduplicated_),
+        }
+        if self.fair:
+            self.extras_["weights"] = {
                 "share_above_1": finite((w > 1).mean()),
                 "quantiles": {str(q): finite(np.quantile(w, q)) for q in (0.5, 0.9, 0.99, 1.0)},
                 "top_rows": [{"row": int(ids[i]), "weight": finite(w[i])} for i in top],
-            },
-            "deduplicated": bool(est.deduplicated_),
-        }
+            }
         notes = []
         if est.deduplicated_:
             notes.append(
@@ -305,6 +367,10 @@ class LOFKMClusterer(Clusterer):
             )
         self.notes_ = tuple(notes)
         return self
+
+    def predict(self, data: AuditData) -> np.ndarray:
+        """Nearest fitted prototype (eq. 12)."""
+        return self.estimator_.predict(data.feature_matrix()).astype(np.int64)
 
 
 class LCDAuditor(Auditor):

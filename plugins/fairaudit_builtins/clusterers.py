@@ -87,7 +87,15 @@ class KMeansClusterer(Clusterer):
         self.n_clusters_ = int(k)
         self.inertia_ = float(km.inertia_)
         self.extras_ = {**extras, "inertia": float(km.inertia_)}
+        self.converged_ = bool(km.n_iter_ < self.max_iter)
         return self
+
+    def predict(self, data: AuditData) -> np.ndarray:
+        """Nearest fitted centroid (Lloyd's assignment step); equals ``labels_`` on the training
+        rows of a converged fit."""
+        from fairaudit.cluster import nearest_centre
+
+        return nearest_centre(data.feature_matrix(), self.cluster_centers_).astype(np.int64)
 
 
 class DBSCANClusterer(Clusterer):

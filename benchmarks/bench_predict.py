@@ -1,0 +1,89 @@
+"""Benchmark: out-of-sample assignment (``predict``) of the centroid methods, one core.
+
+Fits k-means (scikit-learn), LOFKM, FCM and FFCM on a 20,000-row seeded sample, then assigns
+``--n`` new rows (default 2,000,000 x 10, k = 8) with BLAS limited to one thread
+(threadpoolctl), so rows/s is per core. Baseline in the same run: scikit-learn's
+``KMeans.predict`` on the same rows. Goal (issue 15): >= 1M rows/s per core.
+
+    .venv/bin/python benchmarks/bench_predict.py [--n 2000000] [--d 10] [--k 8] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import platform
+import time
+from collections.abc import Callable
+
+import numpy as np
+from sklearn.cluster import KMeans
+from threadpoolctl import threadpool_limits
+
+from fairaudit.cluster import FairFuzzyCMeans, LOFKMeans, nearest_centre
+
+
+def make_data(n: int, d: int, k: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    comp = rng.integers(0, k, n)
+    X = rng.normal(0, 3, (k, d))[comp] + rng.normal(size=(n, d))
+    s = (rng.random(n) < 0.2 + 0.6 * (comp % 2)).astype(np.int64)
+    return X, s
+
+
+def timed(fn: Callable[[], np.ndarray], repeat: int) -> tuple[float, float, np.ndarray]:
+    best_wall = best_cpu = float("inf")
+    out = np.empty(0)
+    for _ in range(repeat):
+        t0, c0 = time.perf_counter(), time.process_time()
+        out = fn()
+        best_wall = min(best_wall, time.perf_counter() - t0)
+        best_cpu = min(best_cpu, time.process_time() - c0)
+    return best_wall, best_cpu, out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=2_000_000)
+    ap.add_argument("--d", type=int, default=10)
+    ap.add_argument("--k", type=int, default=8)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+    print(f"date: {dt.datetime.now(dt.UTC).isoformat(timespec='seconds')}")
+    print(f"machine: {platform.platform()} | python {platform.python_version()} | "
+          f"numpy {np.__version__}")
+    X, s = make_data(args.n + 20_000, args.d, args.k, args.seed)
+    Xf, sf, Xn, sn = X[:20_000], s[:20_000], X[20_000:], s[20_000:]
+    km = KMeans(args.k, n_init=1, random_state=0).fit(Xf)
+    lofkm = LOFKMeans(args.k, n_init=1, random_state=0).fit(Xf)
+    fcm = FairFuzzyCMeans(args.k, fair=False, random_state=0).fit(Xf)
+    ffcm = FairFuzzyCMeans(args.k, random_state=0).fit(Xf, sensitive=sf)
+    cases: list[tuple[str, Callable[[], np.ndarray]]] = [
+        ("sklearn KMeans.predict (baseline)", lambda: km.predict(Xn)),
+        ("kmeans plugin (nearest_centre)", lambda: nearest_centre(Xn, km.cluster_centers_)),
+        ("LOFKMeans.predict", lambda: lofkm.predict(Xn)),
+        ("FCM predict (= nearest centre)", lambda: fcm.predict(Xn)),
+        ("FFCM predict, no groups", lambda: ffcm.predict(Xn)),
+        ("FFCM predict, with groups", lambda: ffcm.predict(Xn, sensitive=sn)),
+        ("FFCM predict_memberships", lambda: ffcm.predict_memberships(Xn)),
+    ]
+    print(f"assigning {args.n:,} rows x {args.d} features, k = {args.k}, 1 BLAS thread, "
+          f"best of {args.repeat}; load average {os.getloadavg()}")
+    base = None
+    with threadpool_limits(1):
+        for name, fn in cases:
+            wall, cpu, out = timed(fn, args.repeat)
+            base = wall if base is None else base
+            print(f"{name:36s} wall {wall:6.3f} s  cpu {cpu:6.3f} s  "
+                  f"{args.n / wall / 1e6:6.2f} M rows/s wall  {args.n / cpu / 1e6:6.2f} M rows/s "
+                  f"cpu  ratio to baseline {wall / base:5.2f}")
+            assert out.shape[0] == args.n
+    agree = float((nearest_centre(Xn, km.cluster_centers_) == km.predict(Xn)).mean())
+    print(f"nearest_centre agrees with KMeans.predict on {agree:.6%} of rows")
+    print(f"load average after: {os.getloadavg()}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,291 @@
+"""FFCM's targeted fairness term, the fair/unfair twins and out-of-sample assignment.
+
+Oracles: a loop implementation of the targeted penalty (counts summed row by row) and of the
+whole two-phase fit (plain FCM sweeps, then sweeps whose penalty table moves towards the penalty
+of the current memberships), and loop formulas for the memberships of new rows.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+from fairaudit.cluster._ffcm_ops import targeted_penalty
+from fairaudit.cluster.ffcm import TABLE_STEP, FairFuzzyCMeans
+from fairaudit.metrics import ed_score, wd_score
+
+
+def penalty_literal(U, codes, lg, k):
+    """dF/du_ij of F = 1/(2 n/k) sum_i sum_s (N_si - r_s n_i)^2, then shifted per group."""
+    n = len(codes)
+    r = [sum(1 for c in codes if c == s) / n for s in range(lg)]
+    out = np.zeros((lg, k))
+    for i in range(k):
+        N = [sum(U[j, i] for j in range(n) if codes[j] == s) for s in range(lg)]
+        ni = sum(N)
+        for g in range(lg):
+            # d/du of (1/(2nbar)) sum_s (N_s - r_s n_i)^2 for a row of group g
+            out[g, i] = sum(
+                (N[s] - r[s] * ni) * ((1.0 if s == g else 0.0) - r[s]) for s in range(lg)
+            ) / (n / k)
+    return out - out.min(axis=1, keepdims=True)
+
+
+def test_targeted_penalty_is_the_derivative_of_the_fair_loss():
+    rng = np.random.default_rng(0)
+    n, k, lg = 30, 3, 3
+    U = rng.dirichlet(np.ones(k), size=n)
+    codes = rng.integers(0, lg, n)
+    counts = np.array([[U[codes == s, i].sum() for i in range(k)] for s in range(lg)])
+    ratios = np.bincount(codes, minlength=lg) / n
+    np.testing.assert_allclose(
+        targeted_penalty(counts, ratios, k), penalty_literal(U, codes, lg, k), atol=1e-12
+    )
+
+    # and it is the finite-difference derivative of F (up to the per-group shift)
+    def F(V):
+        N = np.array([[V[codes == s, i].sum() for i in range(k)] for s in range(lg)])
+        return ((N - ratios[:, None] * N.sum(0)[None]) ** 2).sum() / (2 * n / k)
+
+    j, i, h = 4, 1, 1e-6
+    V = U.copy()
+    V[j, i] += h
+    raw = (F(V) - F(U)) / h
+    pen = penalty_literal(U, codes, lg, k)
+    shift = raw - pen[codes[j], i]
+    V2 = U.copy()
+    i2 = 2
+    V2[j, i2] += h
+    assert (F(V2) - F(U)) / h - pen[codes[j], i2] == pytest.approx(shift, abs=1e-4)
+
+
+def oracle_targeted(X, codes, k, eta, centres0, max_iter, tol):
+    """Loop version of the targeted fit (m = 2, eta_scale='gap', one attribute)."""
+    X = np.asarray(X, float)
+    X = X - X.mean(0)
+    n = len(X)
+    lg = int(codes.max()) + 1
+
+    def memberships(C, P):
+        U = np.zeros((n, k))
+        for j in range(n):
+            e = [max(float(((X[j] - C[i]) ** 2).sum()) + (P[codes[j], i] if P is not None else 0),
+                     1e-300) for i in range(k)]
+            inv = [1.0 / v for v in e]
+            U[j] = np.array(inv) / sum(inv)
+        return U
+
+    def centres_of(U):
+        W = U**2
+        return (W.T @ X) / W.sum(0)[:, None]
+
+    def J(U, C, P):
+        return sum(
+            U[j, i] ** 2 * (((X[j] - C[i]) ** 2).sum() + (P[codes[j], i] if P is not None else 0))
+            for j in range(n) for i in range(k)
+        )
+
+    U = memberships(centres0 - 0, None)
+    C = centres_of(U)
+    hist = []
+    for _ in range(max_iter):  # phase 1: fuzzy c-means
+        Cu = C
+        U = memberships(C, None)
+        hist.append(J(U, Cu, None))
+        C = centres_of(U)
+        if len(hist) >= 2 and abs(hist[-1] - hist[-2]) < tol * abs(hist[-2]):
+            break
+    unit = np.mean([np.diff(sorted(((x - c) ** 2).sum() for c in C))[0] for x in X])
+    avg = None
+    start = len(hist)
+    for it in range(max_iter):  # phase 2: the table moves towards the current penalty
+        new = penalty_literal(U, codes, lg, k)
+        avg = new if avg is None else avg + (new - avg) * max(TABLE_STEP, 1.0 / (it + 1))
+        P = eta * unit * avg
+        Cu = C
+        U = memberships(C, P)
+        hist.append(J(U, Cu, P))
+        C = centres_of(U)
+        if len(hist) - start >= 2 and abs(hist[-1] - hist[-2]) < tol * abs(hist[-2]):
+            break
+    return U, Cu, np.array(hist)
+
+
+def _correlated(seed=0, n=60):
+    rng = np.random.default_rng(seed)
+    X = rng.random((n, 2))
+    s = (rng.random(n) < 0.15 + 0.7 * X[:, 0]).astype(int)
+    return X, s
+
+
+def test_targeted_fit_matches_loop_oracle():
+    X, s = _correlated(1, n=40)
+    init = np.array([[0.2, 0.5], [0.8, 0.5], [0.5, 0.9]])
+    est = FairFuzzyCMeans(3, eta=3.0, init=init, max_iter=60, tol=1e-8).fit(X, sensitive=s)
+    U, C, hist = oracle_targeted(X, s, 3, 3.0, init - X.mean(0), 60, 1e-8)
+    assert est.n_iter_ == len(hist)
+    np.testing.assert_allclose(est.objective_, hist, rtol=1e-8)
+    np.testing.assert_allclose(est.memberships_, U, rtol=1e-7, atol=1e-10)
+    np.testing.assert_allclose(est.cluster_centers_, C + X.mean(0), rtol=1e-7, atol=1e-10)
+
+
+def test_twin_is_fcm_through_the_same_path():
+    X, s = _correlated(2, n=200)
+    fair = FairFuzzyCMeans(2, random_state=0).fit(X, sensitive=s)
+    twin = FairFuzzyCMeans(2, fair=False, random_state=0).fit(X, sensitive=s)
+    fcm = FairFuzzyCMeans(2, eta=0.0, random_state=0).fit(X)
+    np.testing.assert_array_equal(twin.memberships_, fcm.memberships_)
+    assert not twin.fair_applied_ and twin.fairness_penalty_ is None and twin.eta_raw_ == 0.0
+    # the fair fit starts with exactly the twin's sweeps, then refines
+    t = twin.n_iter_
+    np.testing.assert_array_equal(fair.objective_[:t], twin.objective_)
+    assert fair.n_iter_ > t and fair.fair_applied_
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_fair_version_is_fairer_than_its_twin_on_ed(seed):
+    # groups tied to the first feature: FCM splits along it; the targeted term must mix groups
+    X, s = _correlated(seed, n=300)
+    fair = FairFuzzyCMeans(2, random_state=seed).fit(X, sensitive=s)
+    twin = FairFuzzyCMeans(2, fair=False, random_state=seed).fit(X, sensitive=s)
+    assert fair.converged_ and twin.converged_
+    assert ed_score(fair.labels_, s) < 0.9 * ed_score(twin.labels_, s)
+    assert wd_score(fair.labels_, s) < 0.9 * wd_score(twin.labels_, s)
+    assert np.bincount(fair.labels_, minlength=2).min() > 0
+
+
+def test_larger_eta_is_fairer():
+    X, s = _correlated(7, n=300)
+    eds = [
+        ed_score(FairFuzzyCMeans(2, eta=e, random_state=0).fit(X, sensitive=s).labels_, s)
+        for e in (0.0, 1.0, 3.0)
+    ]
+    assert eds[0] > eds[1] > eds[2]
+
+
+def test_scale_free_and_translation_invariant():
+    X, s = _correlated(3, n=120)
+    a = FairFuzzyCMeans(3, random_state=0).fit(X, sensitive=s)
+    b = FairFuzzyCMeans(3, random_state=0).fit(10.0 * X + 1e4, sensitive=s)
+    np.testing.assert_allclose(a.memberships_, b.memberships_, rtol=1e-6, atol=1e-8)
+
+
+def test_two_attributes_combined_and_per_attribute_paths_agree(monkeypatch):
+    import fairaudit.cluster._ffcm_ops as ops
+
+    X, s = _correlated(4, n=120)
+    s2 = np.random.default_rng(4).integers(0, 3, 120)
+    S = np.c_[s, s2]
+    a = FairFuzzyCMeans(3, random_state=0, max_iter=80).fit(X, sensitive=S)
+    monkeypatch.setattr(ops, "MAX_COMBINED", 1)
+    b = FairFuzzyCMeans(3, random_state=0, max_iter=80).fit(X, sensitive=S)
+    np.testing.assert_allclose(a.memberships_, b.memberships_, rtol=1e-10)
+
+
+def test_missing_sensitive_warns_and_fits_the_twin():
+    X, s = _correlated(5, n=100)
+    with pytest.warns(UserWarning, match="no 'sensitive'"):
+        a = FairFuzzyCMeans(2, random_state=0).fit(X)
+    b = FairFuzzyCMeans(2, fair=False, random_state=0).fit(X)
+    np.testing.assert_array_equal(a.memberships_, b.memberships_)
+    assert not a.fair_applied_
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        FairFuzzyCMeans(2, fair=False, random_state=0).fit(X)
+
+
+def test_convergence_is_exposed():
+    X, s = _correlated(6, n=100)
+    est = FairFuzzyCMeans(2, random_state=0).fit(X, sensitive=s)
+    assert est.converged_ and est.n_iter_ == len(est.objective_)
+    short = FairFuzzyCMeans(2, random_state=0, max_iter=2).fit(X, sensitive=s)
+    assert not short.converged_
+
+
+# ----------------------------------------------------------------------------- predict
+def _memberships_literal(X, C, m, pen=None):
+    out = np.zeros((len(X), len(C)))
+    for j, x in enumerate(X):
+        e = [float(((x - c) ** 2).sum()) + (0.0 if pen is None else pen[j, i])
+             for i, c in enumerate(C)]
+        inv = [v ** (-1.0 / (m - 1.0)) for v in e]
+        out[j] = np.array(inv) / sum(inv)
+    return out
+
+
+@pytest.mark.parametrize("m", [2.0, 1.5])
+def test_predict_memberships_oracle(m):
+    X, s = _correlated(8, n=150)
+    est = FairFuzzyCMeans(3, m=m, random_state=0).fit(X, sensitive=s)
+    new = np.random.default_rng(9).random((20, 2))
+    snew = np.random.default_rng(10).integers(0, 2, 20)
+    np.testing.assert_allclose(
+        est.predict_memberships(new), _memberships_literal(new, est.cluster_centers_, m),
+        rtol=1e-9,
+    )
+    pen = np.array([[est.fairness_penalty_[0][g, i] for i in range(3)] for g in snew])
+    np.testing.assert_allclose(
+        est.predict_memberships(new, sensitive=snew),
+        _memberships_literal(new, est.cluster_centers_, m, pen),
+        rtol=1e-9,
+    )
+    nearest = np.argmin(((new[:, None] - est.cluster_centers_[None]) ** 2).sum(-1), axis=1)
+    np.testing.assert_array_equal(est.predict(new), nearest)
+
+
+def test_predict_on_training_rows_reproduces_labels():
+    X, s = _correlated(11, n=300)
+    twin = FairFuzzyCMeans(3, fair=False, random_state=0, tol=1e-12, max_iter=2000).fit(X)
+    assert twin.converged_
+    np.testing.assert_array_equal(twin.predict(X), twin.labels_)
+    fair = FairFuzzyCMeans(3, random_state=0).fit(X, sensitive=s)
+    # with the groups, the penalty table of the final sweep applies: exactly the training rule
+    # (cluster_centers_ and fairness_penalty_ are what the final memberships were computed from)
+    np.testing.assert_array_equal(fair.predict(X, sensitive=s), fair.labels_)
+    np.testing.assert_allclose(fair.predict_memberships(X, sensitive=s), fair.memberships_,
+                               rtol=1e-9, atol=1e-12)
+    # without them: the nearest centre, which differs exactly where the term moved a row
+    moved = fair.predict(X) != fair.labels_
+    assert moved.any()
+
+
+def test_predict_rejects_unknown_groups_and_bad_shapes():
+    X, s = _correlated(12, n=80)
+    est = FairFuzzyCMeans(2, random_state=0).fit(X, sensitive=np.where(s == 1, "f", "m"))
+    est.predict(X[:5], sensitive=np.array(["f", "m", "f", "f", "m"]))
+    with pytest.raises(ValueError, match="not seen in fit"):
+        est.predict(X[:2], sensitive=np.array(["f", "x"]))
+    with pytest.raises(ValueError, match="features"):
+        est.predict(X[:, :1])
+    with pytest.raises(ValueError, match="rows"):
+        est.predict(X[:3], sensitive=np.array(["f", "m"]))
+
+
+def test_converged_needs_every_phase_to_settle():
+    # an FCM start cut short by max_iter is not hidden by a fair phase that settles
+    X, s = _correlated(13, n=200)
+    twin = FairFuzzyCMeans(3, fair=False, random_state=0, max_iter=3).fit(X)
+    fair = FairFuzzyCMeans(3, random_state=0, max_iter=3).fit(X, sensitive=s)
+    assert not twin.converged_ and not fair.converged_
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_never_less_fair_than_the_twin_on_the_hard_fair_loss(seed):
+    # the refinement is kept only if it lowers F on the hard labels (eta / 3, / 9, else twin)
+    from fairaudit.cluster.ffcm import _hard_loss
+
+    rng = np.random.default_rng(seed)
+    X = np.c_[rng.normal(size=(150, 6)), rng.random((150, 1)) < 0.5]  # a near-proxy column
+    s = (X[:, -1] + (rng.random(150) < 0.2)) % 2
+    codes = s.astype(int)
+    spec = [(codes, 2, np.bincount(codes, minlength=2) / 150)]
+    for eta in (1.0, 30.0, 1000.0):
+        fair = FairFuzzyCMeans(4, eta=eta, random_state=seed).fit(X, sensitive=s)
+        twin = FairFuzzyCMeans(4, fair=False, random_state=seed).fit(X, sensitive=s)
+        assert _hard_loss(spec, fair.labels_, 4) <= _hard_loss(spec, twin.labels_, 4) + 1e-9
+        assert fair.eta_reductions_[-1] in (1.0, 1 / 3, 1 / 9, 0.0)
+        if fair.eta_reductions_[-1] == 0.0:  # rejected: the twin's fit, term off
+            np.testing.assert_array_equal(fair.labels_, twin.labels_)
+            assert not fair.fair_applied_ and fair.fairness_penalty_ is None
