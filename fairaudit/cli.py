@@ -393,6 +393,97 @@ def render(audit_json: str, out: str, template_dirs: Sequence[str], quiet: bool,
     return EXIT_OK
 
 
+def _guard_outputs(inputs: Sequence[Path], outputs: Sequence[Path | None]) -> None:
+    """Refuse an output path that is one of the input files, or a folder that does not exist."""
+    from fairaudit.errors import ConfigError
+
+    ins = [p.resolve() for p in inputs]
+    seen: set[Path] = set()
+    for out in outputs:
+        if out is None:
+            continue
+        r = out.resolve()
+        if r in ins:
+            raise ConfigError(f"{out}: this is also an input file; write the output elsewhere "
+                              "(fairaudit never writes over its inputs)")
+        if r in seen:
+            raise ConfigError(f"{out}: given for two outputs")
+        seen.add(r)
+        if not r.parent.exists():
+            raise ConfigError(f"{out}: the folder {out.parent} does not exist")
+
+
+def _write_outputs(pairs: Sequence[tuple[Path | None, Callable[[], str]]]) -> None:
+    """Render every output first, then write them (atomically): a failed render writes nothing."""
+    from fairaudit.io import atomic_write_text
+
+    texts = [(p, make()) for p, make in pairs if p is not None]
+    for p, text in texts:
+        atomic_write_text(p, text)
+
+
+@main.command()
+@click.argument("baseline", metavar="BASELINE.json", type=click.Path(dir_okay=False))
+@click.argument("current", metavar="CURRENT.json", type=click.Path(dir_okay=False))
+@click.option("--out", "-o", "out", type=click.Path(dir_okay=False), default=None,
+              help="Write the comparison as an HTML page.")
+@click.option("--json", "json_out", type=click.Path(dir_okay=False), default=None,
+              help="Write the comparison as JSON (schema: fairaudit/schema/compare.schema.json).")
+@click.option("--tolerance", "tolerances", multiple=True, metavar="METRIC[[ATTR]]=DELTA",
+              help="Allowed worsening of a headline metric before the gate fails (repeatable; "
+              "METRIC, METRIC[ATTR] or * for all) [default: 0].")
+@click.option("--allow-version-change", is_flag=True,
+              help="Compare audits made with different fairaudit/plugin versions anyway.")
+@_common
+@_handle_errors
+def compare(baseline: str, current: str, out: str | None, json_out: str | None,
+            tolerances: Sequence[str], allow_version_change: bool, quiet: bool, debug: bool,
+            disabled: Sequence[str]) -> int:
+    """Compare CURRENT.json with BASELINE.json: the change of every metric, with an interval.
+
+    Exit 1 when a headline metric got significantly worse by more than its tolerance, 0 otherwise,
+    2 when a file is not an audit JSON or the two audits cannot be compared."""
+    from fairaudit.compare import compare as run_compare
+    from fairaudit.compare import exit_code
+
+    _setup_logging(debug, quiet)
+    out_p, json_p = (Path(out) if out else None), (Path(json_out) if json_out else None)
+    _guard_outputs([Path(baseline), Path(current)], [out_p, json_p])
+    cmp = run_compare(baseline, current, tolerance=tolerances,
+                      allow_version_change=allow_version_change)
+
+    def _html() -> str:
+        from fairaudit.diffreport import render_comparison_html
+
+        return render_comparison_html(cmp)
+
+    _write_outputs([(json_p, lambda: json.dumps(cmp, indent=2, ensure_ascii=False)),
+                    (out_p, _html)])
+    if not quiet:
+        _comparison_summary(cmp)
+        for label, p in (("report", out_p), ("json", json_p)):
+            if p is not None:
+                click.echo(f"{label + ':':7} {p.resolve()}")
+    return exit_code(cmp)
+
+
+def _comparison_summary(cmp: Any) -> None:
+    s = cmp["summary"]
+    click.echo(f"fairaudit compare: {cmp['status'].upper()}  ({s['compared']} results compared, "
+               f"{s['significant']} significant change(s): {s['worse']} worse, {s['better']} "
+               f"better; {s['gate_failures']} headline gate(s) failed)")
+    for c in cmp["changes"]:
+        if not c["headline"] or not (c["significant"] or c["gate"] == "fail"):
+            continue
+        attr = f"[{c['attribute']}]" if c["attribute"] else ""
+        tag = "FAIL" if c["gate"] == "fail" else c["direction"].upper()
+        click.echo(f"  {tag:6} {c['labelling']} {c['metric']}{attr}: {_fmt(c['baseline'])} -> "
+                   f"{_fmt(c['current'])} (change {c['delta']:+.3f}, interval "
+                   f"[{c['ci'][0]:+.3f}, {c['ci'][1]:+.3f}])")
+    for n in cmp["notes"]:
+        click.echo(f"  note: {n}")
+
+
 def demo_data_path() -> Path:
     """The bundled example dataset (a 4,000-row sample of UCI Adult)."""
     import fairaudit
