@@ -163,12 +163,16 @@ def _default_json(out: Path) -> Path:
               "env DASK_SCHEDULER_ADDRESS). Needs pip install 'fairaudit[dask]'.")
 @click.option("--workers", type=click.IntRange(min=1), default=None,
               help="Count and assign on a local Dask cluster of N worker processes.")
+@click.option("--baseline", type=click.Path(dir_okay=False), default=None, metavar="BASE.json",
+              help="Also compare with this earlier audit and gate on it (see `fairaudit compare`).")
+@click.option("--tolerance", "tolerances", multiple=True, metavar="METRIC[[ATTR]]=DELTA",
+              help="With --baseline: allowed worsening of a headline metric [default: 0].")
 @_common
 @_handle_errors
 def audit(data: str, sensitive, labels, features, exclude, chain_file, clusters, k, seed,
           sample, out, json_out, fail_under, fail_over, min_cell, no_suppress, on_null,
-          on_nonfinite, separator, bootstrap, scheduler, workers, quiet, debug,
-          disabled) -> int:
+          on_nonfinite, separator, bootstrap, scheduler, workers, baseline, tolerances,
+          quiet, debug, disabled) -> int:
     """Audit DATA (Parquet file, directory or glob of Parquet files, or CSV)."""
     from fairaudit.chain import chain_from_flags, load_chain, parse_threshold_flag
     from fairaudit.errors import ConfigError
@@ -201,7 +205,9 @@ def audit(data: str, sensitive, labels, features, exclude, chain_file, clusters,
     engine = make_engine(scheduler=scheduler, workers=workers)
     try:
         return _run_and_write(spec, host, data, Path(out),
-                              Path(json_out) if json_out else None, quiet, engine=engine)
+                              Path(json_out) if json_out else None, quiet, engine=engine,
+                              baseline=_baseline_options(baseline, tolerances,
+                                                         chain_file))
     finally:
         engine.close()
 
@@ -223,11 +229,18 @@ def run(chain_file: str, data: str | None, out: str, json_out: str | None, quiet
     _setup_logging(debug, quiet)
     host = _host(disabled)
     spec = load_chain(chain_file)
-    return _run_and_write(spec, host, data, Path(out), Path(json_out) if json_out else None, quiet)
+    return _run_and_write(spec, host, data, Path(out), Path(json_out) if json_out else None, quiet,
+                          baseline=_baseline_options(None, (), chain_file))
+
+
+def _baseline_options(baseline: str | None, tolerances: Sequence[str], chain_file: str | None):
+    from fairaudit.baseline import resolve
+
+    return resolve(baseline, tolerances, chain_file)
 
 
 def _run_and_write(spec, host, data, out: Path, json_out: Path | None, quiet: bool,
-                   engine: Any = None) -> int:
+                   engine: Any = None, baseline: Any = None) -> int:
     from fairaudit.io import atomic_write_text
     from fairaudit.report import render_html
     from fairaudit.runner import run_chain
@@ -239,13 +252,25 @@ def _run_and_write(spec, host, data, out: Path, json_out: Path | None, quiet: bo
 
             raise ConfigError(f"{target}: the folder {target.parent} does not exist")
     progress = _Progress(enabled=not quiet and sys.stderr.isatty())
+    if baseline is not None:
+        from fairaudit.baseline import guard_paths
+        from fairaudit.compare import load_audit
+
+        guard_paths(baseline, (out, json_path))
+        load_audit(baseline.baseline, what="baseline")  # a bad baseline fails before the run
     run_obj = run_chain(spec, host, data_path=data, progress=progress, engine=engine)
+    if baseline is not None:
+        from fairaudit.baseline import attach_comparison
+
+        run_obj = attach_comparison(run_obj, baseline)
     progress("render report")
     html = render_html(run_obj, host)  # render fully before writing anything
     atomic_write_text(json_path, json.dumps(run_obj.to_json(), indent=2, ensure_ascii=False))
     atomic_write_text(out, html)
     if not quiet:
         _summary(run_obj, out, json_path)
+        if "comparison" in run_obj.doc:
+            _comparison_summary(run_obj.doc["comparison"])
     return run_obj.exit_code
 
 
