@@ -171,7 +171,7 @@ def _versions(doc: Mapping[str, Any]) -> dict[str, str]:
     out = {"fairaudit": str((doc.get("tool") or {}).get("version"))}
     for p in (doc.get("environment") or {}).get("plugins") or []:
         if p.get("package"):
-            out[str(p["package"])] = str(p.get("version"))
+            out.setdefault(str(p["package"]), str(p.get("version")))
     return out
 
 
