@@ -509,6 +509,86 @@ def _comparison_summary(cmp: Any) -> None:
         click.echo(f"  note: {n}")
 
 
+@main.command()
+@click.argument("audits", metavar="AUDIT.json...", nargs=-1, required=True,
+                type=click.Path(exists=False))
+@click.option("--out", "-o", "out", type=click.Path(dir_okay=False), default=None,
+              help="Write the trend report as an HTML page [default: history.html when no "
+              "output is given].")
+@click.option("--json", "json_out", type=click.Path(dir_okay=False), default=None,
+              help="Write the same data as JSON.")
+@click.option("--csv", "csv_out", type=click.Path(dir_okay=False), default=None,
+              help="Write one row per run and headline result as CSV.")
+@_common
+@_handle_errors
+def history(audits: Sequence[str], out: str | None, json_out: str | None, csv_out: str | None,
+            quiet: bool, debug: bool, disabled: Sequence[str]) -> int:
+    """A trend report over many audit runs (files, or folders of *.json), ordered by date."""
+    from fairaudit.history import build_history, history_csv
+
+    _setup_logging(debug, quiet)
+    if out is None and json_out is None and csv_out is None:
+        out = "history.html"
+    paths = [Path(out) if out else None, Path(json_out) if json_out else None,
+             Path(csv_out) if csv_out else None]
+    inputs = [f for a in audits for f in (sorted(Path(a).glob("*.json")) if Path(a).is_dir()
+                                          else [Path(a)])]
+    _guard_outputs(inputs, paths)
+    hist = build_history(audits)
+
+    def _html() -> str:
+        from fairaudit.diffreport import render_history_html
+
+        return render_history_html(hist)
+
+    _write_outputs([(paths[1], lambda: json.dumps(hist, indent=2, ensure_ascii=False)),
+                    (paths[2], lambda: history_csv(hist)), (paths[0], _html)])
+    if not quiet:
+        runs = hist["runs"]
+        failed = sum(1 for r in runs if r["gate_failed"])
+        click.echo(f"fairaudit history: {len(runs)} run(s) from {runs[0]['date']} to "
+                   f"{runs[-1]['date']}, {failed} with a failed gate, "
+                   f"{len(hist['series'])} headline series")
+        for n in hist["notes"]:
+            click.echo(f"  note: {n}")
+        if hist["skipped"]:
+            click.echo(f"  skipped {len(hist['skipped'])} file(s) that are not audit JSON")
+        for label, p in zip(("report", "json", "csv"), paths, strict=True):
+            if p is not None:
+                click.echo(f"{label + ':':7} {p.resolve()}")
+    return EXIT_OK
+
+
+@main.command()
+@click.argument("audits", metavar="AUDIT.json...", nargs=-1, required=True,
+                type=click.Path(dir_okay=False))
+@click.option("--csv", "csv_out", type=click.Path(dir_okay=False), required=True,
+              help="Write one row per (audit, labelling, metric, attribute) as CSV.")
+@click.option("--headline-only", is_flag=True, help="Only the headline metrics.")
+@_common
+@_handle_errors
+def export(audits: Sequence[str], csv_out: str, headline_only: bool, quiet: bool, debug: bool,
+           disabled: Sequence[str]) -> int:
+    """A flat table of results for BI tools and warehouses (see docs/cli.md for the columns)."""
+    from fairaudit.compare import load_audit
+    from fairaudit.export import export_csv
+
+    _setup_logging(debug, quiet)
+    out = Path(csv_out)
+    _guard_outputs([Path(a) for a in audits], [out])
+    docs = []
+    for a in audits:
+        doc = load_audit(a)
+        if headline_only:
+            doc = dict(doc, results=[r for r in doc["results"] if r.get("headline")])
+        docs.append((doc, a))
+    text = export_csv(docs)
+    _write_outputs([(out, lambda: text)])
+    if not quiet:
+        click.echo(f"csv:    {out.resolve()} ({text.count(chr(10)) - 1} rows)")
+    return EXIT_OK
+
+
 def demo_data_path() -> Path:
     """The bundled example dataset (a 4,000-row sample of UCI Adult)."""
     import fairaudit

@@ -155,7 +155,7 @@ def mover_interval(b: float, b_ci: Sequence[float], c: float, c_ci: Sequence[flo
 
 
 # ----------------------------------------------------------------------------- comparability
-def _interval_of(doc: Mapping[str, Any], r: Mapping[str, Any]) -> tuple[str | None, float | None]:
+def interval_of(doc: Mapping[str, Any], r: Mapping[str, Any]) -> tuple[str | None, float | None]:
     """(method, level) of result ``r``'s interval: ``detail.interval`` when the audit wrote it,
     else the row bootstrap of fairaudit 0.1 (``chain.options.bootstrap`` replicates)."""
     if r.get("ci") is None:
@@ -167,7 +167,7 @@ def _interval_of(doc: Mapping[str, Any], r: Mapping[str, Any]) -> tuple[str | No
     return method, level
 
 
-def _versions(doc: Mapping[str, Any]) -> dict[str, str]:
+def versions_of(doc: Mapping[str, Any]) -> dict[str, str]:
     out = {"fairaudit": str((doc.get("tool") or {}).get("version"))}
     for p in (doc.get("environment") or {}).get("plugins") or []:
         if p.get("package"):
@@ -194,7 +194,7 @@ def incomparable_reasons(base: Mapping[str, Any], cur: Mapping[str, Any], *,
             reasons.append(f"other metric definitions: auditor {name!r} is {b_aud[name]} in the "
                            f"baseline and {c_aud[name]} in the current run")
     if not allow_version_change:
-        bv, cv = _versions(base), _versions(cur)
+        bv, cv = versions_of(base), versions_of(cur)
         for pkg in sorted(set(bv) & set(cv)):
             if bv[pkg] != cv[pkg]:
                 reasons.append(f"other versions: {pkg} {bv[pkg]} (baseline) vs {cv[pkg]} "
@@ -211,8 +211,8 @@ def incomparable_reasons(base: Mapping[str, Any], cur: Mapping[str, Any], *,
         other = b_res.get(_key(r))
         if other is None:
             continue
-        bm, bl = _interval_of(base, other)
-        cm, cl = _interval_of(cur, r)
+        bm, bl = interval_of(base, other)
+        cm, cl = interval_of(cur, r)
         if bm is None or cm is None:
             continue
         if bm != cm and ("method", bm, cm) not in seen:
@@ -361,7 +361,7 @@ def compare(baseline: str | Path | Mapping[str, Any], current: str | Path | Mapp
                    headline=bool(r.get("headline"))) for r in cur["results"] if _key(r) not in b_res]
     notes: list[str] = []
     methods = sorted({m for d in (base, cur) for r in d["results"]
-                      for m in [_interval_of(d, r)[0]] if m})
+                      for m in [interval_of(d, r)[0]] if m})
     no_ci = [c for c in changes if c["ci"] is None]
     if no_ci:
         notes.append(f"{len(no_ci)} change(s) have no interval (a metric without a confidence "
@@ -386,7 +386,7 @@ def compare(baseline: str | Path | Mapping[str, Any], current: str | Path | Mapp
     failed = [c for c in changes if c["gate"] == "fail"]
     status = "fail" if failed else ("warn" if lost or undefined else "pass")
     level = next((lv for d in (cur, base) for r in d["results"]
-                  for lv in [_interval_of(d, r)[1]] if lv is not None), None)
+                  for lv in [interval_of(d, r)[1]] if lv is not None), None)
     return {
         "schema_version": COMPARE_SCHEMA_VERSION,
         "kind": "fairaudit-comparison",
