@@ -44,7 +44,10 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from great_expectations.compatibility import pydantic  # noqa: E402
 from great_expectations.core.metric_domain_types import MetricDomainTypes  # noqa: E402
-from great_expectations.execution_engine import PandasExecutionEngine  # noqa: E402
+from great_expectations.execution_engine import (  # noqa: E402
+    PandasExecutionEngine,
+    SqlAlchemyExecutionEngine,
+)
 from great_expectations.expectations.expectation import (  # noqa: E402
     BatchExpectation,
     ColumnMapExpectation,
@@ -224,11 +227,13 @@ def contingency_table(
     cluster_column: str,
     sensitive_columns: str | list[str] | tuple[str, ...],
     noise_label: int | None = -1,
+    count_column: str | None = None,
 ) -> dict[str, Any]:
     """Compute the (groups x clusters) count table of a pandas frame.
 
     Rows with a null cluster or sensitive value are excluded and counted; rows whose cluster equals
-    ``noise_label`` are excluded and counted apart. Several sensitive columns form one
+    ``noise_label`` are excluded and counted apart. With ``count_column`` each row of ``frame``
+    stands for that many rows (a pre-aggregated ``GROUP BY`` result, as from a SQL engine). Several sensitive columns form one
     intersectional attribute whose group names join the values with ``|``.
 
     Returns:
@@ -247,11 +252,13 @@ def contingency_table(
         raise ValueError(
             f"Columns {missing} are not in the batch; available columns: {list(frame.columns)}."
         )
-    n_rows = int(len(frame))
+    weights = (np.ones(len(frame), dtype=np.int64) if count_column is None
+               else frame[count_column].to_numpy(dtype=np.int64))
+    n_rows = int(weights.sum())
     sub = frame[[cluster_column, *columns]]
     keep = sub.notna().all(axis=1).to_numpy()
-    n_null = int(n_rows - keep.sum())
-    sub = sub[keep]
+    n_null = int(n_rows - weights[keep].sum())
+    sub, weights = sub[keep], weights[keep]
     n_noise = 0
     if noise_label is not None:
         clusters = sub[cluster_column]
@@ -260,24 +267,48 @@ def contingency_table(
         else:
             is_noise = clusters.map(lambda v: _is_integral_scalar(v) and v == noise_label)
             is_noise = is_noise.to_numpy(dtype=bool)
-        n_noise = int(is_noise.sum())
-        sub = sub[~is_noise]
+        n_noise = int(weights[is_noise].sum())
+        sub, weights = sub[~is_noise], weights[~is_noise]
     if len(columns) == 1:
         group_key = sub[columns[0]].astype(str)
     else:
         group_key = sub[columns[0]].astype(str)
         for c in columns[1:]:
             group_key = group_key + _GROUP_SEPARATOR + sub[c].astype(str)
-    table = pd.crosstab(group_key.to_numpy(), sub[cluster_column].to_numpy())
+    table = pd.crosstab(group_key.to_numpy(), sub[cluster_column].to_numpy(), values=weights,
+                        aggfunc="sum").fillna(0)
     return {
         "groups": [str(g) for g in table.index],
         "clusters": [_jsonable(k) for k in table.columns],
         "counts": table.to_numpy(dtype=np.int64).tolist(),
         "n_rows": n_rows,
-        "n_used": int(len(sub)),
+        "n_used": int(weights.sum()),
         "n_null": n_null,
         "n_noise": n_noise,
     }
+
+
+def _sql_contingency(execution_engine: Any, metric_domain_kwargs: dict,
+                     metric_value_kwargs: dict) -> dict[str, Any]:
+    """The table of a SQL data source: one ``GROUP BY`` in the database, counted here."""
+    import sqlalchemy as sa
+
+    selectable, _, _ = execution_engine.get_compute_domain(
+        domain_kwargs=metric_domain_kwargs, domain_type=MetricDomainTypes.TABLE
+    )
+    columns = [metric_value_kwargs["cluster_column"],
+               *_as_column_list(metric_value_kwargs["sensitive_columns"])]
+    cols = [sa.column(c) for c in columns]
+    query = sa.select(*cols, sa.func.count().label("__fairaudit_n")).select_from(
+        selectable).group_by(*cols)
+    with execution_engine.get_connection() as con:
+        rows = con.execute(query).fetchall()
+    frame = pd.DataFrame([tuple(r) for r in rows], columns=[*columns, "__fairaudit_n"])
+    frame = frame.astype({c: object for c in columns})
+    return contingency_table(frame, metric_value_kwargs["cluster_column"],
+                             metric_value_kwargs["sensitive_columns"],
+                             metric_value_kwargs.get("noise_label"),
+                             count_column="__fairaudit_n")
 
 
 class ClusterGroupTable(TableMetricProvider):
@@ -304,6 +335,17 @@ class ClusterGroupTable(TableMetricProvider):
             metric_value_kwargs["sensitive_columns"],
             metric_value_kwargs.get("noise_label"),
         )
+
+    @metric_value(engine=SqlAlchemyExecutionEngine)
+    def _sqlalchemy(
+        cls,
+        execution_engine: SqlAlchemyExecutionEngine,
+        metric_domain_kwargs: dict,
+        metric_value_kwargs: dict,
+        metrics: dict[str, Any],
+        runtime_configuration: dict,
+    ) -> dict[str, Any]:
+        return _sql_contingency(execution_engine, metric_domain_kwargs, metric_value_kwargs)
 
 
 class _ContingencyExpectation(BatchExpectation):

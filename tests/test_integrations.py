@@ -187,3 +187,31 @@ def test_pandas_frame_from_polars():
     assert list(pdf.columns) == ["cluster", "sex"] and pdf["sex"].tolist() == ["F", None, "M"]
     assert np.isnan(pdf["cluster"].iloc[2])
     assert fx.pandas_frame(frame.lazy()).shape == (3, 3)
+
+
+def test_expectations_on_a_sql_table(tmp_path):
+    """GX's SQL engine: the table is counted with one GROUP BY in the database (SQLite here);
+    the same values as on pandas."""
+    pytest.importorskip("sqlalchemy")
+    import sqlite3
+
+    rows = [(k[0], k[1]) for k, n in COUNTS.items() for _ in range(n)] + [(1, None)]
+    db = tmp_path / "t.db"
+    con = sqlite3.connect(db)
+    con.execute("create table seg (cluster integer, sex text)")
+    con.executemany("insert into seg values (?, ?)", rows)
+    con.commit()
+    con.close()
+    ds = fx.ephemeral_context().data_sources.add_sqlite(
+        name="db", connection_string=f"sqlite:///{db}")
+    batch = ds.add_table_asset(name="seg", table_name="seg") \
+        .add_batch_definition_whole_table("all").get_batch()
+    common = {"cluster_column": "cluster", "sensitive_columns": "sex"}
+    bal = batch.validate(fx.ExpectClusterBalanceToBeAtLeast(**common, min_value=0.5))
+    assert bal.success and bal.result["observed_value"] == pytest.approx(0.5)
+    d = bal.result["details"]
+    assert (d["n_rows"], d["n_used"], d["n_null_excluded"], d["n_noise_excluded"]) == (14, 12, 1, 1)
+    wd = batch.validate(fx.ExpectClusterWdToBeAtMost(**common, max_value=0.2))
+    assert wd.result["observed_value"] == pytest.approx(1 / 6)
+    cce = batch.validate(fx.ExpectClusterCapacityFairnessToBeAtLeast(**common, min_value=0.5))
+    assert not cce.success and cce.result["observed_value"] == pytest.approx(1 / 3)
