@@ -13,7 +13,7 @@ Fairness expectations (batch level, for your own suites):
 - :class:`ExpectClusterWdToBeAtMost`, :class:`ExpectClusterEdToBeAtMost` -- the representation
   gaps Wd / Ed (lower is fairer) are at most ``max_value``.
 - :class:`ExpectClusterMetricLowerBoundToBeAtLeast` / :class:`ExpectClusterMetricUpperBoundToBeAtMost`
-  -- the conservative end of a metric's confidence interval (seeded bootstrap on the table)
+  -- the conservative end of a metric's confidence interval (the audit's own interval method)
   clears the bar, as ``@ci`` thresholds do on the CLI.
 
 Both build the (groups x clusters) contingency table from a cluster column and one or more
@@ -633,24 +633,46 @@ _CI_METRICS: dict[str, tuple[str, bool]] = {
     "wd": ("wd", False),
     "ed": ("ed", False),
 }
+#: metrics with their own (score-intersection) interval in fairaudit.metrics.intervals
+_OWN_INTERVAL = {"balance": "balance_interval", "balance_mean": "balance_mean_interval",
+                 "fairness_cce": "fairness_cce_interval"}
 
 
 def metric_interval(table: np.ndarray, metric: str, *, level: float = 0.95, n_boot: int = 1000,
                     random_state: int | None = 0) -> tuple[float, float, float]:
     """``(value, lower, upper)`` of ``metric`` on a (groups x clusters) count table, with the
-    percentile bootstrap of :mod:`fairaudit.metrics.bootstrap` on the table (multinomial
-    resampling of the cells, seeded: the same table always gives the same interval)."""
-    from fairaudit.metrics import counting
+    interval the audit uses: the score-intersection interval of
+    :mod:`fairaudit.metrics.intervals` for ``balance``, ``balance_mean`` and ``fairness_cce``;
+    for the others the percentile bootstrap of the table (multinomial resampling of the cells,
+    seeded: the same table always gives the same interval). Either is widened, where needed, to
+    contain the estimate."""
+    from fairaudit.metrics import counting, intervals
     from fairaudit.metrics.bootstrap import bootstrap_interval
 
     if metric not in _CI_METRICS:
         raise ValueError(f"The 'metric' parameter must be one of {sorted(_CI_METRICS)}; "
                          f"got {metric!r}.")
+    counts = np.asarray(table, dtype=np.int64)
     fn = getattr(counting, _CI_METRICS[metric][0])
-    res = bootstrap_interval(np.asarray(table, dtype=np.int64),
-                             lambda stack: np.asarray(fn(stack), dtype=float),
-                             n_boot=n_boot, level=level, rng=random_state)
-    return res.value, res.lower, res.upper
+    value = float(np.asarray(fn(counts[None]), dtype=float)[0])
+    if metric in _OWN_INTERVAL:
+        iv = getattr(intervals, _OWN_INTERVAL[metric])(counts, level)
+        lo, hi = float(iv.lower), float(iv.upper)
+    else:
+        res = bootstrap_interval(counts, lambda stack: np.asarray(fn(stack), dtype=float),
+                                 n_boot=n_boot, level=level, rng=random_state)
+        lo, hi = res.lower, res.upper
+    if np.isfinite(value):
+        lo, hi = min(lo, value), max(hi, value)
+    return value, lo, hi
+
+
+def interval_method(metric: str) -> str:
+    """The name of the interval method :func:`metric_interval` uses for ``metric``."""
+    from fairaudit.counting_audit import BOOTSTRAP_METHOD
+    from fairaudit.metrics.intervals import METHOD
+
+    return METHOD if metric in _OWN_INTERVAL else BOOTSTRAP_METHOD
 
 
 class _ClusterBoundExpectation(_ContingencyExpectation):
@@ -719,7 +741,7 @@ class ExpectClusterMetricLowerBoundToBeAtLeast(_ClusterBoundExpectation):
         value, lo, hi = self._interval(table)
         return lo, [{} for _ in range(table.shape[1])], {
             "metric": self.metric, "value": value, "ci": [lo, hi], "level": self.level,
-            "judged": "lower end of the interval"}
+            "method": interval_method(self.metric), "judged": "lower end of the interval"}
 
 
 class ExpectClusterMetricUpperBoundToBeAtMost(_ClusterBoundExpectation):
@@ -756,7 +778,7 @@ class ExpectClusterMetricUpperBoundToBeAtMost(_ClusterBoundExpectation):
         value, lo, hi = self._interval(table)
         return hi, [{} for _ in range(table.shape[1])], {
             "metric": self.metric, "value": value, "ci": [lo, hi], "level": self.level,
-            "judged": "upper end of the interval"}
+            "method": interval_method(self.metric), "judged": "upper end of the interval"}
 
 
 # --------------------------------------------------------------------------------------------
