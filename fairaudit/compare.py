@@ -207,6 +207,10 @@ def incomparable_reasons(base: Mapping[str, Any], cur: Mapping[str, Any], *,
                        f"{c_opt.get('min_cell')} (current) changes which groups are judged")
     b_res = {_key(r): r for r in base["results"]}
     seen: set[tuple[Any, ...]] = set()
+    bl0, cl0 = finite(b_opt.get("ci_level")), finite(c_opt.get("ci_level"))
+    if bl0 is not None and cl0 is not None and abs(bl0 - cl0) > 1e-12:
+        seen.add(("lvl", bl0, cl0))
+        reasons.append(f"other CI levels: {bl0:g} (baseline) vs {cl0:g} (current)")
     for r in cur["results"]:
         other = b_res.get(_key(r))
         if other is None:
