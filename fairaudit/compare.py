@@ -355,6 +355,11 @@ def compare(baseline: str | Path | Mapping[str, Any], current: str | Path | Mapp
     alignments = {n: align_clusters(b_labs[n], c_labs[n]) for n in c_labs if n in b_labs}
     b_res = {_key(r): r for r in base["results"]}
     c_keys = {_key(r) for r in cur["results"]}
+    if not any(k in b_res for k in c_keys):
+        raise IncomparableError([
+            "no result in common: the baseline has labellings "
+            f"{sorted(b_labs)} and the current run {sorted(c_labs)} (same --labels column or "
+            "clusterer names, and the same auditors, are needed)"])
     changes = [
         _change(b_res[_key(r)], r, tol, alignments.get(str(r.get("labelling"))))
         for r in cur["results"] if _key(r) in b_res

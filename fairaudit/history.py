@@ -36,11 +36,14 @@ CSV_COLUMNS = ("date", "date_source", "file", "run_status", "labelling", "metric
 def _expand(paths: Sequence[str | Path]) -> list[tuple[Path, bool]]:
     """(file, named explicitly) for each path; a folder stands for its ``*.json`` files."""
     files: list[tuple[Path, bool]] = []
+    seen: set[Path] = set()
     for p in map(Path, paths):
-        if p.is_dir():
-            files += [(f, False) for f in sorted(p.glob("*.json"))]
-        else:
-            files.append((p, True))
+        for f, explicit in ([(f, False) for f in sorted(p.glob("*.json"))] if p.is_dir()
+                            else [(p, True)]):
+            key = f.resolve()
+            if key not in seen:  # the same file named twice (or via its folder) counts once
+                seen.add(key)
+                files.append((f, explicit))
     return files
 
 

@@ -140,6 +140,15 @@ def test_incomparable_audits_say_why(doc, edit, reason):
     assert info.value.exit_code == 2
 
 
+def test_nothing_in_common_is_not_a_pass(doc):
+    cur = copy.deepcopy(doc)
+    for r in cur["results"]:
+        r["labelling"] = "other"
+    cur["labellings"][0]["name"] = "other"
+    with pytest.raises(IncomparableError, match="no result in common"):
+        compare(doc, cur)
+
+
 def test_version_change_can_be_allowed(doc):
     cur = copy.deepcopy(doc)
     cur["tool"]["version"] = "9.9.9"

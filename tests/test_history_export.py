@@ -38,7 +38,7 @@ def _runs(folder: Path) -> list[Path]:
 
 def test_history_orders_runs_and_marks_failures(tmp_path):
     paths = _runs(tmp_path)
-    hist = build_history(paths)
+    hist = build_history([*paths, tmp_path])  # the folder repeats the files: counted once
     dates = [r["date"] for r in hist["runs"]]
     assert dates == sorted(dates) and dates[0] == "2026-11-10T02:00:00Z"
     assert [r["date_source"] for r in hist["runs"]] == ["timing.created"] * 4 + ["file mtime"]
