@@ -347,3 +347,13 @@ def test_chain_compare_table_and_api(data_files, tmp_path):
     bad.write_text('[compare]\nbaseline = "x.json"\ntolerence = {}\n')
     with pytest.raises(ConfigError, match="compare.tolerence"):
         fairaudit.audit(after, sensitive=["sex", "race"], labels="segment", chain=bad)
+
+
+def test_page_states_the_alignment_rule():
+    from fairaudit.diffreport import render_comparison_html
+
+    base = _as_clusterer(resample_audit(0, shift=True), {0: 0, 1: 1, 2: 2})
+    cur = _as_clusterer(resample_audit(1, shift=True), {0: 2, 1: 0, 2: 1})
+    html = render_comparison_html(compare(base, cur))
+    assert "Hungarian method" in html and "group composition" in html
+    assert "<script" not in html and html.count("<svg") == 1
