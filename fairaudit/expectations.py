@@ -641,11 +641,11 @@ _OWN_INTERVAL = {"balance": "balance_interval", "balance_mean": "balance_mean_in
 def metric_interval(table: np.ndarray, metric: str, *, level: float = 0.95, n_boot: int = 1000,
                     random_state: int | None = 0) -> tuple[float, float, float]:
     """``(value, lower, upper)`` of ``metric`` on a (groups x clusters) count table, with the
-    interval the audit uses: the score-intersection interval of
-    :mod:`fairaudit.metrics.intervals` for ``balance``, ``balance_mean`` and ``fairness_cce``;
-    for the others the percentile bootstrap of the table (multinomial resampling of the cells,
-    seeded: the same table always gives the same interval). Either is widened, where needed, to
-    contain the estimate."""
+    interval the audit uses (:mod:`fairaudit.metrics.intervals`): score intersection for
+    ``balance``, ``balance_mean`` and ``fairness_cce``; the bootstrap triangle bound for ``wd``
+    (zero-one ground) and ``ed``; the percentile bootstrap for ``mnce``. Resampling is seeded by
+    ``random_state``: the same table always gives the same interval. The interval is widened,
+    where needed, to contain the estimate."""
     from fairaudit.metrics import counting, intervals
     from fairaudit.metrics.bootstrap import bootstrap_interval
 
@@ -658,6 +658,12 @@ def metric_interval(table: np.ndarray, metric: str, *, level: float = 0.95, n_bo
     if metric in _OWN_INTERVAL:
         iv = getattr(intervals, _OWN_INTERVAL[metric])(counts, level)
         lo, hi = float(iv.lower), float(iv.upper)
+    elif metric in ("wd", "ed"):
+        from fairaudit.metrics.bootstrap import resample_counts
+
+        reps = resample_counts(counts, n_boot, random_state)
+        iv = intervals.distance_intervals(counts, reps, level).get(metric)
+        lo, hi = (float("nan"), float("nan")) if iv is None else (iv.lower, iv.upper)
     else:
         res = bootstrap_interval(counts, lambda stack: np.asarray(fn(stack), dtype=float),
                                  n_boot=n_boot, level=level, rng=random_state)
@@ -670,9 +676,11 @@ def metric_interval(table: np.ndarray, metric: str, *, level: float = 0.95, n_bo
 def interval_method(metric: str) -> str:
     """The name of the interval method :func:`metric_interval` uses for ``metric``."""
     from fairaudit.counting_audit import BOOTSTRAP_METHOD
-    from fairaudit.metrics.intervals import METHOD
+    from fairaudit.metrics.intervals import DISTANCE_METHOD, METHOD
 
-    return METHOD if metric in _OWN_INTERVAL else BOOTSTRAP_METHOD
+    if metric in _OWN_INTERVAL:
+        return METHOD
+    return DISTANCE_METHOD if metric in ("wd", "ed") else BOOTSTRAP_METHOD
 
 
 class _ClusterBoundExpectation(_ContingencyExpectation):

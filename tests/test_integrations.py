@@ -164,6 +164,9 @@ def test_confidence_bound_expectations(gap_batch):
     up = gap_batch.validate(fx.ExpectClusterMetricUpperBoundToBeAtMost(
         cluster_column="cluster", sensitive_columns="sex", metric="wd", max_value=1.0))
     assert up.success and up.result["observed_value"] >= 1 / 6 - 1e-12
+    # the audit's own interval methods (fairaudit.metrics.intervals)
+    assert d["method"] == "score-intersection"
+    assert up.result["details"]["method"] == "bootstrap-triangle"
 
 
 @pytest.mark.parametrize("cls, kwargs, match", [
