@@ -5,7 +5,8 @@ Run:  python examples/gx_suite_example.py
 Builds a small pandas frame (a segmentation of 12 customers by sex and age band, plus one noise
 row), adds the fairness expectations to a GX suite next to an ordinary GX expectation, validates
 the frame in an in-memory context and prints the results. Some expectations pass and some fail
-on purpose; in a pipeline you would act on ``result.success``.
+on purpose, so the script exits 1: like a pipeline step, it exits 0 only when the whole suite
+passes. (For a GX Checkpoint with actions see gx_checkpoint_example.py.)
 """
 
 # ruff: noqa: T201  (printing is this example's job)
@@ -95,7 +96,7 @@ def main() -> int:
             metric = {k: v for k, v in cluster.items() if k in ("balance", "fairness_cce")}
             print(f"        segment {cluster['cluster']}: size={cluster['size']} {metric}")
     print(f"suite success: {result.success}")
-    return 0
+    return 0 if result.success else 1
 
 
 if __name__ == "__main__":

@@ -45,6 +45,8 @@ def audit(
     scheduler: str | None = None,
     workers: int | None = None,
     twins: bool | None = None,
+    baseline: str | Path | Mapping[str, Any] | AuditRun | None = None,
+    tolerance: Mapping[str, float] | None = None,
 ) -> AuditRun:
     """Audit ``data`` (a path, directory or glob, a polars DataFrame/LazyFrame, or a pandas
     DataFrame — converted column by column, pyarrow not needed).
@@ -59,6 +61,9 @@ def audit(
     ``scheduler`` (a Dask scheduler address) or ``workers`` (a local Dask cluster of that many
     processes) count and assign every row on Dask (``pip install 'fairaudit[dask]'``); the
     results are identical to the local engine's.
+    ``baseline`` (an earlier audit: path, JSON document or run) also compares with it and gates on
+    both (``run.doc["comparison"]``; ``tolerance`` maps ``METRIC[[ATTR]]`` to an allowed
+    worsening); a chain's ``[compare]`` table does the same.
     """
     from fairaudit.chain import chain_from_flags, load_chain, parse_threshold_flag
     from fairaudit.io import from_pandas, is_pandas
@@ -84,16 +89,31 @@ def audit(
         skip_audits=[skip_audit] if isinstance(skip_audit, str) else skip_audit,
         timing=timing, base=load_chain(chain) if chain else None, twins=twins,
     )
+    from fairaudit.baseline import BaselineOptions, attach_comparison, resolve
+
+    options = resolve(None, (), str(chain) if chain else None)
+    if baseline is not None:
+        options = BaselineOptions(baseline, {**(options.tolerance if options else {}),
+                                             **(tolerance or {})})
+    elif tolerance:
+        from fairaudit.errors import ConfigError
+
+        raise ConfigError("tolerance= needs baseline= (or a [compare] table in the chain)")
+    if options is not None:
+        from fairaudit.compare import load_audit
+
+        load_audit(options.baseline, what="baseline")  # a bad baseline fails before the run
     if is_pandas(data):
         data = from_pandas(data)
     from fairaudit.engines import make_engine
 
     engine = make_engine(scheduler=scheduler, workers=workers)
     try:
-        return run_chain(spec, host, data_path=data if not isinstance(data, Path) else str(data),
-                         engine=engine)
+        run = run_chain(spec, host, data_path=data if not isinstance(data, Path) else str(data),
+                        engine=engine)
     finally:
         engine.close()
+    return attach_comparison(run, options) if options is not None else run
 
 
 def _component_flags(items: Iterable[str | tuple[str, Mapping[str, Any]]]) -> list[str]:

@@ -63,7 +63,7 @@ _OPTION_KEYS = {
 _STEP_KEYS = {"use", "name", "params"}
 _AUDIT_KEYS = _STEP_KEYS | {"threshold", "severity", "on", "metric", "attribute"}
 _THRESHOLD_KEYS = {"metric", "min", "max", "on", "attribute", "severity", "labelling"}
-_TOP_KEYS = {"data", "options", "preprocess", "cluster", "audit", "threshold"}
+_TOP_KEYS = {"data", "options", "preprocess", "cluster", "audit", "threshold", "compare"}
 
 
 @dataclass(frozen=True)

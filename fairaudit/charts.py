@@ -39,6 +39,7 @@ __all__ = [
     "hbar",
     "histogram",
     "scatter",
+    "trend",
 ]
 
 PALETTE: tuple[str, ...] = (
@@ -659,3 +660,58 @@ def _hatched_cell(c: float, r: float) -> Any:
         (c - 0.5, r - 0.5), 1.0, 1.0, facecolor=MISSING_COLOR, hatch="///", edgecolor="#c8c8c8",
         linewidth=0.0,
     )  # fmt: skip
+
+
+@_styled
+def trend(
+    dates: Sequence[str],
+    series: Sequence[Mapping[str, Any]],
+    *,
+    thresholds: Sequence[tuple[float, str]] = (),
+    failed: Sequence[bool] = (),
+    title: str | None = None,
+    ylabel: str | None = None,
+    width: float = 7.0,
+    height: float = 2.8,
+) -> str:
+    """A metric over time (``fairaudit history``). ``dates`` are ISO 8601 timestamps (one per
+    run); each series is ``{"label", "values", "lower", "upper"}`` (lists aligned with ``dates``;
+    ``None`` = no value / no interval) drawn as a line with markers and a shaded interval band.
+    ``thresholds`` are ``(value, label)`` dashed lines; runs with ``failed[i]`` get a red tick
+    on the top edge ("gate failed")."""
+    import datetime as dt
+
+    import numpy as np
+
+    xs = [dt.datetime.fromisoformat(str(d).replace("Z", "+00:00")).replace(tzinfo=None)
+          for d in dates]
+    fig = _figure(width, height)
+    ax = fig.add_subplot()
+    for i, s in enumerate(series):
+        colour = PALETTE[i % len(PALETTE)]
+        vals = np.array([_num(v) for v in s.get("values", [])], dtype=float)
+        lo = np.array([_num(v) for v in s.get("lower", [None] * len(xs))], dtype=float)
+        hi = np.array([_num(v) for v in s.get("upper", [None] * len(xs))], dtype=float)
+        band = np.isfinite(lo) & np.isfinite(hi)
+        if band.any():
+            ax.fill_between(xs, np.where(band, lo, np.nan), np.where(band, hi, np.nan),
+                            color=colour, alpha=0.18, linewidth=0)
+        ax.plot(xs, vals, color=colour, marker="o", markersize=3, linewidth=1.3,
+                label=_text(s.get("label", "")))
+    for j, (value, label) in enumerate(thresholds):
+        ax.axhline(float(value), color=PALETTE[3 + j % 3], linestyle="--", linewidth=1.1,
+                   label=_text(label))
+    bad = [x for x, f in zip(xs, list(failed) + [False] * len(xs), strict=False) if f]
+    if bad:
+        ax.plot(bad, [1.0] * len(bad), linestyle="none", marker="v", markersize=6,
+                color=PALETTE[3], transform=ax.get_xaxis_transform(), clip_on=False,
+                label="gate failed")
+    if len(xs) == 1:
+        ax.set_xlim(xs[0] - dt.timedelta(days=1), xs[0] + dt.timedelta(days=1))
+    fig.autofmt_xdate()
+    ax.grid(axis="y", color=GRID_COLOR, linewidth=0.6)
+    ax.set_axisbelow(True)
+    handles = len(series) + len(thresholds) + (1 if bad else 0)
+    _legend(ax, handles, fontsize=7)
+    _finish_axes(ax, title=title, xlabel=None, ylabel=ylabel)
+    return _to_svg(fig, label=title)

@@ -235,12 +235,17 @@ def _default_json(out: Path) -> Path:
 @click.option("--twins/--no-twins", default=None,
               help="Also fit each fair clusterer with fair=false (its twin) and report the price "
               "of fairness [default: on in the default comparison, else off].")
+@click.option("--baseline", type=click.Path(dir_okay=False), default=None, metavar="BASE.json",
+              help="Also compare with this earlier audit and gate on it (see `fairaudit compare`).")
+@click.option("--tolerance", "tolerances", multiple=True, metavar="METRIC[[ATTR]]=DELTA",
+              help="With --baseline: allowed worsening of a headline metric [default: 0].")
 @_common
 @_handle_errors
 def audit(data: str, sensitive, labels, features, exclude, chain_file, clusters, k, seed,
           sample, out, json_out, fail_under, fail_over, warn_under, warn_over, audits,
           skip_audits, summary_md, timing, min_cell, no_suppress, on_null, on_nonfinite,
-          separator, bootstrap, scheduler, workers, twins, quiet, debug, disabled) -> int:
+          separator, bootstrap, scheduler, workers, twins, baseline,
+          tolerances, quiet, debug, disabled) -> int:
     """Audit DATA (Parquet file, directory or glob of Parquet files, or CSV)."""
     from fairaudit.chain import chain_from_flags, load_chain, parse_threshold_flag
     from fairaudit.errors import ConfigError
@@ -278,7 +283,8 @@ def audit(data: str, sensitive, labels, features, exclude, chain_file, clusters,
         return _run_and_write(spec, host, data, Path(out),
                               Path(json_out) if json_out else None, quiet,
                               Path(summary_md) if summary_md else None, engine=engine,
-                              chain_file=chain_file)
+                              chain_file=chain_file,
+                              baseline=_baseline_options(baseline, tolerances, chain_file))
     finally:
         engine.close()
 
@@ -310,12 +316,19 @@ def run(chain_file: str, data: str | None, out: str, json_out: str | None,
     if timing:
         spec = dataclasses.replace(spec, options=dataclasses.replace(spec.options, timing=True))
     return _run_and_write(spec, host, data, Path(out), Path(json_out) if json_out else None, quiet,
-                          Path(summary_md) if summary_md else None, chain_file=chain_file)
+                          Path(summary_md) if summary_md else None, chain_file=chain_file,
+                          baseline=_baseline_options(None, (), chain_file))
+
+
+def _baseline_options(baseline: str | None, tolerances: Sequence[str], chain_file: str | None):
+    from fairaudit.baseline import resolve
+
+    return resolve(baseline, tolerances, chain_file)
 
 
 def _run_and_write(spec, host, data, out: Path, json_out: Path | None, quiet: bool,
                    summary_md: Path | None = None, engine: Any = None,
-                   chain_file: str | None = None) -> int:
+                   chain_file: str | None = None, baseline: Any = None) -> int:
     from fairaudit.io import atomic_write_text
     from fairaudit.outputs import check_outputs, input_refs, write_outputs
     from fairaudit.report import render_html
@@ -332,7 +345,17 @@ def _run_and_write(spec, host, data, out: Path, json_out: Path | None, quiet: bo
     # before any computation: never overwrite the input, --out != --json, folders writable
     check_outputs(outputs, inputs)
     progress = _Progress(enabled=not quiet and sys.stderr.isatty())
+    if baseline is not None:
+        from fairaudit.baseline import guard_paths
+        from fairaudit.compare import load_audit
+
+        guard_paths(baseline, (out, json_path))
+        load_audit(baseline.baseline, what="baseline")  # a bad baseline fails before the run
     run_obj = run_chain(spec, host, data_path=data, progress=progress, engine=engine)
+    if baseline is not None:
+        from fairaudit.baseline import attach_comparison
+
+        run_obj = attach_comparison(run_obj, baseline)
     progress("render report")
     html = render_html(run_obj, host)  # render fully before writing anything
     write_outputs([(json_path, json.dumps(run_obj.to_json(), indent=2, ensure_ascii=False)),
@@ -343,6 +366,8 @@ def _run_and_write(spec, host, data, out: Path, json_out: Path | None, quiet: bo
         atomic_write_text(summary_md, markdown(run_obj.doc, str(out), str(json_path)))
     if not quiet:
         _summary(run_obj, out, json_path)
+        if "comparison" in run_obj.doc:
+            _comparison_summary(run_obj.doc["comparison"])
     return run_obj.exit_code
 
 
@@ -505,6 +530,181 @@ def render(audit_json: str, out: str, template_dirs: Sequence[str], quiet: bool,
     write_html(run_obj, Path(out), host, template_dirs=[Path(t) for t in template_dirs])
     if not quiet:
         click.echo(f"report: {Path(out).resolve()}")
+    return EXIT_OK
+
+
+def _guard_outputs(inputs: Sequence[Path], outputs: Sequence[Path | None]) -> None:
+    """Refuse an output path that is one of the input files, or a folder that does not exist."""
+    from fairaudit.errors import ConfigError
+
+    ins = [p.resolve() for p in inputs]
+    seen: set[Path] = set()
+    for out in outputs:
+        if out is None:
+            continue
+        r = out.resolve()
+        if r in ins:
+            raise ConfigError(f"{out}: this is also an input file; write the output elsewhere "
+                              "(fairaudit never writes over its inputs)")
+        if r in seen:
+            raise ConfigError(f"{out}: given for two outputs")
+        seen.add(r)
+        if not r.parent.exists():
+            raise ConfigError(f"{out}: the folder {out.parent} does not exist")
+
+
+def _write_outputs(pairs: Sequence[tuple[Path | None, Callable[[], str]]]) -> None:
+    """Render every output first, then write them (atomically): a failed render writes nothing."""
+    from fairaudit.io import atomic_write_text
+
+    texts = [(p, make()) for p, make in pairs if p is not None]
+    for p, text in texts:
+        atomic_write_text(p, text)
+
+
+@main.command()
+@click.argument("baseline", metavar="BASELINE.json", type=click.Path(dir_okay=False))
+@click.argument("current", metavar="CURRENT.json", type=click.Path(dir_okay=False))
+@click.option("--out", "-o", "out", type=click.Path(dir_okay=False), default=None,
+              help="Write the comparison as an HTML page.")
+@click.option("--json", "json_out", type=click.Path(dir_okay=False), default=None,
+              help="Write the comparison as JSON (schema: fairaudit/schema/compare.schema.json).")
+@click.option("--tolerance", "tolerances", multiple=True, metavar="METRIC[[ATTR]]=DELTA",
+              help="Allowed worsening of a headline metric before the gate fails (repeatable; "
+              "METRIC, METRIC[ATTR] or * for all) [default: 0].")
+@click.option("--allow-version-change", is_flag=True,
+              help="Compare audits made with different fairaudit/plugin versions anyway.")
+@_common
+@_handle_errors
+def compare(baseline: str, current: str, out: str | None, json_out: str | None,
+            tolerances: Sequence[str], allow_version_change: bool, quiet: bool, debug: bool,
+            disabled: Sequence[str]) -> int:
+    """Compare CURRENT.json with BASELINE.json: the change of every metric, with an interval.
+
+    Exit 1 when a headline metric got significantly worse by more than its tolerance, 0 otherwise,
+    2 when a file is not an audit JSON or the two audits cannot be compared."""
+    from fairaudit.compare import compare as run_compare
+    from fairaudit.compare import exit_code
+
+    _setup_logging(debug, quiet)
+    out_p, json_p = (Path(out) if out else None), (Path(json_out) if json_out else None)
+    _guard_outputs([Path(baseline), Path(current)], [out_p, json_p])
+    cmp = run_compare(baseline, current, tolerance=tolerances,
+                      allow_version_change=allow_version_change)
+
+    def _html() -> str:
+        from fairaudit.diffreport import render_comparison_html
+
+        return render_comparison_html(cmp)
+
+    _write_outputs([(json_p, lambda: json.dumps(cmp, indent=2, ensure_ascii=False)),
+                    (out_p, _html)])
+    if not quiet:
+        _comparison_summary(cmp)
+        for label, p in (("report", out_p), ("json", json_p)):
+            if p is not None:
+                click.echo(f"{label + ':':7} {p.resolve()}")
+    return exit_code(cmp)
+
+
+def _fmt(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.3f}"
+
+
+def _comparison_summary(cmp: Any) -> None:
+    s = cmp["summary"]
+    click.echo(f"fairaudit compare: {cmp['status'].upper()}  ({s['compared']} results compared, "
+               f"{s['significant']} significant change(s): {s['worse']} worse, {s['better']} "
+               f"better; {s['gate_failures']} headline gate(s) failed)")
+    for c in cmp["changes"]:
+        if not c["headline"] or not (c["significant"] or c["gate"] == "fail"):
+            continue
+        attr = f"[{c['attribute']}]" if c["attribute"] else ""
+        tag = "FAIL" if c["gate"] == "fail" else c["direction"].upper()
+        click.echo(f"  {tag:6} {c['labelling']} {c['metric']}{attr}: {_fmt(c['baseline'])} -> "
+                   f"{_fmt(c['current'])} (change {c['delta']:+.3f}, interval "
+                   f"[{c['ci'][0]:+.3f}, {c['ci'][1]:+.3f}])")
+    for n in cmp["notes"]:
+        click.echo(f"  note: {n}")
+
+
+@main.command()
+@click.argument("audits", metavar="AUDIT.json...", nargs=-1, required=True,
+                type=click.Path(exists=False))
+@click.option("--out", "-o", "out", type=click.Path(dir_okay=False), default=None,
+              help="Write the trend report as an HTML page [default: history.html when no "
+              "output is given].")
+@click.option("--json", "json_out", type=click.Path(dir_okay=False), default=None,
+              help="Write the same data as JSON.")
+@click.option("--csv", "csv_out", type=click.Path(dir_okay=False), default=None,
+              help="Write one row per run and headline result as CSV.")
+@_common
+@_handle_errors
+def history(audits: Sequence[str], out: str | None, json_out: str | None, csv_out: str | None,
+            quiet: bool, debug: bool, disabled: Sequence[str]) -> int:
+    """A trend report over many audit runs (files, or folders of *.json), ordered by date."""
+    from fairaudit.history import build_history, history_csv
+
+    _setup_logging(debug, quiet)
+    if out is None and json_out is None and csv_out is None:
+        out = "history.html"
+    paths = [Path(out) if out else None, Path(json_out) if json_out else None,
+             Path(csv_out) if csv_out else None]
+    inputs = [f for a in audits for f in (sorted(Path(a).glob("*.json")) if Path(a).is_dir()
+                                          else [Path(a)])]
+    _guard_outputs(inputs, paths)
+    hist = build_history(audits)
+
+    def _html() -> str:
+        from fairaudit.diffreport import render_history_html
+
+        return render_history_html(hist)
+
+    _write_outputs([(paths[1], lambda: json.dumps(hist, indent=2, ensure_ascii=False)),
+                    (paths[2], lambda: history_csv(hist)), (paths[0], _html)])
+    if not quiet:
+        runs = hist["runs"]
+        failed = sum(1 for r in runs if r["gate_failed"])
+        click.echo(f"fairaudit history: {len(runs)} run(s) from {runs[0]['date']} to "
+                   f"{runs[-1]['date']}, {failed} with a failed gate, "
+                   f"{len(hist['series'])} headline series")
+        for n in hist["notes"]:
+            click.echo(f"  note: {n}")
+        if hist["skipped"]:
+            click.echo(f"  skipped {len(hist['skipped'])} file(s) that are not audit JSON")
+        for label, p in zip(("report", "json", "csv"), paths, strict=True):
+            if p is not None:
+                click.echo(f"{label + ':':7} {p.resolve()}")
+    return EXIT_OK
+
+
+@main.command()
+@click.argument("audits", metavar="AUDIT.json...", nargs=-1, required=True,
+                type=click.Path(dir_okay=False))
+@click.option("--csv", "csv_out", type=click.Path(dir_okay=False), required=True,
+              help="Write one row per (audit, labelling, metric, attribute) as CSV.")
+@click.option("--headline-only", is_flag=True, help="Only the headline metrics.")
+@_common
+@_handle_errors
+def export(audits: Sequence[str], csv_out: str, headline_only: bool, quiet: bool, debug: bool,
+           disabled: Sequence[str]) -> int:
+    """A flat table of results for BI tools and warehouses (see docs/cli.md for the columns)."""
+    from fairaudit.compare import load_audit
+    from fairaudit.export import export_csv
+
+    _setup_logging(debug, quiet)
+    out = Path(csv_out)
+    _guard_outputs([Path(a) for a in audits], [out])
+    docs = []
+    for a in audits:
+        doc = load_audit(a)
+        if headline_only:
+            doc = dict(doc, results=[r for r in doc["results"] if r.get("headline")])
+        docs.append((doc, a))
+    text = export_csv(docs)
+    _write_outputs([(out, lambda: text)])
+    if not quiet:
+        click.echo(f"csv:    {out.resolve()} ({text.count(chr(10)) - 1} rows)")
     return EXIT_OK
 
 

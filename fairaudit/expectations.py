@@ -10,6 +10,11 @@ Fairness expectations (batch level, for your own suites):
   convention ``aggregate="min"``; FairDen's ``aggregate="mean"``) is at least ``min_value``.
 - :class:`ExpectClusterCapacityFairnessToBeAtLeast` -- fairness_CCE (FCE notes) is at least
   ``min_value``.
+- :class:`ExpectClusterWdToBeAtMost`, :class:`ExpectClusterEdToBeAtMost` -- the representation
+  gaps Wd / Ed (lower is fairer) are at most ``max_value``.
+- :class:`ExpectClusterMetricLowerBoundToBeAtLeast` / :class:`ExpectClusterMetricUpperBoundToBeAtMost`
+  -- the conservative end of a metric's confidence interval (the audit's own interval method)
+  clears the bar, as ``@ci`` thresholds do on the CLI.
 
 Both build the (groups x clusters) contingency table from a cluster column and one or more
 sensitive columns (several columns = their intersection, e.g. ``female|asian``), exclude rows with
@@ -39,7 +44,10 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from great_expectations.compatibility import pydantic  # noqa: E402
 from great_expectations.core.metric_domain_types import MetricDomainTypes  # noqa: E402
-from great_expectations.execution_engine import PandasExecutionEngine  # noqa: E402
+from great_expectations.execution_engine import (  # noqa: E402
+    PandasExecutionEngine,
+    SqlAlchemyExecutionEngine,
+)
 from great_expectations.expectations.expectation import (  # noqa: E402
     BatchExpectation,
     ColumnMapExpectation,
@@ -57,9 +65,15 @@ __all__ = [
     "CONTINGENCY_METRIC",
     "ExpectClusterBalanceToBeAtLeast",
     "ExpectClusterCapacityFairnessToBeAtLeast",
+    "ExpectClusterEdToBeAtMost",
+    "ExpectClusterMetricLowerBoundToBeAtLeast",
+    "ExpectClusterMetricUpperBoundToBeAtMost",
+    "ExpectClusterWdToBeAtMost",
     "ExpectColumnValuesToBeFinite",
     "ExpectColumnValuesToBeIntegral",
     "ephemeral_context",
+    "metric_interval",
+    "pandas_frame",
 ]
 
 logger = logging.getLogger(__name__)
@@ -213,11 +227,13 @@ def contingency_table(
     cluster_column: str,
     sensitive_columns: str | list[str] | tuple[str, ...],
     noise_label: int | None = -1,
+    count_column: str | None = None,
 ) -> dict[str, Any]:
     """Compute the (groups x clusters) count table of a pandas frame.
 
     Rows with a null cluster or sensitive value are excluded and counted; rows whose cluster equals
-    ``noise_label`` are excluded and counted apart. Several sensitive columns form one
+    ``noise_label`` are excluded and counted apart. With ``count_column`` each row of ``frame``
+    stands for that many rows (a pre-aggregated ``GROUP BY`` result, as from a SQL engine). Several sensitive columns form one
     intersectional attribute whose group names join the values with ``|``.
 
     Returns:
@@ -236,11 +252,13 @@ def contingency_table(
         raise ValueError(
             f"Columns {missing} are not in the batch; available columns: {list(frame.columns)}."
         )
-    n_rows = int(len(frame))
+    weights = (np.ones(len(frame), dtype=np.int64) if count_column is None
+               else frame[count_column].to_numpy(dtype=np.int64))
+    n_rows = int(weights.sum())
     sub = frame[[cluster_column, *columns]]
     keep = sub.notna().all(axis=1).to_numpy()
-    n_null = int(n_rows - keep.sum())
-    sub = sub[keep]
+    n_null = int(n_rows - weights[keep].sum())
+    sub, weights = sub[keep], weights[keep]
     n_noise = 0
     if noise_label is not None:
         clusters = sub[cluster_column]
@@ -249,24 +267,48 @@ def contingency_table(
         else:
             is_noise = clusters.map(lambda v: _is_integral_scalar(v) and v == noise_label)
             is_noise = is_noise.to_numpy(dtype=bool)
-        n_noise = int(is_noise.sum())
-        sub = sub[~is_noise]
+        n_noise = int(weights[is_noise].sum())
+        sub, weights = sub[~is_noise], weights[~is_noise]
     if len(columns) == 1:
         group_key = sub[columns[0]].astype(str)
     else:
         group_key = sub[columns[0]].astype(str)
         for c in columns[1:]:
             group_key = group_key + _GROUP_SEPARATOR + sub[c].astype(str)
-    table = pd.crosstab(group_key.to_numpy(), sub[cluster_column].to_numpy())
+    table = pd.crosstab(group_key.to_numpy(), sub[cluster_column].to_numpy(), values=weights,
+                        aggfunc="sum").fillna(0)
     return {
         "groups": [str(g) for g in table.index],
         "clusters": [_jsonable(k) for k in table.columns],
         "counts": table.to_numpy(dtype=np.int64).tolist(),
         "n_rows": n_rows,
-        "n_used": int(len(sub)),
+        "n_used": int(weights.sum()),
         "n_null": n_null,
         "n_noise": n_noise,
     }
+
+
+def _sql_contingency(execution_engine: Any, metric_domain_kwargs: dict,
+                     metric_value_kwargs: dict) -> dict[str, Any]:
+    """The table of a SQL data source: one ``GROUP BY`` in the database, counted here."""
+    import sqlalchemy as sa
+
+    selectable, _, _ = execution_engine.get_compute_domain(
+        domain_kwargs=metric_domain_kwargs, domain_type=MetricDomainTypes.TABLE
+    )
+    columns = [metric_value_kwargs["cluster_column"],
+               *_as_column_list(metric_value_kwargs["sensitive_columns"])]
+    cols = [sa.column(c) for c in columns]
+    query = sa.select(*cols, sa.func.count().label("__fairaudit_n")).select_from(
+        selectable).group_by(*cols)
+    with execution_engine.get_connection() as con:
+        rows = con.execute(query).fetchall()
+    frame = pd.DataFrame([tuple(r) for r in rows], columns=[*columns, "__fairaudit_n"])
+    frame = frame.astype({c: object for c in columns})
+    return contingency_table(frame, metric_value_kwargs["cluster_column"],
+                             metric_value_kwargs["sensitive_columns"],
+                             metric_value_kwargs.get("noise_label"),
+                             count_column="__fairaudit_n")
 
 
 class ClusterGroupTable(TableMetricProvider):
@@ -294,29 +336,27 @@ class ClusterGroupTable(TableMetricProvider):
             metric_value_kwargs.get("noise_label"),
         )
 
+    @metric_value(engine=SqlAlchemyExecutionEngine)
+    def _sqlalchemy(
+        cls,
+        execution_engine: SqlAlchemyExecutionEngine,
+        metric_domain_kwargs: dict,
+        metric_value_kwargs: dict,
+        metrics: dict[str, Any],
+        runtime_configuration: dict,
+    ) -> dict[str, Any]:
+        return _sql_contingency(execution_engine, metric_domain_kwargs, metric_value_kwargs)
 
-class _ClusterFairnessExpectation(BatchExpectation):
-    """Shared parameters and validation of the fairness expectations (not registered: abstract)."""
+
+class _ContingencyExpectation(BatchExpectation):
+    """Shared parameters and validation of the expectations on the (groups x clusters) table
+    (not registered: abstract). Subclasses add their bound and :meth:`_passes`."""
 
     cluster_column: str
     sensitive_columns: list[str] | str
-    min_value: float
     noise_label: int | None = -1
 
     metric_dependencies: ClassVar[tuple[str, ...]] = (CONTINGENCY_METRIC,)
-    success_keys: ClassVar[tuple[str, ...]] = (
-        "cluster_column",
-        "sensitive_columns",
-        "min_value",
-        "noise_label",
-    )
-    args_keys: ClassVar[tuple[str, ...]] = ("cluster_column", "sensitive_columns", "min_value")
-
-    @pydantic.validator("min_value")
-    def _check_min_value(cls, value: float) -> float:
-        if not (0.0 <= float(value) <= 1.0):
-            raise ValueError(f"The 'min_value' parameter must be a number in [0, 1]; got {value}.")
-        return float(value)
 
     @pydantic.validator("sensitive_columns")
     def _check_sensitive_columns(cls, value: list[str] | str) -> list[str] | str:
@@ -329,6 +369,11 @@ class _ClusterFairnessExpectation(BatchExpectation):
         self, table: np.ndarray, groups: list[str]
     ) -> tuple[float, list[dict[str, Any]], dict[str, Any]]:
         """Return (value, per-cluster extra fields, extra detail fields) for ``table``."""
+        raise NotImplementedError
+
+    @abstractmethod
+    def _passes(self, observed: float) -> bool:
+        """Whether a finite observed value meets the expectation's bound."""
         raise NotImplementedError
 
     def _validate(
@@ -365,10 +410,33 @@ class _ClusterFairnessExpectation(BatchExpectation):
         details.update(extra)
         details["per_cluster"] = per_cluster
         observed = float(value)
-        success = bool(np.isfinite(observed) and observed >= self.min_value)
+        success = bool(np.isfinite(observed) and self._passes(observed))
         if not np.isfinite(observed):
             details["note"] = "the metric is undefined (NaN) for this table"
         return {"success": success, "result": {"observed_value": observed, "details": details}}
+
+
+class _ClusterFairnessExpectation(_ContingencyExpectation):
+    """A fairness score (higher is fairer) of the table is at least ``min_value``."""
+
+    min_value: float
+
+    success_keys: ClassVar[tuple[str, ...]] = (
+        "cluster_column",
+        "sensitive_columns",
+        "min_value",
+        "noise_label",
+    )
+    args_keys: ClassVar[tuple[str, ...]] = ("cluster_column", "sensitive_columns", "min_value")
+
+    @pydantic.validator("min_value")
+    def _check_min_value(cls, value: float) -> float:
+        if not (0.0 <= float(value) <= 1.0):
+            raise ValueError(f"The 'min_value' parameter must be a number in [0, 1]; got {value}.")
+        return float(value)
+
+    def _passes(self, observed: float) -> bool:
+        return observed >= self.min_value
 
 
 class ExpectClusterBalanceToBeAtLeast(_ClusterFairnessExpectation):
@@ -448,3 +516,300 @@ class ExpectClusterCapacityFairnessToBeAtLeast(_ClusterFairnessExpectation):
             for j in range(table.shape[1])
         ]
         return float(value), per_cluster, {"n_clusters": int(table.shape[1])}
+
+
+# --------------------------------------------------------------------------------------------
+# Representation gaps (lower is fairer): Wd and Ed
+# --------------------------------------------------------------------------------------------
+
+
+class _ClusterGapExpectation(_ContingencyExpectation):
+    """A representation gap (lower is fairer) of the table is at most ``max_value``."""
+
+    max_value: float
+    how: Literal["weighted-mean", "max", "sum"] = "weighted-mean"
+
+    success_keys: ClassVar[tuple[str, ...]] = (
+        "cluster_column",
+        "sensitive_columns",
+        "max_value",
+        "how",
+        "noise_label",
+    )
+    args_keys: ClassVar[tuple[str, ...]] = ("cluster_column", "sensitive_columns", "max_value")
+
+    @pydantic.validator("max_value")
+    def _check_max_value(cls, value: float) -> float:
+        v = float(value)
+        if not (np.isfinite(v) and v >= 0.0):
+            raise ValueError(f"The 'max_value' parameter must be a finite number >= 0; got {value}.")
+        return v
+
+    def _passes(self, observed: float) -> bool:
+        return observed <= self.max_value
+
+
+class ExpectClusterWdToBeAtMost(_ClusterGapExpectation):
+    """Expect the Wasserstein representation gap Wd of a clustering to be at most ``max_value``.
+
+    Wd(k) is the 1-Wasserstein distance between the group distribution in cluster k and in the
+    whole data (ground metric ``zero-one``: half the L1 distance, or ``ordinal`` for groups in the
+    order of ``group_order``); aggregated over clusters by ``how`` (size-weighted mean by
+    default, as the ``distribution`` auditor's headline ``wd``). 0 = every cluster mirrors the
+    population. Computed by :func:`fairaudit.metrics.counting.wd`.
+
+    Args:
+        cluster_column, sensitive_columns, noise_label: as for the balance expectation.
+        max_value: pass when Wd <= this value (>= 0).
+        how: ``"weighted-mean"`` (default), ``"max"`` or ``"sum"`` over clusters.
+        ground: ``"zero-one"`` (default) or ``"ordinal"`` (needs ``group_order``).
+        group_order: the groups from lowest to highest, for ``ground="ordinal"``.
+    """
+
+    ground: Literal["zero-one", "ordinal"] = "zero-one"
+    group_order: list[str] | None = None
+
+    success_keys: ClassVar[tuple[str, ...]] = (
+        *_ClusterGapExpectation.success_keys,
+        "ground",
+        "group_order",
+    )
+
+    def _metric(
+        self, table: np.ndarray, groups: list[str]
+    ) -> tuple[float, list[dict[str, Any]], dict[str, Any]]:
+        from fairaudit.metrics.counting import wd, wd_per_cluster
+
+        table, groups = _ordered(table, groups, self.group_order if self.ground == "ordinal"
+                                 else None)
+        if self.ground == "ordinal" and self.group_order is None:
+            raise ValueError("ground='ordinal' needs 'group_order' (the groups, lowest first).")
+        per = np.asarray(wd_per_cluster(table, ground=self.ground), dtype=float)
+        value = float(wd(table, ground=self.ground, how=self.how))
+        return value, [{"wd": float(v)} for v in per], {"how": self.how, "ground": self.ground}
+
+
+class ExpectClusterEdToBeAtMost(_ClusterGapExpectation):
+    """Expect the Euclidean representation gap Ed of a clustering to be at most ``max_value``.
+
+    Ed(k) is the Euclidean distance between the group shares in cluster k and in the whole data,
+    aggregated over clusters by ``how`` (size-weighted mean by default, as the ``distribution``
+    auditor's ``ed``). 0 = every cluster mirrors the population. Computed by
+    :func:`fairaudit.metrics.counting.ed`.
+    """
+
+    def _metric(
+        self, table: np.ndarray, groups: list[str]
+    ) -> tuple[float, list[dict[str, Any]], dict[str, Any]]:
+        from fairaudit.metrics.counting import ed, ed_per_cluster
+
+        per = np.asarray(ed_per_cluster(table), dtype=float)
+        value = float(ed(table, how=self.how))
+        return value, [{"ed": float(v)} for v in per], {"how": self.how}
+
+
+def _ordered(table: np.ndarray, groups: list[str], order: list[str] | None
+             ) -> tuple[np.ndarray, list[str]]:
+    if order is None:
+        return table, groups
+    missing = [g for g in groups if g not in order]
+    if missing:
+        raise ValueError(f"'group_order' does not list the group(s) {missing}; it lists {order}.")
+    idx = [groups.index(g) for g in order if g in groups]
+    return table[idx], [groups[i] for i in idx]
+
+
+# --------------------------------------------------------------------------------------------
+# Confidence bounds: judge the conservative end of an interval, not the point value
+# --------------------------------------------------------------------------------------------
+
+#: metric name -> (function in fairaudit.metrics.counting of a (b x groups x clusters) stack,
+#: higher is fairer?)
+_CI_METRICS: dict[str, tuple[str, bool]] = {
+    "balance": ("balance_min", True),
+    "balance_mean": ("balance_mean", True),
+    "fairness_cce": ("fairness_cce", True),
+    "mnce": ("mnce", True),
+    "wd": ("wd", False),
+    "ed": ("ed", False),
+}
+#: metrics with their own (score-intersection) interval in fairaudit.metrics.intervals
+_OWN_INTERVAL = {"balance": "balance_interval", "balance_mean": "balance_mean_interval",
+                 "fairness_cce": "fairness_cce_interval"}
+
+
+def metric_interval(table: np.ndarray, metric: str, *, level: float = 0.95, n_boot: int = 1000,
+                    random_state: int | None = 0) -> tuple[float, float, float]:
+    """``(value, lower, upper)`` of ``metric`` on a (groups x clusters) count table, with the
+    interval the audit uses (:mod:`fairaudit.metrics.intervals`): score intersection for
+    ``balance``, ``balance_mean`` and ``fairness_cce``; the bootstrap triangle bound for ``wd``
+    (zero-one ground) and ``ed``; the percentile bootstrap for ``mnce``. Resampling is seeded by
+    ``random_state``: the same table always gives the same interval. The interval is widened,
+    where needed, to contain the estimate."""
+    from fairaudit.metrics import counting, intervals
+    from fairaudit.metrics.bootstrap import bootstrap_interval
+
+    if metric not in _CI_METRICS:
+        raise ValueError(f"The 'metric' parameter must be one of {sorted(_CI_METRICS)}; "
+                         f"got {metric!r}.")
+    counts = np.asarray(table, dtype=np.int64)
+    fn = getattr(counting, _CI_METRICS[metric][0])
+    value = float(np.asarray(fn(counts[None]), dtype=float)[0])
+    if metric in _OWN_INTERVAL:
+        iv = getattr(intervals, _OWN_INTERVAL[metric])(counts, level)
+        lo, hi = float(iv.lower), float(iv.upper)
+    elif metric in ("wd", "ed"):
+        from fairaudit.metrics.bootstrap import resample_counts
+
+        reps = resample_counts(counts, n_boot, random_state)
+        iv = intervals.distance_intervals(counts, reps, level).get(metric)
+        lo, hi = (float("nan"), float("nan")) if iv is None else (iv.lower, iv.upper)
+    else:
+        res = bootstrap_interval(counts, lambda stack: np.asarray(fn(stack), dtype=float),
+                                 n_boot=n_boot, level=level, rng=random_state)
+        lo, hi = res.lower, res.upper
+    if np.isfinite(value):
+        lo, hi = min(lo, value), max(hi, value)
+    return value, lo, hi
+
+
+def interval_method(metric: str) -> str:
+    """The name of the interval method :func:`metric_interval` uses for ``metric``."""
+    from fairaudit.counting_audit import BOOTSTRAP_METHOD
+    from fairaudit.metrics.intervals import DISTANCE_METHOD, METHOD
+
+    if metric in _OWN_INTERVAL:
+        return METHOD
+    return DISTANCE_METHOD if metric in ("wd", "ed") else BOOTSTRAP_METHOD
+
+
+class _ClusterBoundExpectation(_ContingencyExpectation):
+    """Shared parameters of the confidence-bound expectations."""
+
+    metric: str
+    level: float = 0.95
+    n_boot: int = 1000
+    random_state: int | None = 0
+
+    @pydantic.validator("level")
+    def _check_level(cls, value: float) -> float:
+        if not (0.5 <= float(value) < 1.0):
+            raise ValueError(f"The 'level' parameter must be in [0.5, 1); got {value}.")
+        return float(value)
+
+    @pydantic.validator("n_boot")
+    def _check_n_boot(cls, value: int) -> int:
+        if int(value) < 100:
+            raise ValueError(f"The 'n_boot' parameter must be at least 100; got {value}.")
+        return int(value)
+
+    def _interval(self, table: np.ndarray) -> tuple[float, float, float]:
+        return metric_interval(table, self.metric, level=self.level, n_boot=self.n_boot,
+                               random_state=self.random_state)
+
+
+class ExpectClusterMetricLowerBoundToBeAtLeast(_ClusterBoundExpectation):
+    """Expect the lower end of the confidence interval of a fairness score to be at least
+    ``min_value``: pass only when the data are convincing, not when the point value happens to
+    clear the bar (``--fail-under balance@ci=…`` of the CLI).
+
+    Args:
+        metric: ``balance`` (min over clusters), ``balance_mean``, ``fairness_cce`` or ``mnce``.
+        min_value: pass when the interval's lower end >= this value.
+        level: confidence level (default 0.95); n_boot: bootstrap replicates (default 1000);
+        random_state: seed of the bootstrap (default 0: reproducible).
+
+    ``observed_value`` is the lower end; ``details`` has ``value``, ``ci`` and ``level``.
+    """
+
+    min_value: float
+
+    success_keys: ClassVar[tuple[str, ...]] = (
+        "cluster_column", "sensitive_columns", "metric", "min_value", "level", "n_boot",
+        "random_state", "noise_label",
+    )
+    args_keys: ClassVar[tuple[str, ...]] = ("cluster_column", "sensitive_columns", "metric",
+                                            "min_value")
+
+    @pydantic.validator("metric")
+    def _check_metric(cls, value: str) -> str:
+        higher = sorted(m for m, (_, up) in _CI_METRICS.items() if up)
+        if value not in higher:
+            raise ValueError(f"The 'metric' parameter must be one of {higher} (higher is "
+                             f"fairer; for wd/ed use ExpectClusterMetricUpperBoundToBeAtMost); "
+                             f"got {value!r}.")
+        return value
+
+    def _passes(self, observed: float) -> bool:
+        return observed >= self.min_value
+
+    def _metric(
+        self, table: np.ndarray, groups: list[str]
+    ) -> tuple[float, list[dict[str, Any]], dict[str, Any]]:
+        value, lo, hi = self._interval(table)
+        return lo, [{} for _ in range(table.shape[1])], {
+            "metric": self.metric, "value": value, "ci": [lo, hi], "level": self.level,
+            "method": interval_method(self.metric), "judged": "lower end of the interval"}
+
+
+class ExpectClusterMetricUpperBoundToBeAtMost(_ClusterBoundExpectation):
+    """Expect the upper end of the confidence interval of a representation gap (``wd`` or
+    ``ed``, size-weighted mean over clusters) to be at most ``max_value``.
+
+    ``observed_value`` is the upper end; ``details`` has ``value``, ``ci`` and ``level``.
+    """
+
+    max_value: float
+
+    success_keys: ClassVar[tuple[str, ...]] = (
+        "cluster_column", "sensitive_columns", "metric", "max_value", "level", "n_boot",
+        "random_state", "noise_label",
+    )
+    args_keys: ClassVar[tuple[str, ...]] = ("cluster_column", "sensitive_columns", "metric",
+                                            "max_value")
+
+    @pydantic.validator("metric")
+    def _check_metric(cls, value: str) -> str:
+        lower = sorted(m for m, (_, up) in _CI_METRICS.items() if not up)
+        if value not in lower:
+            raise ValueError(f"The 'metric' parameter must be one of {lower} (lower is fairer; "
+                             "for balance and the like use "
+                             f"ExpectClusterMetricLowerBoundToBeAtLeast); got {value!r}.")
+        return value
+
+    def _passes(self, observed: float) -> bool:
+        return observed <= self.max_value
+
+    def _metric(
+        self, table: np.ndarray, groups: list[str]
+    ) -> tuple[float, list[dict[str, Any]], dict[str, Any]]:
+        value, lo, hi = self._interval(table)
+        return hi, [{} for _ in range(table.shape[1])], {
+            "metric": self.metric, "value": value, "ci": [lo, hi], "level": self.level,
+            "method": interval_method(self.metric), "judged": "upper end of the interval"}
+
+
+# --------------------------------------------------------------------------------------------
+# Dataframes: GX 1.x validates pandas (and Spark / SQL through its own engines); polars frames
+# are converted for it
+# --------------------------------------------------------------------------------------------
+
+
+def pandas_frame(frame: Any, columns: list[str] | None = None) -> pd.DataFrame:
+    """A pandas frame GX can validate, from a pandas or polars DataFrame / LazyFrame.
+
+    GX 1.x has no polars engine. This converts the ``columns`` needed (default: all) column by
+    column without pyarrow (numbers stay numpy-backed, integers with nulls become float64 with
+    NaN, text and categoricals become ``object`` columns with ``None``), as the host's input
+    checks do. A pandas frame is returned as is (restricted to ``columns``)."""
+    from fairaudit.checks import _to_pandas
+
+    if isinstance(frame, pd.DataFrame):
+        return frame if columns is None else frame.loc[:, list(columns)]
+    import polars as pl
+
+    if isinstance(frame, pl.LazyFrame):
+        frame = frame.select(columns).collect() if columns else frame.collect()
+    if not isinstance(frame, pl.DataFrame):
+        raise TypeError(f"expected a pandas or polars DataFrame; got {type(frame).__name__}")
+    return _to_pandas(frame, list(columns) if columns else list(frame.columns))

@@ -53,6 +53,7 @@ DEFAULT_PLUGINS: tuple[tuple[str, str], ...] = (
     ("builtins_consensus", "fairaudit_builtins.consensus"),
     ("builtins_fufs", "fairaudit_builtins.fufs"),
     ("builtins_quality", "fairaudit_builtins.quality"),
+    ("builtins_comparison", "fairaudit_builtins.comparison"),
 )
 """Built-in plugin modules as ``(plugin name, module)``; the same names as their entry points."""
 

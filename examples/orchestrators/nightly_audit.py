@@ -1,0 +1,123 @@
+"""The orchestrator-independent part of a nightly fairness audit (used by the Airflow, Dagster
+and Prefect examples next to this file; runnable on its own).
+
+Layout of the audit folder (one folder per audited table)::
+
+    audits/
+      baseline.json          the approved reference audit (promote a run by copying it here)
+      runs/2026-11-23.json   one audit per night (+ .html), never overwritten
+      history.html           trend report over runs/ (rebuilt after every run)
+
+The task runs ``fairaudit audit DATA … --baseline audits/baseline.json`` in a subprocess and
+maps its exit code: 0 -> success, 1 -> a fairness gate failed (a threshold, or a headline metric
+got significantly worse than the baseline) -> the task fails and is NOT retried, 2 -> bad input or
+configuration -> fails, not retried, anything else -> an internal error (retrying may help).
+
+Run:  python examples/orchestrators/nightly_audit.py DATA.parquet --sensitive sex,race \\
+          --labels segment --audits audits/ [--date 2026-11-23] [--chain chain.toml]
+"""
+
+# ruff: noqa: T201  (printing is this example's job)
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+EXIT_OK, EXIT_GATE, EXIT_USAGE = 0, 1, 2
+
+
+class AuditGateFailed(RuntimeError):
+    """Exit 1: the audit ran and a fairness gate failed. Retrying will not help."""
+
+
+class AuditConfigError(RuntimeError):
+    """Exit 2: the data or the configuration is wrong. Retrying will not help."""
+
+
+class AuditCrashed(RuntimeError):
+    """Any other exit code: an internal error or a crash (retrying may help)."""
+
+
+@dataclass(frozen=True)
+class AuditOutcome:
+    exit_code: int
+    json_path: Path
+    html_path: Path
+    output: str
+
+
+def audit_command(data: str, *, sensitive: str, audits: Path, date: str,
+                  labels: str | None = None, chain: str | None = None,
+                  tolerance: Sequence[str] = ()) -> list[str]:
+    """The ``fairaudit audit`` command line of one nightly run."""
+    runs = Path(audits) / "runs"
+    cmd = [sys.executable, "-m", "fairaudit.cli", "audit", data, "--sensitive", sensitive,
+           "--out", str(runs / f"{date}.html"), "--json", str(runs / f"{date}.json")]
+    if labels:
+        cmd += ["--labels", labels]
+    if chain:
+        cmd += ["--chain", chain]
+    baseline = Path(audits) / "baseline.json"
+    if baseline.exists():
+        cmd += ["--baseline", str(baseline)]
+        for t in tolerance:
+            cmd += ["--tolerance", t]
+    return cmd
+
+
+def run_audit(data: str, *, sensitive: str, audits: str | Path, date: str | None = None,
+              labels: str | None = None, chain: str | None = None,
+              tolerance: Sequence[str] = (),
+              runner: Callable[..., subprocess.CompletedProcess] = subprocess.run,
+              ) -> AuditOutcome:
+    """Run one nightly audit (and rebuild the history page); return its outcome."""
+    date = date or dt.date.today().isoformat()
+    audits = Path(audits)
+    (audits / "runs").mkdir(parents=True, exist_ok=True)
+    cmd = audit_command(data, sensitive=sensitive, audits=audits, date=date, labels=labels,
+                        chain=chain, tolerance=tolerance)
+    proc = runner(cmd, capture_output=True, text=True)
+    if proc.returncode in (EXIT_OK, EXIT_GATE):
+        runner([sys.executable, "-m", "fairaudit.cli", "history", str(audits / "runs"),
+                "--out", str(audits / "history.html"), "--quiet"],
+               capture_output=True, text=True)
+    runs = audits / "runs"
+    return AuditOutcome(proc.returncode, runs / f"{date}.json", runs / f"{date}.html",
+                        (proc.stdout or "") + (proc.stderr or ""))
+
+
+def check(outcome: AuditOutcome) -> AuditOutcome:
+    """Raise the exception that matches the exit code; return the outcome on success."""
+    if outcome.exit_code == EXIT_OK:
+        return outcome
+    if outcome.exit_code == EXIT_GATE:
+        raise AuditGateFailed(f"fairness gate failed, see {outcome.html_path}\n{outcome.output}")
+    if outcome.exit_code == EXIT_USAGE:
+        raise AuditConfigError(f"fairaudit could not run the audit:\n{outcome.output}")
+    raise AuditCrashed(f"fairaudit exited with {outcome.exit_code}:\n{outcome.output}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("data")
+    ap.add_argument("--sensitive", required=True)
+    ap.add_argument("--labels")
+    ap.add_argument("--chain")
+    ap.add_argument("--audits", default="audits")
+    ap.add_argument("--date")
+    ap.add_argument("--tolerance", action="append", default=[])
+    a = ap.parse_args(argv)
+    outcome = run_audit(a.data, sensitive=a.sensitive, audits=a.audits, date=a.date,
+                        labels=a.labels, chain=a.chain, tolerance=a.tolerance)
+    print(outcome.output, end="")
+    return outcome.exit_code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
