@@ -62,6 +62,9 @@ _OPTION_KEYS = {
 }
 _STEP_KEYS = {"use", "name", "params"}
 _AUDIT_KEYS = _STEP_KEYS | {"threshold", "severity", "on", "metric", "attribute"}
+ON_VALUES = ("value", "ci", "lower", "upper")
+"""What a threshold judges: the value, the CI's conservative end (lower for a lower bound, upper
+for an upper bound), or a named end of the CI."""
 _THRESHOLD_KEYS = {"metric", "min", "max", "on", "attribute", "severity", "labelling"}
 _TOP_KEYS = {"data", "options", "preprocess", "cluster", "audit", "threshold", "compare"}
 
@@ -354,8 +357,8 @@ def _threshold_from_audit(entry: Mapping[str, Any], path: str, problems: _Proble
     if severity not in ("error", "warning"):
         problems.add(f"{path}.severity", "must be 'error' or 'warning'")
         return None
-    if on not in ("value", "ci"):
-        problems.add(f"{path}.on", "must be 'value' or 'ci'")
+    if on not in ON_VALUES:
+        problems.add(f"{path}.on", "must be 'value', 'ci', 'lower' or 'upper'")
         return None
     # metric and bound are resolved against the auditor's metrics during validation
     return Threshold(
@@ -388,8 +391,8 @@ def _parse_threshold_table(entry: Any, path: str, problems: _Problems):
         return None
     ok = True
     on = entry.get("on", "value")
-    if on not in ("value", "ci"):
-        problems.add(f"{path}.on", f"must be 'value' or 'ci'; got {on!r}")
+    if on not in ON_VALUES:
+        problems.add(f"{path}.on", f"must be 'value', 'ci', 'lower' or 'upper'; got {on!r}")
         ok = False
     severity = entry.get("severity", "error")
     if severity not in ("error", "warning"):
@@ -414,12 +417,12 @@ def _parse_threshold_table(entry: Any, path: str, problems: _Problems):
 
 
 _THRESHOLD_FLAG = re.compile(
-    r"^(?P<metric>[A-Za-z0-9_\-.]+)(?P<ci>@ci)?(\[(?P<attr>[^\]]+)\])?=(?P<value>.+)$"
+    r"^(?P<metric>[A-Za-z0-9_\-.]+)(@(?P<on>ci|lower|upper))?(\[(?P<attr>[^\]]+)\])?=(?P<value>.+)$"
 )
 
 
 def parse_threshold_flag(text: str, bound: str, flag: str, severity: str = "error") -> Threshold:
-    """Parse ``METRIC[@ci][[ATTRIBUTE]]=VALUE`` from ``--fail-under`` / ``--fail-over`` (or, with
+    """Parse ``METRIC[@ci|@lower|@upper][[ATTRIBUTE]]=VALUE`` from ``--fail-under`` / ``--fail-over`` (or, with
     ``severity="warning"``, ``--warn-under`` / ``--warn-over``)."""
     m = _THRESHOLD_FLAG.match(text.strip())
     if not m:
@@ -435,7 +438,7 @@ def parse_threshold_flag(text: str, bound: str, flag: str, severity: str = "erro
         metric=m["metric"],
         value=value,
         bound=bound,
-        on="ci" if m["ci"] else "value",
+        on=m["on"] or "value",
         attribute=m["attr"],
         severity=severity,
         source=f"{flag} {text.strip()}",

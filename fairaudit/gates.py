@@ -88,14 +88,14 @@ def check_threshold(th: Threshold, m: MetricSpec, *, bootstrap: int) -> list[str
             f"{th.metric!r} is higher-is-better: an upper bound on it rewards unfairness; "
             f"use {flag_under} (min = ...) instead"
         )
-    if th.on == "ci":
+    if th.on != "value":
         if not m.bootstrap:
             problems.append(f"metric {th.metric!r} has no confidence interval; judge it on the "
-                            "value (drop @ci)")
+                            f"value (drop @{th.on})")
         elif bootstrap <= 0:
             problems.append(
-                f"{th.metric}@ci judges a confidence interval, but intervals are off "
-                "(--bootstrap 0 / options.bootstrap = 0); give --bootstrap N or drop @ci"
+                f"{th.metric}@{th.on} judges a confidence interval, but intervals are off "
+                f"(--bootstrap 0 / options.bootstrap = 0); give --bootstrap N or drop @{th.on}"
             )
     return problems
 
@@ -191,9 +191,10 @@ def _bad(th: Threshold) -> Status:
 
 
 def _judged_on(th: Threshold) -> str:
-    if th.on != "ci":
-        return "value"
-    return "ci_lower" if th.bound == "min" else "ci_upper"
+    from fairaudit.results import ci_end
+
+    end = ci_end(th)
+    return "value" if end is None else f"ci_{end}"
 
 
 def _judge(th: Threshold, lab: str, attr: str | None, r: MetricResult | None,
@@ -214,11 +215,11 @@ def _judge(th: Threshold, lab: str, attr: str | None, r: MetricResult | None,
             why += f": {known}"
         return Gate(th, lab, attr, _bad(th), None, on, None, why)
     x: float | None = value
-    if th.on == "ci":
+    if on != "value":
         if r.ci is None:
             return Gate(th, lab, attr, _bad(th), None, on, value,
                         f"{th.metric} has no confidence interval for {where}")
-        x = r.ci[0] if th.bound == "min" else r.ci[1]
+        x = r.ci[0] if on == "ci_lower" else r.ci[1]
         if x is None or not math.isfinite(x):
             return Gate(th, lab, attr, _bad(th), None, on, value,
                         f"the confidence interval of {th.metric} for {where} is undefined")

@@ -209,7 +209,7 @@ def history_view(hist: Mapping[str, Any]) -> dict[str, Any]:
                 th = p.get("threshold")
                 if th and th.get("value") is not None:
                     op = "\u2265" if th.get("bound") == "min" else "\u2264"
-                    on = " (CI end)" if th.get("on") == "ci" else ""
+                    on = " (CI end)" if th.get("on", "value") != "value" else ""
                     thresholds[(th["value"], th.get("bound"), th.get("on"))] = \
                         f"threshold {op} {th['value']:g}{on}"
             lines.append({"label": s["labelling"], "values": vals, "lower": lo, "upper": hi})

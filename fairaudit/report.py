@@ -173,7 +173,7 @@ def fmt_threshold(th: Any) -> str:
     if not th:
         return ""
     op = "\u2265" if th.get("bound", "min") == "min" else "\u2264"
-    what = str(th.get("metric", "?")) + ("@ci" if th.get("on") == "ci" else "")
+    what = str(th.get("metric", "?")) + (f"@{th.get('on')}" if th.get("on", "value") != "value" else "")
     if th.get("attribute"):
         what += f" [{th['attribute']}]"
     if th.get("labelling"):

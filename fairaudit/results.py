@@ -34,7 +34,7 @@ class Threshold:
     metric: str
     value: float
     bound: str = "min"  # "min": value must be >= bound; "max": value must be <= bound
-    on: str = "value"  # "value" | "ci"
+    on: str = "value"  # "value" | "ci" (conservative end) | "lower" | "upper"
     attribute: str | None = None  # None = every attribute
     severity: str = "error"  # "error" | "warning"
     labelling: str | None = None  # None = every labelling
@@ -42,7 +42,7 @@ class Threshold:
 
     def describe(self) -> str:
         op = ">=" if self.bound == "min" else "<="
-        what = self.metric + ("@ci" if self.on == "ci" else "")
+        what = self.metric + (f"@{self.on}" if self.on != "value" else "")
         if self.attribute:
             what += f"[{self.attribute}]"
         return f"{what} {op} {self.value:g}"
@@ -107,11 +107,20 @@ def finite(x: Any) -> float | None:
     return v if math.isfinite(v) else None
 
 
-def _judged(result: MetricResult, th: Threshold) -> float | None:
+def ci_end(th: Threshold) -> str | None:
+    """Which end of the CI a threshold judges: "lower", "upper", or None (the value). ``@ci`` is
+    the conservative end: lower for a lower bound (--fail-under), upper for an upper bound."""
     if th.on == "ci":
+        return "lower" if th.bound == "min" else "upper"
+    return th.on if th.on in ("lower", "upper") else None
+
+
+def _judged(result: MetricResult, th: Threshold) -> float | None:
+    end = ci_end(th)
+    if end is not None:
         if result.ci is None:
             return None
-        return result.ci[0] if th.bound == "min" else result.ci[1]
+        return result.ci[0] if end == "lower" else result.ci[1]
     return result.value
 
 

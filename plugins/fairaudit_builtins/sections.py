@@ -205,7 +205,7 @@ def threshold_checks(run: Any) -> list[dict[str, Any]]:
         if not th:
             continue
         judged = r.get("value")
-        if th.get("on") == "ci" and r.get("ci"):
+        if th.get("on", "value") != "value" and r.get("ci"):
             judged = r["ci"][0] if th.get("bound", "min") == "min" else r["ci"][1]
         rows.append(
             {
@@ -493,7 +493,7 @@ def headline_chart(run: Any, auditor: str, metric: str) -> str | None:
     if len(ths) == 1:
         th = json.loads(next(iter(ths)))
         reference = finite(th.get("value"))
-        reference_label = "threshold" + (" (on CI bound)" if th.get("on") == "ci" else "")
+        reference_label = "threshold" + (" (on CI bound)" if th.get("on", "value") != "value" else "")
     direction = rows[0].get("direction")
     arrow = {"higher_is_better": " (higher is better)", "lower_is_better": " (lower is better)"}
     return charts.hbar(
