@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from fairaudit.components import MetricSpec
+from fairaudit.results import finite
 
 _REL = 1e-9
 
@@ -44,14 +45,7 @@ def capitalize(s: str) -> str:
     return s[:1].upper() + s[1:]
 
 
-def _finite(x: Any) -> float | None:
-    if x is None or isinstance(x, bool):
-        return None
-    try:
-        v = float(x)
-    except (TypeError, ValueError):
-        return None
-    return v if math.isfinite(v) else None
+_finite = finite  # fairaudit.results.finite: a float, or None for null/NaN/inf/non-numbers
 
 
 def _close(a: float, b: float) -> bool:

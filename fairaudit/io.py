@@ -230,11 +230,12 @@ def fingerprint(spec: str) -> str:
     return ("sha256-sampled:" if partial else "sha256:") + h.hexdigest()
 
 
-def atomic_write_text(path: Path, text: str) -> Path:
-    """Write ``text`` to ``path`` through a temporary sibling file and ``os.replace``."""
+def write_temp_sibling(path: Path, text: str) -> str:
+    """Write ``text`` to a new temporary file beside ``path`` (synced, with the mode of the file
+    it will replace) and return its name; the caller renames it over ``path``."""
     path = Path(path)
-    directory = path.parent if str(path.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    folder = path.parent if str(path.parent) else Path(".")
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
             fh.write(text)
@@ -245,6 +246,18 @@ def atomic_write_text(path: Path, text: str) -> Path:
         except OSError:
             mode = 0o644
         os.chmod(tmp, mode)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    return tmp
+
+
+def atomic_write_text(path: Path, text: str) -> Path:
+    """Write ``text`` to ``path`` through a temporary sibling file and ``os.replace``."""
+    path = Path(path)
+    tmp = write_temp_sibling(path, text)
+    try:
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):

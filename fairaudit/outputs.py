@@ -160,23 +160,9 @@ def check_outputs(
 
 
 def _temp_sibling(path: Path, text: str) -> str:
-    folder = path.parent if str(path.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        try:  # keep the mode of the file being replaced; a new file gets rw-r--r--
-            mode = os.stat(path).st_mode & 0o777
-        except OSError:
-            mode = 0o644
-        os.chmod(tmp, mode)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    return tmp
+    from fairaudit.io import write_temp_sibling
+
+    return write_temp_sibling(path, text)
 
 
 def _keep_aside(path: Path) -> str | None:

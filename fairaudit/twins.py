@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+from fairaudit.results import finite
 
 TWIN_SUFFIX = "-unfair"
 """A twin step's labelling name is its fair step's name plus this suffix."""
@@ -90,14 +91,7 @@ def expand_twins(spec: Any, registry: Any) -> Any:
 
 
 # ---------------------------------------------------------------------------- report side
-def _finite(x: Any) -> float | None:
-    if x is None or isinstance(x, bool):
-        return None
-    try:
-        v = float(x)
-    except (TypeError, ValueError):
-        return None
-    return v if math.isfinite(v) else None
+_finite = finite  # fairaudit.results.finite: a float, or None for null/NaN/inf/non-numbers
 
 
 def _comparable(params: Mapping[str, Any]) -> dict[str, Any]:
