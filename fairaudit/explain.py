@@ -247,3 +247,25 @@ def explain(
     out["verdicts"] = verdicts(out, specs)
     out["glossary"] = glossary(out, specs)
     return out
+
+
+def publish_verdicts(exact: list[dict[str, Any]], published: Mapping[str, Any]
+                     ) -> list[dict[str, Any]]:
+    """Verdicts judged on the exact values (like gates), with the numbers of every result that
+    disclosure control withheld taken out of the reasons: the verdict word is, like a gate's
+    PASS/FAIL, the one thing published about a withheld value (docs/privacy.md)."""
+    withheld = {(r.get("labelling"), r.get("attribute"), r.get("metric"))
+                for r in published.get("results") or () if r.get("withheld")}
+    out = []
+    for v in exact:
+        reasons = []
+        for text in v.get("reasons") or ():
+            verdict, _, rest = text.partition(": ")
+            metric = rest.split(" ", 1)[0]
+            if (v["labelling"], v["attribute"], metric) in withheld:
+                rule = rest.split("): ", 1)[0] + ")" if "): " in rest else metric
+                text = (f"{verdict}: {rule}: judged on the exact value and interval, which are "
+                        "withheld by disclosure control (--min-cell)")
+            reasons.append(text)
+        out.append({**v, "reasons": reasons})
+    return out

@@ -35,7 +35,7 @@ from fairaudit.components import (
 from fairaudit.contingency import JointTable, joint_from_frame, resample_joint
 from fairaudit.data import ROW_ID, AuditData, ColumnRoles, Labelling
 from fairaudit.errors import ConfigError, FairauditError, InputError
-from fairaudit.explain import explain, metric_specs
+from fairaudit.explain import explain, metric_specs, publish_verdicts, verdicts
 from fairaudit.quality import cluster_silhouettes, degenerate_warnings, fit_diagnostics
 from fairaudit.results import (
     SCHEMA_VERSION,
@@ -335,9 +335,12 @@ def _run_validated(spec, host, lf, path, in_memory, roles, clock, progress, star
         doc.pop("timing", None)  # byte-identical JSON for the same input, seed and version
     from fairaudit.disclosure import protect, protect_gates  # after the gates: exact values
 
+    specs = metric_specs(host.registry)
+    exact_verdicts = verdicts(doc, specs)  # like gates: judged on the exact values
     doc = protect(doc, spec.options.min_cell if spec.options.suppress else 0)
     protect_gates(doc)
-    doc = explain(doc, metric_specs(host.registry))  # last: reads only published numbers
+    doc = explain(doc, specs)  # last: its sentences read only published numbers
+    doc["verdicts"] = publish_verdicts(exact_verdicts, doc)
     run = AuditRun(doc)
     host.run_finished(run=run)
     return run
