@@ -399,8 +399,8 @@ def heatmap(
     im = ax.pcolormesh(
         np.ma.masked_invalid(arr), cmap=cmap_obj, norm=norm, edgecolors="white", linewidth=1.0
     )
-    ax.set_xlim(0, n_c)
-    ax.set_ylim(n_r, 0)
+    ax.set_xlim(0, max(n_c, 1))  # an empty table (e.g. all-noise labels) still draws, silently
+    ax.set_ylim(max(n_r, 1), 0)
     for r in range(n_r):
         for c in range(n_c):
             v = arr[r, c]
