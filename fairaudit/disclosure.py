@@ -48,7 +48,7 @@ attached (``_joint``) and publishes exact values.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -126,12 +126,14 @@ def _intersection_lookup(joint: Any) -> dict[str, tuple[int, ...]]:
 
 
 # ============================================================================ the pass
-def protect(doc: dict[str, Any], min_cell: int) -> dict[str, Any]:
+def protect(doc: dict[str, Any], min_cell: int,
+            auditors: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Apply disclosure control to the finished document (in place; also returned).
 
     ``doc`` is the runner's document with exact counts, with the joint tables attached as
     ``doc["input"]["_joint"]`` and ``labellings[i]["_joint"]`` (removed here). ``min_cell <= 0``
-    publishes everything exactly.
+    publishes everything exactly. ``auditors`` (name -> counting auditor) give the published
+    bounds of withheld values (:meth:`~fairaudit.components.CountingAuditor.bounds`).
     """
     inp = doc.get("input") or {}
     joint_full = inp.pop("_joint", None)
@@ -224,7 +226,7 @@ def protect(doc: dict[str, Any], min_cell: int) -> dict[str, Any]:
             _withhold_labelling(lab, mc, suppressed)
             _withhold_results(doc, lab["name"], mc)
         else:
-            _apply_labelling(doc, lab, joint, cube, ks, mc, suppressed)
+            _apply_labelling(doc, lab, joint, cube, ks, mc, suppressed, auditors or {})
         _protect_extras(lab, doc, mc)
     doc["suppressed"] = suppressed
     return doc
@@ -249,7 +251,8 @@ def _withhold_labelling(lab: dict[str, Any], mc: int, suppressed: list) -> None:
     })
 
 
-def _apply_labelling(doc, lab, joint, cube: Cube, ks: list[int], mc: int, suppressed) -> None:
+def _apply_labelling(doc, lab, joint, cube: Cube, ks: list[int], mc: int, suppressed,
+                     auditors: Mapping[str, Any]) -> None:
     kpos = {k: i for i, k in enumerate(ks)}
     noise = len(ks)
     names = _attr_names(joint)
@@ -297,9 +300,11 @@ def _apply_labelling(doc, lab, joint, cube: Cube, ks: list[int], mc: int, suppre
                                        "cluster": int(k), "reason": REASON_CELL.format(mc=mc)})
                 elif size_hidden[kk]:
                     comp["cluster_share"][gi][ki] = None
+        bounder = _Bounder(cube, R, joint, kpos, mc, auditors)
         for r in doc.get("results") or ():
             if r.get("labelling") == lab["name"] and r.get("attribute") == attr:
-                _protect_result(r, mc, hidden_rows, hidden_in, hidden_totals, public_sizes)
+                _protect_result(r, mc, hidden_rows, hidden_in, hidden_totals, public_sizes,
+                                bounder, comp["groups"])
     hidden_sizes = {k for k in ks if size_hidden[kpos[k]]}
     if hidden_sizes:
         for r in doc.get("results") or ():
@@ -318,17 +323,94 @@ def _left_out(r: Mapping[str, Any]) -> set[str]:
     return set(ts.get("groups") or ()) if isinstance(ts, Mapping) else set()
 
 
+class _Bounder:
+    """Published bounds of the results of one published table (docs/privacy.md, "Bounds")."""
+
+    def __init__(self, cube: Cube, R: tuple[int, ...], joint: Any, kpos: Mapping[int, int],
+                 mc: int, auditors: Mapping[str, Any]) -> None:
+        self.cube, self.R, self.joint, self.kpos, self.mc = cube, R, joint, kpos, mc
+        self.auditors = auditors
+        self._ranges: tuple[tuple[int, ...], Any] | None = None
+        self._cache: dict[tuple, Mapping[str, Any]] = {}
+
+    def _flat(self, codes: tuple[int, ...]) -> int:
+        dims = tuple(self.cube.X.shape[j] for j in self.R)
+        return int(np.ravel_multi_index(codes, dims))
+
+    def bounds(self, r: Mapping[str, Any], groups: Sequence[str], left_out: set[str]
+               ) -> Any | None:
+        """The auditor's MetricBounds for result ``r`` from published numbers, or None."""
+        from fairaudit.disclosure_bounds import published_ranges, table_box
+
+        comp = self.auditors.get(r.get("auditor"))
+        if comp is None or not hasattr(comp, "bounds"):
+            return None
+        rows = []
+        for g in groups:
+            if g in left_out:
+                continue
+            key = _group_key(self.joint, self.R, g)
+            if key is None:
+                return None
+            rows.append(self._flat(key))
+        rows.sort()  # the table's group order: categories, or the intersection's code order
+        clusters = [self.kpos[int(row["cluster"])] for row in r.get("per_cluster") or ()
+                    if row.get("cluster") is not None and int(row["cluster"]) in self.kpos]
+        small = []
+        for g in left_out:  # announced in the result as too small to judge
+            k = _group_key(self.joint, self.R, g)
+            if k is not None:
+                small.append(self._flat(k))
+        key = (r.get("auditor"), tuple(rows), tuple(clusters), tuple(sorted(small)))
+        if key not in self._cache:
+            if self._ranges is None or self._ranges[0] != tuple(sorted(small)):
+                mask = np.zeros(self.cube.values[Spec(self.R, "all")].size, dtype=bool)
+                mask[small] = True
+                self._ranges = (tuple(sorted(small)),
+                                published_ranges(self.cube, self.R, self.mc, mask))
+            attr = _attr_names(self.joint)[published_attr_sets(self.cube.d).index(self.R)]
+            ordinal = attr in (self.joint.ordinal or {})
+            box = table_box(self._ranges[1], rows, sorted(set(clusters)) or None, ordinal)
+            try:
+                self._cache[key] = comp.bounds(box) if box is not None else {}
+            except Exception:  # a plugin's bounds must not break the audit: just withhold
+                log.warning("auditor %r: bounds failed; values stay withheld", r.get("auditor"),
+                            exc_info=True)
+                self._cache[key] = {}
+        return self._cache[key].get(r.get("metric"))
+
+
+def _inside(value: Any, lo: float, hi: float) -> bool:
+    if value is None:
+        return False
+    v = float(value)
+    tol = 1e-9 * max(1.0, abs(v))
+    return np.isfinite(v) and lo - tol <= v <= hi + tol
+
+
 def _protect_result(r: dict[str, Any], mc: int, hidden_rows: set[str],
                     hidden_in: Mapping[int, set[str]], hidden_totals: set[str],
-                    public_sizes: Mapping[int, int]) -> None:
+                    public_sizes: Mapping[int, int], bounder: _Bounder | None = None,
+                    groups: Sequence[str] = ()) -> None:
     """Withhold what of one result depends on suppressed numbers of its table.
 
     The value depends on the rows the auditor kept (groups left out as too small do not enter
     it): it is published when all of those rows are. A bootstrap interval resamples the whole
     table, small groups included: it is published only when nothing of the table is hidden.
     A per-cluster value depends on its cluster's column and the kept rows' totals.
+
+    In place of a withheld value the result publishes ``bounds``: an interval computed from
+    the published numbers alone that contains it (:class:`_Bounder`). When the bounds pin the
+    value down, the value is published (it is then a function of published numbers).
     """
     left_out = _left_out(r)
+    b = None
+    if bounder is not None and (hidden_rows or left_out):
+        b = bounder.bounds(r, groups, left_out)
+        if b is not None and not _inside(r.get("value"), b.lower, b.upper):
+            log.warning("bounds [%s, %s] of %s do not contain its value; not published",
+                        b.lower, b.upper, r.get("metric"))
+            b = None
     if left_out:  # their sizes are suppressed: so is their sum (it would be one more equation)
         ts = r["detail"]["too_small"]
         r["detail"]["too_small"] = dict(ts, rows=None)
@@ -337,8 +419,19 @@ def _protect_result(r: dict[str, Any], mc: int, hidden_rows: set[str],
     method = str(((r.get("detail") or {}).get("interval") or {}).get("method", ""))
     value_ok = not kept_hidden
     ci_ok = value_ok and (not hidden_rows or not method.startswith("bootstrap"))
+    if not value_ok and b is not None and _pinned(r.get("value"), b.lower, b.upper):
+        value_ok = True  # the published numbers determine it
+        ci_ok = False    # its interval still reads the hidden counts
     if not value_ok or not ci_ok:
         _withhold_value(r, mc, ci_only=value_ok)
+        if not value_ok and b is not None:
+            r["bounds"] = [float(b.lower), float(b.upper)]
+    pc_bounds: dict[int, tuple[float, float]] = {}
+    if b is not None and b.per_cluster is not None:
+        ks = [row.get("cluster") for row in r.get("per_cluster") or ()]
+        lo, hi = b.per_cluster
+        if len(lo) == len(ks):
+            pc_bounds = {k: (float(a), float(c)) for k, a, c in zip(ks, lo, hi, strict=True)}
     every_column = bool(hidden_totals - left_out)
     for row in r.get("per_cluster") or ():
         k = row.get("cluster")
@@ -349,7 +442,16 @@ def _protect_result(r: dict[str, Any], mc: int, hidden_rows: set[str],
         if n is not None and public_sizes.get(k) != n and (column_hidden or left_out):
             row["n"] = None
         if every_column or column_hidden:
+            exact = row.get("value")
             _withhold_row(row)
+            rb = pc_bounds.get(k)
+            if rb is not None and _inside(exact, *rb):
+                row["bounds"] = [rb[0], rb[1]]
+
+
+def _pinned(value: Any, lo: float, hi: float) -> bool:
+    """The bounds leave no room: the value follows from the published numbers."""
+    return value is not None and hi - lo <= 1e-12 * max(1.0, abs(float(value)))
 
 
 def _withhold_row(row: dict[str, Any]) -> None:
@@ -369,7 +471,9 @@ def _scrub_notes(notes: list[str], mc: int) -> list[str]:
 
 
 def _withhold_value(r: dict[str, Any], mc: int, *, ci_only: bool = False) -> None:
-    r["judged"] = None  # a gate's judged number is the value or a CI end: withheld with them
+    on_value = (r.get("threshold") or {}).get("on", "value") == "value"
+    if not (ci_only and on_value):  # a gate's judged number is the value or a CI end
+        r["judged"] = None
     if ci_only:
         r["ci"] = None
     else:
@@ -466,6 +570,8 @@ def protect_gates(doc: dict[str, Any]) -> dict[str, Any]:
             continue
         if r.get("withheld"):
             g["withheld"] = True
+            if r.get("bounds") is not None:
+                g["bounds"] = list(r["bounds"])
         for key in ("value", "ci", "judged"):
             if key in g and r.get(key) is None:
                 g[key] = None

@@ -616,6 +616,12 @@ def explain_result(
 def sentence(r: Mapping[str, Any], ctx: Context, spec: MetricSpec | None) -> str:
     metric = r["metric"]
     value = _finite(r.get("value"))
+    if value is None and r.get("withheld"):
+        b = r.get("bounds")
+        where = (f"; from the published counts alone it lies between {value_text(_finite(b[0]))} "
+                 f"and {value_text(_finite(b[1]))}" if b else "")
+        return (f"The exact {metric} is withheld: it depends on counts suppressed for disclosure "
+                f"control (--min-cell){where}." + _too_small_text(r, ctx))
     if value is None:
         notes = "; ".join(str(n) for n in r.get("notes") or ())
         return (f"{metric} is undefined here" + (f" ({notes})" if notes else "") + "."

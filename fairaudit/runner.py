@@ -280,6 +280,7 @@ def _run_validated(spec, host, lf, path, in_memory, roles, clock, progress, star
     # ------------------------------------------------------------ audits
     results: list[MetricResult] = []
     audit_seed = next(seed_iter)
+    counting_auditors: dict[str, CountingAuditor] = {}  # for the bounds of withheld values
     for lab_index, lab in enumerate(labellings):
         joint = joints[lab.name]
         tables = joint.tables()
@@ -292,6 +293,7 @@ def _run_validated(spec, host, lf, path, in_memory, roles, clock, progress, star
                 continue  # about the data, not a clustering: run once
             comp = _instantiate(cls, step, audit_seed, spec)
             if issubclass(cls, CountingAuditor):
+                counting_auditors.setdefault(comp.name, comp)
                 produced = clock.run(
                     "auditor", step.label, lab.name, _run_counting, comp, lab, joint, tables, boot,
                     spec,
@@ -337,7 +339,7 @@ def _run_validated(spec, host, lf, path, in_memory, roles, clock, progress, star
 
     specs = metric_specs(host.registry)
     exact_verdicts = verdicts(doc, specs)  # like gates: judged on the exact values
-    doc = protect(doc, spec.options.min_cell if spec.options.suppress else 0)
+    doc = protect(doc, spec.options.min_cell if spec.options.suppress else 0, counting_auditors)
     protect_gates(doc)
     doc = explain(doc, specs)  # last: its sentences read only published numbers
     doc["verdicts"] = publish_verdicts(exact_verdicts, doc)

@@ -24,6 +24,9 @@ def gate_rows(doc: Mapping[str, Any]) -> list[dict[str, str]]:
         g = gates[i]
         op = ">=" if g["bound"] == "min" else "<="
         judged = "n/a" if g.get("judged") is None else f"{g['judged']:.3f}"
+        if g.get("withheld"):  # disclosure control: only the verdict (and bounds) published
+            b = g.get("bounds")
+            judged = "withheld" + (f" (value in {b[0]:.3f}..{b[1]:.3f})" if b else "")
         on = _ON.get(g.get("judged_on", "value"), g.get("judged_on", ""))
         if g.get("judged_on", "value") != "value" and g.get("value") is not None:
             on += f" (value {g['value']:.3f})"

@@ -106,6 +106,7 @@ def result_cell(r: Mapping[str, Any] | None) -> dict[str, Any]:
             "notes": [],
             "best": False,
             "withheld": False,
+            "bounds": None,
         }
     return {
         "present": True,
@@ -116,6 +117,7 @@ def result_cell(r: Mapping[str, Any] | None) -> dict[str, Any]:
         "notes": list(r.get("notes") or ()),
         "best": False,
         "withheld": bool(r.get("withheld")),
+        "bounds": r.get("bounds"),
     }
 
 
@@ -216,6 +218,7 @@ def threshold_checks(run: Any) -> list[dict[str, Any]]:
                 "value": r.get("value"),
                 "ci": r.get("ci"),
                 "withheld": bool(r.get("withheld")),
+                "bounds": r.get("bounds"),
                 "judged": None if r.get("withheld") else judged,
                 "on": th.get("on", "value"),
                 "threshold": th,
@@ -433,6 +436,7 @@ def per_cluster_matrix(results: Iterable[Mapping[str, Any]], run: Any,
     keys (e.g. ``worst_group``) are kept as ``extras``."""
     attr_rank = attribute_order(run)
     cells: dict[tuple[str, Any], dict[Any, Any]] = {}
+    bounds: dict[tuple[str, Any], dict[Any, Any]] = {}
     extras: dict[tuple[str, Any], dict[Any, dict[str, Any]]] = {}
     sizes: dict[Any, Any] = {}
     order: dict[tuple[str, Any], tuple[int, int]] = {}
@@ -443,10 +447,12 @@ def per_cluster_matrix(results: Iterable[Mapping[str, Any]], run: Any,
             order.setdefault(key, (len(order), attr_rank.get(r.get("attribute"), 99)))
             c = row.get("cluster")
             cells.setdefault(key, {})[c] = row.get("value")
+            if row.get("bounds") is not None:
+                bounds.setdefault(key, {})[c] = row["bounds"]
             if row.get("n") is not None:
                 sizes.setdefault(c, row.get("n"))
             more = {k: v for k, v in row.items()
-                    if k not in ("metric", "cluster", "value", "n", "withheld")}
+                    if k not in ("metric", "cluster", "value", "n", "withheld", "bounds")}
             if more:
                 extras.setdefault(key, {})[c] = more
     clusters = sorted({c for d in cells.values() for c in d}, key=lambda c: (str(type(c)), c))
@@ -461,6 +467,7 @@ def per_cluster_matrix(results: Iterable[Mapping[str, Any]], run: Any,
                 "metric": key[0],
                 "attribute": key[1],
                 "values": [cells[key].get(c) for c in clusters],
+                "bounds": [bounds.get(key, {}).get(c) for c in clusters],
                 "extras": [
                     ", ".join(_short(v) for _, v in sorted(extras[key][c].items()))
                     if c in extras.get(key, {})
@@ -500,6 +507,7 @@ def headline_chart(run: Any, auditor: str, metric: str) -> str | None:
         labels,
         [r.get("value") for r in rows],
         errors=[r.get("ci") for r in rows],
+        ranges=[r.get("bounds") if r.get("value") is None else None for r in rows],
         reference=reference,
         reference_label=reference_label,
         colors=colors,
@@ -806,6 +814,7 @@ class AuditResultSection(ReportSection):
                     "value": r.get("value"),
                     "ci": r.get("ci"),
                     "withheld": bool(r.get("withheld")),
+                    "bounds": r.get("bounds"),
                     "status": r.get("status", "not_evaluated"),
                     "threshold": r.get("threshold"),
                     "judged": r.get("judged"),
