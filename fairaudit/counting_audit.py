@@ -171,6 +171,8 @@ def run_counting_auditor(
                                           "replicates": int(boot.shape[0])}
                     if widened:
                         detail["interval"]["widened_to_estimate"] = True
+            if ci is not None and m.range is not None:  # the value cannot leave its range
+                ci = (max(ci[0], float(m.range[0])), min(ci[1], float(m.range[1])))
             if j.too_small:
                 detail["too_small"] = _too_small_detail(j, min_cell)
                 notes.append(_too_small_note(j, min_cell))
