@@ -21,6 +21,10 @@ Rules (``docs/metrics.md``, "Degenerate labellings"):
   parameter), or every row is noise.
 * ``not_converged`` — the clusterer set ``converged_ = False``, or stopped at ``max_iter``
   (``n_iter_ >= max_iter``).
+* ``uniform_memberships`` — a fuzzy labelling whose memberships are almost uniform: the modified
+  partition coefficient (Dave 1996), ``(c * mean_i sum_k u_ik^2 - 1) / (c - 1)``, is below
+  :data:`UNIFORM_MPC`. Every row then belongs to every cluster about equally, and its hard label
+  comes from tiny differences (fuzzy c-means on many features, Winkler, Klawonn & Kruse 2011).
 """
 
 from __future__ import annotations
@@ -37,7 +41,32 @@ MANY_CLUSTERS = 50
 SEPARATED = 0.5
 """A tiny cluster whose own mean silhouette reaches this is a genuine small group (forced)."""
 
-CODES = ("dominant_cluster", "tiny_cluster", "empty_cluster", "not_converged")
+UNIFORM_MPC = 0.05
+"""A fuzzy labelling whose modified partition coefficient is below this is near-uniform."""
+
+CODES = ("dominant_cluster", "tiny_cluster", "empty_cluster", "not_converged",
+         "uniform_memberships")
+
+
+def modified_partition_coefficient(memberships: Any) -> float | None:
+    """Dave's modified partition coefficient of an n x c membership matrix over its non-empty
+    clusters: 0 when every row is equally in every cluster, 1 for a crisp partition (``None``
+    for fewer than two non-empty clusters or no rows)."""
+    import numpy as np
+
+    u = np.asarray(memberships, dtype=float)
+    if u.ndim != 2 or u.shape[0] == 0:
+        return None
+    # clusters with almost no membership (empty ones: under a tenth of an even share) are left
+    # out and the rows renormalised: a near-uniform spread over the others is what matters
+    used = u.mean(axis=0) >= 0.1 / u.shape[1]
+    u = u[:, used]
+    if u.shape[1] < 2:
+        return None
+    u = u / np.maximum(u.sum(axis=1, keepdims=True), 1e-300)
+    c = u.shape[1]
+    pc = float(np.mean(np.sum(u * u, axis=1)))
+    return (c * pc - 1.0) / (c - 1.0)
 
 
 def _number(x: Any) -> float | None:
@@ -129,13 +158,15 @@ def degenerate_warnings(
     min_cell: int = 0,
     suppress: bool = False,
     separation: Mapping[int, float | None] | None = None,
+    memberships: Any = None,
 ) -> list[dict[str, Any]]:
     """Warnings ``[{"code", "message", "clusters"}]`` for one labelling.
 
     ``sizes`` maps each non-noise cluster to its row count (noise left out). ``params`` are the
     labelling's parameters (``n_clusters``, ``n_clusters_fitted``), ``fit`` its
     :func:`fit_diagnostics`, ``separation`` the mean silhouette per cluster (see
-    :func:`cluster_silhouettes`; a tiny cluster reaching :data:`SEPARATED` is forced by the data).
+    :func:`cluster_silhouettes`; a tiny cluster reaching :data:`SEPARATED` is forced by the data),
+    ``memberships`` the n x c fuzzy memberships of a fuzzy clusterer (or ``None``).
     Counts below ``min_cell`` are written as "fewer than min_cell" when
     ``suppress`` is on, as everywhere else in the document.
     """
@@ -207,6 +238,18 @@ def degenerate_warnings(
         else:
             why = "reports that it did not converge"
         out.append({"code": "not_converged", "clusters": [], "message": f"{who} {why}"})
+    mpc = modified_partition_coefficient(memberships) if memberships is not None else None
+    if mpc is not None and mpc < UNIFORM_MPC:
+        out.append({
+            "code": "uniform_memberships", "clusters": [],
+            "message": (
+                f"{who}'s memberships are almost uniform (modified partition coefficient "
+                f"{max(mpc, 0.0):.3f}; 0 = every row equally in every cluster): the fuzzy "
+                "partition carries little structure and the hard labels come from tiny "
+                "differences — typical of fuzzy c-means on many features; lower the fuzzifier "
+                "m or use fewer features"
+            ),
+        })
     return out
 
 

@@ -865,7 +865,8 @@ def _document(*, spec, path, roles, n_input, joint_full, data, sample_info, labe
             "warnings": degenerate_warnings(sizes, params=lab.params, fit=lab.fit,
                                             component=lab.component, min_cell=mc,
                                             suppress=spec.options.suppress,
-                                            separation=cluster_silhouettes(results, lab.name)),
+                                            separation=cluster_silhouettes(results, lab.name),
+                                            memberships=lab.memberships),
             "composition": _composition(joint),
             "_joint": joint,  # working data for disclosure.protect(), which removes it
         })

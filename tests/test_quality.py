@@ -458,3 +458,37 @@ def test_twins_through_the_cli_and_the_api(monkeypatch, run_cli, parquet_path, t
     run = audit(str(parquet_path), sensitive="sex", features=["x1", "x2"],
                 cluster=["fairsplit"], bootstrap=0, twins=True)
     assert [e["twin"] for e in run.doc["twins"]] == ["fairsplit-unfair"]
+
+
+def test_modified_partition_coefficient_hand_computed():
+    from fairaudit.quality import modified_partition_coefficient as mpc
+
+    assert mpc(np.full((4, 2), 0.5)) == pytest.approx(0.0)        # uniform
+    assert mpc(np.eye(3)) == pytest.approx(1.0)                    # crisp
+    # rows (0.8, 0.2) and (0.5, 0.5): PC = (0.68 + 0.5) / 2 = 0.59 -> (2 * 0.59 - 1) / 1 = 0.18
+    assert mpc(np.array([[0.8, 0.2], [0.5, 0.5]])) == pytest.approx(0.18)
+    assert mpc(np.ones((3, 1))) is None
+
+
+def test_uniform_memberships_are_degenerate():
+    near = np.column_stack([np.full(100, 0.51), np.full(100, 0.49)])
+    w = degenerate_warnings({0: 50, 1: 50}, component="fcm", memberships=near)
+    assert [x["code"] for x in w] == ["uniform_memberships"]
+    assert "fcm's memberships are almost uniform" in w[0]["message"]
+    crisp = np.column_stack([np.r_[np.full(50, 0.9), np.full(50, 0.1)],
+                             np.r_[np.full(50, 0.1), np.full(50, 0.9)]])
+    assert degenerate_warnings({0: 50, 1: 50}, memberships=crisp) == []
+
+
+def test_fcm_on_many_noise_features_is_flagged_end_to_end():
+    """30 features of noise: fuzzy c-means (m = 2) gives memberships near 1/2 (the
+    UCI Student Performance case); the labelling is warned about and never starred."""
+    import fairaudit
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 30))
+    df = pl.DataFrame({f"x{i}": X[:, i] for i in range(30)}).with_columns(
+        pl.Series("sex", rng.choice(["F", "M"], size=400)))
+    run = fairaudit.audit(df, sensitive="sex", cluster=["fcm:n_clusters=2"], bootstrap=0)
+    lab = run.doc["labellings"][0]
+    assert "uniform_memberships" in _codes(lab)
