@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 import pytest
+from fairaudit_builtins.auditors import BalanceAuditor, CapacityAuditor, DistributionAuditor
 
 import fairaudit
-from fairaudit_builtins.auditors import BalanceAuditor, CapacityAuditor, DistributionAuditor
 
 RANGES = {m.name: m.range for cls in (BalanceAuditor, DistributionAuditor, CapacityAuditor)
           for m in cls.metrics}
