@@ -72,6 +72,15 @@ _SEP = "|"
 
 REASON_CELL = "suppressed to protect counts below min_cell={mc} (disclosure control)"
 REASON_GROUP = "group below min_cell={mc}"
+BOUNDS_NOTE = (
+    "exact value withheld: it depends on counts suppressed for disclosure control; it lies "
+    "within the published bounds, which follow from the published counts alone (the threshold "
+    "was judged on the exact value)"
+)
+PINNED_NOTE = (
+    "interval withheld: it depends on counts suppressed for disclosure control; the value "
+    "itself follows from the published counts"
+)
 WITHHELD_NOTE = (
     "value withheld: it depends on counts suppressed for disclosure control "
     "(cells below min_cell={mc}); the threshold was judged on the exact value"
@@ -426,6 +435,10 @@ def _protect_result(r: dict[str, Any], mc: int, hidden_rows: set[str],
         _withhold_value(r, mc, ci_only=value_ok)
         if not value_ok and b is not None:
             r["bounds"] = [float(b.lower), float(b.upper)]
+            r["notes"] = [BOUNDS_NOTE if n == WITHHELD_NOTE.format(mc=mc) else n
+                          for n in r.get("notes") or ()]
+        elif value_ok and kept_hidden:
+            r.setdefault("notes", []).append(PINNED_NOTE)
     pc_bounds: dict[int, tuple[float, float]] = {}
     if b is not None and b.per_cluster is not None:
         ks = [row.get("cluster") for row in r.get("per_cluster") or ()]

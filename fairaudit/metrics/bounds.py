@@ -98,38 +98,37 @@ def _ratio_to_total(x_lo, x_hi, rest_lo, rest_hi) -> Interval:
     return np.clip(lo, 0.0, 1.0), np.clip(hi, 0.0, 1.0)
 
 
+def _part_of_total(lo, hi, tot_lo, tot_hi, axis: int) -> Interval:
+    """Each part / its sum along ``axis``: x / (x + rest), where the rest is bounded by the
+    total minus x and by the other parts."""
+    lo, hi = np.asarray(lo, float), np.asarray(hi, float)
+    t_lo = np.expand_dims(np.asarray(tot_lo, float), axis)
+    t_hi = np.expand_dims(np.asarray(tot_hi, float), axis)
+    others_lo = lo.sum(axis=axis, keepdims=True) - lo
+    others_hi = hi.sum(axis=axis, keepdims=True) - hi
+    rest_lo = np.maximum(t_lo - hi, others_lo)
+    rest_hi = np.minimum(t_hi - lo, others_hi)
+    return _ratio_to_total(lo, hi, rest_lo, rest_hi)
+
+
 def cluster_shares(box: TableBox) -> Interval:
     """(G, K): share of each group in each cluster, N[g,k] / |k|."""
-    lo, hi = box.lo.astype(float), box.hi.astype(float)
-    col_lo_sum, col_hi_sum = lo.sum(axis=0), hi.sum(axis=0)
-    rest_lo = np.maximum(box.cols_lo[None, :] - hi, col_lo_sum[None, :] - lo)
-    rest_hi = np.minimum(box.cols_hi[None, :] - lo, col_hi_sum[None, :] - hi)
-    return _ratio_to_total(lo, hi, rest_lo, rest_hi)
+    return _part_of_total(box.lo, box.hi, box.cols_lo, box.cols_hi, axis=0)
 
 
 def group_shares(box: TableBox) -> Interval:
     """(G,): each group's share of the table, |g| / n."""
-    r_lo, r_hi = box.rows_lo.astype(float), box.rows_hi.astype(float)
-    rest_lo = np.maximum(box.n_lo - r_hi, r_lo.sum() - r_lo)
-    rest_hi = np.minimum(box.n_hi - r_lo, r_hi.sum() - r_hi)
-    return _ratio_to_total(r_lo, r_hi, rest_lo, rest_hi)
+    return _part_of_total(box.rows_lo, box.rows_hi, box.n_lo, box.n_hi, axis=0)
 
 
 def group_fractions(box: TableBox) -> Interval:
     """(G, K): share of each group that each cluster holds, N[g,k] / |g|."""
-    lo, hi = box.lo.astype(float), box.hi.astype(float)
-    row_lo_sum, row_hi_sum = lo.sum(axis=1), hi.sum(axis=1)
-    rest_lo = np.maximum(box.rows_lo[:, None] - hi, row_lo_sum[:, None] - lo)
-    rest_hi = np.minimum(box.rows_hi[:, None] - lo, row_hi_sum[:, None] - hi)
-    return _ratio_to_total(lo, hi, rest_lo, rest_hi)
+    return _part_of_total(box.lo, box.hi, box.rows_lo, box.rows_hi, axis=1)
 
 
 def cluster_fractions(box: TableBox) -> Interval:
     """(K,): each cluster's share of the table, |k| / n."""
-    c_lo, c_hi = box.cols_lo.astype(float), box.cols_hi.astype(float)
-    rest_lo = np.maximum(box.n_lo - c_hi, c_lo.sum() - c_lo)
-    rest_hi = np.minimum(box.n_hi - c_lo, c_hi.sum() - c_hi)
-    return _ratio_to_total(c_lo, c_hi, rest_lo, rest_hi)
+    return _part_of_total(box.cols_lo, box.cols_hi, box.n_lo, box.n_hi, axis=0)
 
 
 def _div(a_lo, a_hi, b_lo, b_hi) -> Interval:
