@@ -11,6 +11,7 @@ suppressed) that let the entry move down by 1 and up to ``min_cell``. numpy only
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -23,6 +24,13 @@ MAX_PRIMARIES = 3_000
 """Above this many primary cells in one cube the caller withholds its counts wholesale."""
 MAX_CUBE_CELLS = 5_000_000
 _CANDIDATES = 3
+_SMALL_CANDIDATES = 3
+_STRATEGY = "value"
+"""``"value"``: cubes are chosen by the people they hide; ``"legacy"``: by the number of new
+suppressions among the largest levels, without the pruning pass (kept for
+``benchmarks/bench_suppression.py``, which compares both in one run)."""
+_PRUNE_BUDGET = 4_000
+"""Searches the pruning pass may spend on one cube (it stops early beyond that)."""
 
 
 # ============================================================================ the cube
@@ -116,10 +124,38 @@ def _primaries(cube: Cube, mc: int) -> list[tuple[Spec, tuple[int, ...], int]]:
     return out
 
 
-def _candidates(cube: Cube, axis: int, base: int, k: int) -> list[int]:
+def _candidates(cube: Cube, axis: int, base: int, k: int, *,
+                spec: Spec | None = None, idx: tuple[int, ...] | None = None,
+                need: int = 0) -> list[int]:
+    """Alternative levels of ``axis`` for a cube around ``spec[idx]``: the ``k`` largest levels
+    (room for sure) and, unless the legacy choice is asked for, the levels whose neighbouring
+    entry of ``spec`` is the smallest one that still gives the room needed (``>= need``), then
+    the largest of those that give less. Small partners hide fewer people and leave narrower
+    ranges than large ones (tau-ARGUS and sdcTable weigh a cell by its value)."""
     size = cube.axis_sizes(axis)
     order = [int(i) for i in np.argsort(-size, kind="stable") if int(i) != base]
-    return order[:k]
+    out = order[:k]
+    if _STRATEGY == "legacy" or spec is None or idx is None:
+        return out
+    if axis in spec.attrs:
+        pos = spec.attrs.index(axis)
+    elif axis == cube.d and spec.mode == "each":
+        pos = len(idx) - 1
+    else:
+        return out
+    v = cube.values[spec]
+    j = list(idx)
+    scored = []
+    for lv in order:
+        j[pos] = lv
+        n = int(v[tuple(j)])
+        if n > 0:
+            scored.append((0 if n >= need else 1, n if n >= need else -n, lv))
+    scored.sort()
+    for _, _, lv in scored[:_SMALL_CANDIDATES]:
+        if lv not in out:
+            out.append(lv)
+    return out
 
 
 def _induced(cube: Cube, pattern: Mapping[tuple[int, ...], int]) -> list[tuple[Spec, tuple]]:
@@ -145,7 +181,7 @@ class _Sub:
     down: int
     neg: frozenset
     induced: list
-    cost: int
+    cost: float
     alternates: dict[int, int]
     level: tuple[int, ...]
     free: tuple[int, ...]
@@ -167,8 +203,19 @@ def _weight(cube: Cube, spec: Spec) -> int:
     return 2 if dirty else 40
 
 
+def _cost(cube: Cube, induced: list[tuple[Spec, tuple]]) -> float:
+    """What suppressing a cube's new entries costs: each entry's table weight (:func:`_weight`)
+    times ``1 + log2(1 + value)`` (legacy: the weight alone). Entries already suppressed are
+    free, so a cube that changes only suppressed entries costs 0."""
+    if _STRATEGY == "legacy":
+        return sum(_weight(cube, s) for s, e in induced if not cube.supp[s][e])
+    return sum(_weight(cube, s) * (1.0 + math.log2(1.0 + float(cube.values[s][e])))
+               for s, e in induced if not cube.supp[s][e])
+
+
 def _subcubes(cube: Cube, varied: list[int], fixed: Mapping[int, int],
-              alts: list[list[int]], exclude_level: Mapping[int, int] | None = None) -> list[_Sub]:
+              alts: list[list[int]], exclude_level: Mapping[int, int] | None = None,
+              need: int = 0) -> list[_Sub]:
     free = tuple(a for a in range(cube.X.ndim) if a not in fixed)
     shape_free = [cube.X.shape[a] for a in free]
     grids = np.indices(shape_free).reshape(len(free), -1) if free else np.zeros((0, 1), int)
@@ -196,6 +243,9 @@ def _subcubes(cube: Cube, varied: list[int], fixed: Mapping[int, int],
         down = vals[~neg].min(axis=0)
         keep = set(np.argsort(-up, kind="stable")[:_TOP_LEVELS].tolist())
         keep |= set(np.argsort(-down, kind="stable")[:2].tolist())
+        if _STRATEGY != "legacy":  # the smallest levels that give the room needed
+            enough = np.flatnonzero(up >= max(need, 1))
+            keep |= set(enough[np.argsort(up[enough], kind="stable")[:_TOP_LEVELS]].tolist())
         for j in sorted(keep):
             if up[j] <= 0 and down[j] <= 0:
                 continue
@@ -208,7 +258,7 @@ def _subcubes(cube: Cube, varied: list[int], fixed: Mapping[int, int],
                     negs.append(key)
             induced = _induced(cube, pattern)
             out.append(_Sub(pattern, int(up[j]), int(down[j]), frozenset(negs), induced,
-                            sum(_weight(cube, s2) for s2, e in induced if not cube.supp[s2][e]),
+                            _cost(cube, induced),
                             dict(zip(varied, combo, strict=True)),
                             tuple(int(grids[free.index(a), j]) for a in free), free))
     return out
@@ -216,10 +266,26 @@ def _subcubes(cube: Cube, varied: list[int], fixed: Mapping[int, int],
 
 def _search(cube: Cube, spec: Spec, idx: tuple[int, ...], x: int, mc: int, *,
             forced: _Sub | None = None, single: bool = False,
-            totals_free: bool = False) -> list[_Sub]:
+            totals_free: bool = False, free_only: bool = False,
+            cache: dict | None = None) -> list[_Sub]:
     """Hypercubes protecting the primary ``spec[idx] = x``: one with room down >= 1, and
     (with disjoint negative corners, so their rooms add up) room up >= min_cell - x.
-    Among the candidates the cheapest (fewest new suppressions per unit of room) win."""
+    Among the candidates the cheapest (fewest new suppressions, weighed by what they hide,
+    per unit of room) win. ``free_only``: only cubes whose entries are all suppressed already
+    (the pruning pass). ``cache`` keeps the candidate cubes per primary (they depend on the
+    counts only; their costs on what is suppressed)."""
+    need = mc - x
+    key = (spec, idx)
+    if cache is not None and key in cache:
+        subs = cache[key]
+        if free_only:
+            subs = [s for s in subs if all(cube.supp[s2][e] for s2, e in s.induced)]
+            for sub in subs:
+                sub.cost = 0
+        else:
+            for sub in subs:
+                sub.cost = _cost(cube, sub.induced)
+        return _pick(cube, subs, need, single)
     ax_c = cube.d
     fixed = {a: idx[i] for i, a in enumerate(spec.attrs)}
     if spec.mode == "each":
@@ -229,12 +295,13 @@ def _search(cube: Cube, spec: Spec, idx: tuple[int, ...], x: int, mc: int, *,
         fx = dict(fixed)
         fx.update({a: forced.level[i] for i, a in enumerate(forced.free) if a < ax_c})
         varied = sorted(forced.alternates)
-        subs = _subcubes(cube, varied, fx, [[forced.alternates[a]] for a in varied])
+        subs = _subcubes(cube, varied, fx, [[forced.alternates[a]] for a in varied], need=need)
     elif spec.mode == "clean":
         varied = list(spec.attrs) + [ax_c]
-        alts = [_candidates(cube, a, fixed[a], _CANDIDATES) for a in spec.attrs] + [[cube.noise]]
+        alts = [_candidates(cube, a, fixed[a], _CANDIDATES, spec=spec, idx=idx, need=need)
+                for a in spec.attrs] + [[cube.noise]]
         if all(alts):
-            subs = _subcubes(cube, varied, fixed, alts, {ax_c: cube.noise})
+            subs = _subcubes(cube, varied, fixed, alts, {ax_c: cube.noise}, need=need)
     else:
         kept = list(spec.attrs) + ([ax_c] if spec.mode == "each" else [])
         # every non-empty subset of the kept axes: all of them is the classic hypercube (it
@@ -245,10 +312,19 @@ def _search(cube: Cube, spec: Spec, idx: tuple[int, ...], x: int, mc: int, *,
             for varied in itertools.combinations(kept, r):
                 if spec.mode == "each" and ax_c not in varied and not totals_free:
                     continue
-                alts = [_candidates(cube, a, fixed[a], _CANDIDATES) for a in varied]
+                alts = [_candidates(cube, a, fixed[a], _CANDIDATES, spec=spec, idx=idx,
+                                    need=need) for a in varied]
                 if all(alts):
-                    subs += _subcubes(cube, list(varied), fixed, alts)
-    need = mc - x
+                    subs += _subcubes(cube, list(varied), fixed, alts, need=need)
+    if cache is not None:
+        cache[key] = subs
+    if free_only:
+        subs = [s for s in subs if s.cost == 0]
+    return _pick(cube, subs, need, single)
+
+
+def _pick(cube: Cube, subs: list[_Sub], need: int, single: bool) -> list[_Sub]:
+    """The cheapest cubes among ``subs`` that give room down 1 and up ``need``."""
     if single:
         ok = [s for s in subs if s.down >= 1 and s.up >= need]
         if not ok:
@@ -293,17 +369,71 @@ def protect_cube(cube: Cube, mc: int, *,
     if n_prim > MAX_PRIMARIES:  # counted before listing them: thousands of tiny clusters
         raise Infeasible
     prim = _primaries(cube, mc)
+    locked = {(s, idx) for s, idx, _ in prim}
+    locked |= {(s, tuple(int(i) for i in e)) for s in cube.specs
+               for e in zip(*np.nonzero(cube.supp[s]), strict=True)}  # given by the caller
     for s, idx, _ in prim:
         cube.supp[s][idx] = True
-    chosen = {}
+    chosen: dict[tuple[Spec, tuple[int, ...]], list[_Sub]] = {}
+    cache: dict = {}
     for s, idx, x in prim:
         f = (forced or {}).get((s, idx))
-        subs = _search(cube, s, idx, x, mc, forced=f, single=single, totals_free=totals_free)
+        subs = _search(cube, s, idx, x, mc, forced=f, single=single, totals_free=totals_free,
+                       cache=None if f is not None else cache)
         for sub in subs:
             for s2, e in sub.induced:
                 cube.supp[s2][e] = True
-        chosen[(s, idx)] = subs[0]
-    return chosen
+        chosen[(s, idx)] = subs
+        if f is not None:  # linked to the totals table: its cubes stay as they are
+            locked.update(e for sub in subs for e in sub.induced)
+    if _STRATEGY != "legacy" and not single:
+        _prune(cube, mc, prim, chosen, locked, totals_free=totals_free, cache=cache)
+    return {k: v[0] for k, v in chosen.items()}
+
+
+def _prune(cube: Cube, mc: int, prim: list[tuple[Spec, tuple[int, ...], int]],
+           chosen: dict[tuple[Spec, tuple[int, ...]], list[_Sub]], locked: set,
+           *, totals_free: bool, cache: dict) -> None:
+    """Publish again the complementary entries that turned out unnecessary, largest first.
+
+    An entry may be published when every primary whose cubes change it finds other cubes,
+    with the same room, that change only entries still suppressed. Every primary then keeps
+    a set of cubes whose changed entries are all suppressed: the guarantee's argument holds
+    as before. Group totals (shared with the input and other labellings) and entries that the
+    caller suppressed or that linked totals cubes need are never published here."""
+    x_of = {(s, idx): x for s, idx, x in prim}
+    users: dict[tuple[Spec, tuple], set] = {}
+    for p, subs in chosen.items():
+        for sub in subs:
+            for e in sub.induced:
+                users.setdefault(e, set()).add(p)
+    extra = [(s, tuple(int(i) for i in e)) for s in cube.specs
+             for e in zip(*np.nonzero(cube.supp[s]), strict=True)]
+    extra = [e for e in extra if e not in locked and not (e[0].mode == "all" and e[0].attrs)]
+    extra.sort(key=lambda e: -int(cube.values[e[0]][e[1]]))
+    budget = _PRUNE_BUDGET
+    for s, e in extra:
+        affected = sorted(users.get((s, e), ()), key=lambda p: (p[0].attrs, p[0].mode, p[1]))
+        if budget < len(affected):
+            break
+        cube.supp[s][e] = False
+        redo: dict[tuple[Spec, tuple[int, ...]], list[_Sub]] = {}
+        try:
+            for p in affected:
+                budget -= 1
+                redo[p] = _search(cube, p[0], p[1], x_of[p], mc, totals_free=totals_free,
+                                  free_only=True, cache=cache)
+        except Infeasible:
+            cube.supp[s][e] = True
+            continue
+        for p, subs in redo.items():
+            for sub in chosen[p]:
+                for e2 in sub.induced:
+                    users[e2].discard(p)
+            chosen[p] = subs
+            for sub in subs:
+                for e2 in sub.induced:
+                    users.setdefault(e2, set()).add(p)
 
 
 def totals_cube(X: np.ndarray) -> Cube:
