@@ -29,6 +29,8 @@ _STRATEGY = "value"
 """``"value"``: cubes are chosen by the people they hide; ``"legacy"``: by the number of new
 suppressions among the largest levels, without the pruning pass (kept for
 ``benchmarks/bench_suppression.py``, which compares both in one run)."""
+_MANY_PRIMARIES = 300
+"""Above this many primary cells, one small partner level per axis (the search stays fast)."""
 _PRUNE_BUDGET = 4_000
 """Searches the pruning pass may spend on one cube (it stops early beyond that)."""
 
@@ -126,7 +128,7 @@ def _primaries(cube: Cube, mc: int) -> list[tuple[Spec, tuple[int, ...], int]]:
 
 def _candidates(cube: Cube, axis: int, base: int, k: int, *,
                 spec: Spec | None = None, idx: tuple[int, ...] | None = None,
-                need: int = 0) -> list[int]:
+                need: int = 0, small: int = _SMALL_CANDIDATES) -> list[int]:
     """Alternative levels of ``axis`` for a cube around ``spec[idx]``: the ``k`` largest levels
     (room for sure) and, unless the legacy choice is asked for, the levels whose neighbouring
     entry of ``spec`` is the smallest one that still gives the room needed (``>= need``), then
@@ -152,7 +154,7 @@ def _candidates(cube: Cube, axis: int, base: int, k: int, *,
         if n > 0:
             scored.append((0 if n >= need else 1, n if n >= need else -n, lv))
     scored.sort()
-    for _, _, lv in scored[:_SMALL_CANDIDATES]:
+    for _, _, lv in scored[:small]:
         if lv not in out:
             out.append(lv)
     return out
@@ -161,12 +163,16 @@ def _candidates(cube: Cube, axis: int, base: int, k: int, *,
 def _induced(cube: Cube, pattern: Mapping[tuple[int, ...], int]) -> list[tuple[Spec, tuple]]:
     """Published entries a signed cube pattern changes (they must be suppressed)."""
     out = []
-    for s in cube.specs:
+    noise = cube.noise
+    for s in cube.specs:  # inlined :meth:`Cube.spec_index` (the search's inner loop)
         acc: dict[tuple, int] = {}
+        attrs, each, clean = s.attrs, s.mode == "each", s.mode == "clean"
         for idx, sign in pattern.items():
-            j = cube.spec_index(s, idx)
-            if j is not None:
-                acc[j] = acc.get(j, 0) + sign
+            if clean and idx[-1] == noise:
+                continue
+            j = tuple([idx[a] for a in attrs] + [idx[-1]]) if each else tuple(
+                idx[a] for a in attrs)
+            acc[j] = acc.get(j, 0) + sign
         out += [(s, j) for j, v in acc.items() if v != 0]
     return out
 
@@ -267,12 +273,13 @@ def _subcubes(cube: Cube, varied: list[int], fixed: Mapping[int, int],
 def _search(cube: Cube, spec: Spec, idx: tuple[int, ...], x: int, mc: int, *,
             forced: _Sub | None = None, single: bool = False,
             totals_free: bool = False, free_only: bool = False,
-            cache: dict | None = None) -> list[_Sub]:
+            cache: dict | None = None, small_max: int = _SMALL_CANDIDATES) -> list[_Sub]:
     """Hypercubes protecting the primary ``spec[idx] = x``: one with room down >= 1, and
     (with disjoint negative corners, so their rooms add up) room up >= min_cell - x.
     Among the candidates the cheapest (fewest new suppressions, weighed by what they hide,
     per unit of room) win. ``free_only``: only cubes whose entries are all suppressed already
-    (the pruning pass). ``cache`` keeps the candidate cubes per primary (they depend on the
+    (the pruning pass). ``small_max``: at most this many small partner levels per axis (fewer
+    on big tables, for speed). ``cache`` keeps the candidate cubes per primary (they depend on the
     counts only; their costs on what is suppressed)."""
     need = mc - x
     key = (spec, idx)
@@ -312,8 +319,10 @@ def _search(cube: Cube, spec: Spec, idx: tuple[int, ...], x: int, mc: int, *,
             for varied in itertools.combinations(kept, r):
                 if spec.mode == "each" and ax_c not in varied and not totals_free:
                     continue
+                # fewer small levels per axis when more axes vary (the cubes multiply)
+                small = max(0, min(small_max, _SMALL_CANDIDATES + 1 - r))
                 alts = [_candidates(cube, a, fixed[a], _CANDIDATES, spec=spec, idx=idx,
-                                    need=need) for a in varied]
+                                    need=need, small=small) for a in varied]
                 if all(alts):
                     subs += _subcubes(cube, list(varied), fixed, alts, need=need)
     if cache is not None:
@@ -379,7 +388,8 @@ def protect_cube(cube: Cube, mc: int, *,
     for s, idx, x in prim:
         f = (forced or {}).get((s, idx))
         subs = _search(cube, s, idx, x, mc, forced=f, single=single, totals_free=totals_free,
-                       cache=None if f is not None else cache)
+                       cache=None if f is not None else cache,
+                       small_max=_SMALL_CANDIDATES if n_prim <= _MANY_PRIMARIES else 1)
         for sub in subs:
             for s2, e in sub.induced:
                 cube.supp[s2][e] = True
