@@ -128,11 +128,13 @@ def _demo(exact_json: Path | None):
     return {"demo (5 labellings)": (first, joints)}
 
 
-def _margins(lab: dict) -> list:
-    """Group totals (population shares, as counts), noise counts and cluster sizes."""
+def _margins(lab: dict, exact: bool = False) -> list:
+    """Cluster sizes, group totals (population shares: exact counts from the rows, or the
+    published share) and noise counts, in one order."""
     out = [c["n"] for c in lab.get("cluster_sizes") or ()]
     for comp in lab["composition"].values():
-        out += list(comp["population_share"]) + list(comp["noise"])
+        out += ([sum(r) for r in comp["counts"]] if exact else list(comp["population_share"]))
+        out += list(comp["noise"])
     return out
 
 
@@ -144,7 +146,7 @@ def measure(full, joints, mc: int) -> list[dict]:
     raw = td.make_doc(full, joints)
     exact = {lab["name"]: [row[:] for comp in lab["composition"].values()
                            for row in comp["counts"]] for lab in raw["labellings"]}
-    margins = {lab["name"]: _margins(lab) for lab in raw["labellings"]}
+    margins = {lab["name"]: _margins(lab, exact=True) for lab in raw["labellings"]}
     t0 = time.perf_counter()
     doc = protect(raw, mc)
     seconds = time.perf_counter() - t0
@@ -175,7 +177,8 @@ def measure(full, joints, mc: int) -> list[dict]:
         recovered = sum(1 for _, row, x in td.sensitive_cells(att, name, j, mc)
                         if not (lambda b: b[0] <= x - 1 + 1e-6 and b[1] >= mc - 1e-6)(
                             att.bounds(row)))
-        hidden_margins = sum(1 for v, p in zip(margins[name], _margins(lab), strict=True)
+        pub = _margins(lab) if not lab.get("withheld") else [None] * len(margins[name])
+        hidden_margins = sum(1 for v, p in zip(margins[name], pub, strict=True)
                              if p is None and not 1 <= v < mc)
         if lab.get("withheld"):
             safe, visible = 1, 0
@@ -199,7 +202,7 @@ def main() -> None:
     tables = _tables()
     if not args.no_demo:
         tables.update(_demo(args.exact_json))
-    print(f"# {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC, {platform.node()}, "
+    print(f"# {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC, {platform.node()}, "
           f"{platform.processor() or platform.machine()}, python {platform.python_version()}, "
           f"min_cell {args.min_cell}")
     head = (f"{'table':24} {'labelling':15} {'visible %':>17} {'hidden people':>15} "

@@ -29,9 +29,13 @@ _STRATEGY = "value"
 """``"value"``: cubes are chosen by the people they hide; ``"legacy"``: by the number of new
 suppressions among the largest levels, without the pruning pass (kept for
 ``benchmarks/bench_suppression.py``, which compares both in one run)."""
+_PRUNE_LEVELS = 8
+"""Levels per axis the pruning pass looks at: those next to suppressed entries (its cubes only
+use entries that are suppressed already; tables with at most ``_WIDE_PRUNE`` primaries)."""
+_WIDE_PRUNE = 100
 _MANY_PRIMARIES = 300
 """Above this many primary cells, one small partner level per axis (the search stays fast)."""
-_PRUNE_BUDGET = 4_000
+_PRUNE_BUDGET = 2_000
 """Searches the pruning pass may spend on one cube (it stops early beyond that)."""
 
 
@@ -128,12 +132,15 @@ def _primaries(cube: Cube, mc: int) -> list[tuple[Spec, tuple[int, ...], int]]:
 
 def _candidates(cube: Cube, axis: int, base: int, k: int, *,
                 spec: Spec | None = None, idx: tuple[int, ...] | None = None,
-                need: int = 0, small: int = _SMALL_CANDIDATES) -> list[int]:
+                need: int = 0, small: int = _SMALL_CANDIDATES,
+                supp_only: bool = False) -> list[int]:
     """Alternative levels of ``axis`` for a cube around ``spec[idx]``: the ``k`` largest levels
     (room for sure) and, unless the legacy choice is asked for, the levels whose neighbouring
     entry of ``spec`` is the smallest one that still gives the room needed (``>= need``), then
     the largest of those that give less. Small partners hide fewer people and leave narrower
-    ranges than large ones (tau-ARGUS and sdcTable weigh a cell by its value)."""
+    ranges than large ones (tau-ARGUS and sdcTable weigh a cell by its value). ``supp_only``
+    (the pruning pass): the levels whose neighbouring entry is suppressed (a cube through any
+    other level changes a published entry of ``spec`` itself), at most ``_PRUNE_LEVELS``."""
     size = cube.axis_sizes(axis)
     order = [int(i) for i in np.argsort(-size, kind="stable") if int(i) != base]
     out = order[:k]
@@ -147,6 +154,14 @@ def _candidates(cube: Cube, axis: int, base: int, k: int, *,
         return out
     v = cube.values[spec]
     j = list(idx)
+    if supp_only:
+        hidden = cube.supp[spec]
+        out = []
+        for lv in order:
+            j[pos] = lv
+            if hidden[tuple(j)]:
+                out.append(lv)
+        return out[:_PRUNE_LEVELS]
     scored = []
     for lv in order:
         j[pos] = lv
@@ -322,7 +337,8 @@ def _search(cube: Cube, spec: Spec, idx: tuple[int, ...], x: int, mc: int, *,
                 # fewer small levels per axis when more axes vary (the cubes multiply)
                 small = max(0, min(small_max, _SMALL_CANDIDATES + 1 - r))
                 alts = [_candidates(cube, a, fixed[a], _CANDIDATES, spec=spec, idx=idx,
-                                    need=need, small=small) for a in varied]
+                                    need=need, small=small, supp_only=small_max < 0)
+                        for a in varied]
                 if all(alts):
                     subs += _subcubes(cube, list(varied), fixed, alts, need=need)
     if cache is not None:
@@ -422,6 +438,8 @@ def _prune(cube: Cube, mc: int, prim: list[tuple[Spec, tuple[int, ...], int]],
     extra = [e for e in extra if e not in locked and not (e[0].mode == "all" and e[0].attrs)]
     extra.sort(key=lambda e: -int(cube.values[e[0]][e[1]]))
     budget = _PRUNE_BUDGET
+    wide: dict = {}
+    widen = len(prim) <= _WIDE_PRUNE
     for s, e in extra:
         affected = sorted(users.get((s, e), ()), key=lambda p: (p[0].attrs, p[0].mode, p[1]))
         if budget < len(affected):
@@ -432,7 +450,8 @@ def _prune(cube: Cube, mc: int, prim: list[tuple[Spec, tuple[int, ...], int]],
             for p in affected:
                 budget -= 1
                 redo[p] = _search(cube, p[0], p[1], x_of[p], mc, totals_free=totals_free,
-                                  free_only=True, cache=cache)
+                                  free_only=True, cache=wide if widen else cache,
+                                  small_max=-1 if widen else 1)
         except Infeasible:
             cube.supp[s][e] = True
             continue
