@@ -23,7 +23,9 @@ and the intersection):
   published, ``tests/test_disclosure.py``) summed over every suppressed cell; and
 * ``recovered``: sensitive cells the attacker pins below the promised range (must be 0);
 
-plus the wall time of :func:`fairaudit.disclosure.protect` on the whole document.
+plus the wall time of :func:`fairaudit.disclosure.protect` on the whole document. A labelling
+withheld wholesale (no cube found) counts as 0 % visible with all its people hidden, and its
+margins as hidden; it has no suppressed cells to measure the LP width of.
 """
 
 from __future__ import annotations
@@ -180,8 +182,9 @@ def measure(full, joints, mc: int) -> list[dict]:
         pub = _margins(lab) if not lab.get("withheld") else [None] * len(margins[name])
         hidden_margins = sum(1 for v, p in zip(margins[name], pub, strict=True)
                              if p is None and not 1 <= v < mc)
-        if lab.get("withheld"):
+        if lab.get("withheld"):  # every count withheld: no cells in the document
             safe, visible = 1, 0
+            hidden_people = sum(v for row in exact[name] for v in row if not 1 <= v < mc)
         rows.append({"labelling": name, "visible": visible / max(safe, 1),
                      "hidden_margins": hidden_margins,
                      "hidden_people": hidden_people, "lp_width": width,
