@@ -21,7 +21,9 @@ cube is not wholly part, so after suppressing every published cell the cube does
 published numbers are consistent with the primary cell's count moving by ``t``. The cube is
 chosen so that ``t`` can go down by 1 and up to ``min_cell - x`` while every cell stays >= 0
 (several cubes on other levels of the summed dimensions add their room); among those the one
-that suppresses the fewest new cells wins (cells already suppressed are free).
+that hides the fewest people wins (each new cell weighs 1 + log2(1 + count) times its table's
+weight; cells already suppressed are free), and a last pass publishes again the complementary
+cells no protection needs (:mod:`fairaudit.suppression`).
 
 **Guarantee.** For every primary cell with count ``x``, every integer count from ``x - 1`` up to
 ``min_cell`` is consistent with all published counts, shares and totals: nobody can tell its
