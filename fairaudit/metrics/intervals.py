@@ -56,6 +56,8 @@ METHOD = "score-intersection"
 """Name of this interval method in the audit JSON (``detail.interval.method``)."""
 
 _STEPS = 48  # bisection steps over a log-range of 80: 80 / 2**48 < 1e-12
+_BLOCK_ELEMENTS = 1 << 18  # float64 elements per block of replicates (2 MB)
+_DISTINCT_FROM = 64  # from this many cells on, bisect once per distinct (x1, n1, x2, n2)
 
 _Bounds = Callable[[float, str], NDArray[np.float64]]
 """bounds(alpha, side) -> per-component lower (side="lower") or upper bounds at one-sided alpha."""
@@ -136,8 +138,25 @@ def ratio_score_interval(
     outwards (conservatively) by a relative 1e-12 at most.
     """
     x1, n1, x2, n2 = (
-        np.asarray(v, dtype=np.float64).copy() for v in np.broadcast_arrays(x1, n1, x2, n2)
+        np.asarray(v, dtype=np.float64) for v in np.broadcast_arrays(x1, n1, x2, n2)
     )
+    shape = x1.shape
+    if x1.size > _DISTINCT_FROM:
+        # the bounds are an elementwise function of (x1, n1, x2, n2): with small counts most
+        # cells share their tuple (a table of 10,000 clusters of 2 rows has a few hundred),
+        # so bisect once per distinct tuple (bit for bit the same values)
+        key = np.ascontiguousarray(np.stack([v.ravel() for v in (x1, n1, x2, n2)], axis=1))
+        uniq, inv = np.unique(key.view(np.dtype((np.void, 32))).ravel(), return_inverse=True)
+        u = uniq.view(np.float64).reshape(-1, 4)
+        lo, hi = _ratio_score(*(np.ascontiguousarray(u[:, i]) for i in range(4)), alpha)
+        inv = inv.reshape(-1)
+        return lo[inv].reshape(shape), hi[inv].reshape(shape)
+    lo, hi = _ratio_score(*(v.ravel().copy() for v in (x1, n1, x2, n2)), alpha)
+    return lo.reshape(shape), hi.reshape(shape)
+
+
+def _ratio_score(x1, n1, x2, n2, alpha):
+    """:func:`ratio_score_interval` on flat float64 arrays (one bisection per element)."""
     crit = _z(alpha) ** 2
     with np.errstate(divide="ignore", invalid="ignore"):
         est = (x1 / n1) / (x2 / n2)
@@ -145,7 +164,8 @@ def ratio_score_interval(
     hi = np.full_like(est, np.inf)
 
     def stat_for(m):
-        return lambda t: _koopman_stat(t, x1[m], n1[m], x2[m], n2[m])
+        a1, b1, a2, b2 = x1[m], n1[m], x2[m], n2[m]
+        return lambda t: _koopman_stat(t, a1, b1, a2, b2)
 
     both = (x1 > 0) & (x2 > 0)
     if both.any():
@@ -441,7 +461,7 @@ def distance_intervals(
     from 0 (the triangle inequality is then loose).
     """
     T = _table(N)
-    R = np.asarray(replicates, dtype=np.float64)
+    R = np.asarray(replicates)
     if R.ndim != 3 or R.shape[1:] != T.shape:
         raise ValueError(
             f"The 'replicates' parameter must have shape (B, {T.shape[0]}, {T.shape[1]}); got "
@@ -452,24 +472,36 @@ def distance_intervals(
     q = float(level)
     _alpha(q)
     pk = T.sum(axis=0) / T.sum()
-    pkr = R.sum(axis=1) / R.sum(axis=(1, 2))[:, None]
+    kinds = (("ed", "ed", "zero-one"), ("wd", "wd-" + ground, ground))
+    grounds = sorted({g for _, _, g in kinds})
+    v = {g: _deviations(T, g) for g in grounds}  # Ed always compares the plain shares
+    pkv = {g: (pk * v[g])[None] for g in grounds}
+    n_boot, k = R.shape[0], T.shape[1]
+    e_norm = {name: np.empty((n_boot, k)) for name, _, _ in kinds}  # NaN where a cluster
+    e_weighted = {name: np.empty((n_boot, k)) for name, _, _ in kinds}  # vanished
+    # replicate by replicate in blocks that stay in cache: every step is elementwise or
+    # reduces within one replicate, so the values are those of the whole stack at once
+    step = max(1, _BLOCK_ELEMENTS // max(1, T.size))
+    for b0 in range(0, n_boot, step):
+        b1 = min(n_boot, b0 + step)
+        Rb = np.asarray(R[b0:b1], dtype=np.float64)
+        pkr = (Rb.sum(axis=1) / Rb.sum(axis=(1, 2))[:, None])[:, None, :]
+        vr = {g: _deviations(Rb, g) for g in grounds}
+        for name, kind, g in kinds:
+            e_norm[name][b0:b1] = _norm(vr[g] - v[g][None], kind)
+            e_weighted[name][b0:b1] = _norm(pkr * vr[g] - pkv[g], kind)
     out: dict[str, Interval] = {}
-    for name, kind, g in (("ed", "ed", "zero-one"),
-                          ("wd", "wd-" + ground, ground)):
-        v = _deviations(T, g)  # Ed always compares the plain shares
-        vr = _deviations(R, g)
-        d = _norm(v, kind)  # (k,)
-        e_norm = _norm(vr - v[None], kind)  # (B, k); NaN where a cluster vanished
-        e_weighted = _norm(pkr[:, None, :] * vr - (pk * v)[None], kind)
+    for name, kind, g in kinds:
+        d = _norm(v[g], kind)  # (k,)
         estimates = {
             name: float((pk * d).sum()),
             f"{name}_max": float(d.max()),
             f"{name}_sum": float(d.sum()),
         }
         errors = {
-            name: e_weighted.sum(axis=1),
-            f"{name}_max": e_norm.max(axis=1),
-            f"{name}_sum": e_norm.sum(axis=1),
+            name: e_weighted[name].sum(axis=1),
+            f"{name}_max": e_norm[name].max(axis=1),
+            f"{name}_sum": e_norm[name].sum(axis=1),
         }
         for metric, est in estimates.items():
             e = errors[metric]
