@@ -102,24 +102,43 @@ class JointTable:
         kidx = np.searchsorted(clusters, self.cluster)
         return gidx, names, clean, clusters, kidx
 
-    def bootstrap_counts(self, attribute: str, resampled: np.ndarray) -> np.ndarray:
+    def bootstrap_counts(self, attribute: str, resampled: np.ndarray,
+                         groups: Sequence[int] | None = None,
+                         clusters: Sequence[int] | None = None) -> np.ndarray:
         """Marginalise resampled joint cell counts (B x m) into (B x groups x clusters) tables,
-        laid out like :meth:`table` (same group and cluster order)."""
-        from scipy import sparse
+        laid out like :meth:`table` (same group and cluster order).
 
-        gidx, names, clean, clusters, kidx = self._layout(attribute)
+        ``groups`` / ``clusters`` (positions in :meth:`table`'s rows and columns, increasing)
+        keep only those rows and columns, as ``out[:, groups][:, :, clusters]`` would, without
+        building the whole stack first."""
+        gidx, names, clean, _, kidx = self._layout(attribute)
         observed = self.table(attribute)
-        gpos = {n: i for i, n in enumerate(observed.groups)}
-        g_of_cell = np.array([gpos.get(names[i], -1) for i in gidx], dtype=np.int64)
-        ok = clean & (g_of_cell >= 0)
         G, K = len(observed.groups), len(observed.clusters)
-        flat = g_of_cell[ok] * K + kidx[ok]
-        M = sparse.csr_matrix(
-            (np.ones(flat.size), (np.arange(flat.size), flat)), shape=(flat.size, G * K)
-        )
-        out = sparse.csr_matrix(resampled[:, ok].astype(np.float64)) @ M
-        dense = out.toarray() if sparse.issparse(out) else np.asarray(out)
-        return np.rint(dense).astype(np.int64).reshape(resampled.shape[0], G, K)
+        gpos = {n: i for i, n in enumerate(observed.groups)}
+        g_of_name = np.array([gpos.get(n, -1) for n in names] + [-1], dtype=np.int64)
+        g_of_cell = g_of_name[gidx] if gidx.size else np.zeros(0, np.int64)
+        k_of_cell = np.where(clean, kidx, -1)
+        if groups is not None:
+            sel = np.full(G + 1, -1, dtype=np.int64)
+            sel[np.asarray(groups, dtype=np.int64)] = np.arange(len(groups))
+            g_of_cell, G = sel[g_of_cell], len(groups)  # -1 (not kept) maps to -1
+        if clusters is not None:
+            sel = np.full(K + 1, -1, dtype=np.int64)
+            sel[np.asarray(clusters, dtype=np.int64)] = np.arange(len(clusters))
+            k_of_cell, K = sel[k_of_cell], len(clusters)
+        ok = clean & (g_of_cell >= 0) & (k_of_cell >= 0)
+        flat = g_of_cell[ok] * K + k_of_cell[ok]
+        B = resampled.shape[0]
+        out = np.zeros((B, G * K), dtype=np.int64)
+        if flat.size:
+            # several joint cells fall into one table cell (other attributes' groups): sum
+            # them in integers, so the counts are exact
+            order = np.argsort(flat, kind="stable")
+            uniq, start = np.unique(flat[order], return_index=True)
+            cells = np.asarray(resampled[:, ok], dtype=np.int64)[:, order]
+            out[:, uniq] = (cells if uniq.size == flat.size
+                            else np.add.reduceat(cells, start, axis=1))
+        return out.reshape(B, G, K)
 
 
 def joint_from_frame(

@@ -140,11 +140,13 @@ def run_counting_auditor(
         own: Mapping[str, Any] = {}
         batch = None
         if boot is not None and any(specs[m].bootstrap for m in values if m in specs):
-            counts = joint.bootstrap_counts(attribute, boot)
-            counts = counts[:, list(j.group_rows)][:, :, list(j.cluster_cols)]
+            counts = joint.bootstrap_counts(attribute, boot, j.group_rows, j.cluster_cols)
             own = comp.intervals(table, level, counts)
-            if any(specs[m].bootstrap and m not in own for m in values if m in specs):
-                batch = comp.compute_batch(table, counts)
+            wanted = [m for m in values if m in specs and specs[m].bootstrap and m not in own]
+            if wanted:
+                batch = _compute_batch(comp, table, counts, wanted)
+            del counts  # (B x groups x clusters): large with many clusters
+        by_metric = _breakdown_by_metric(comp, table, list(values))
         for metric, value in values.items():
             m = specs.get(metric)
             if m is None:
@@ -178,7 +180,7 @@ def run_counting_auditor(
                 notes.append(_too_small_note(j, min_cell))
             if math.isnan(value):
                 notes.append(f"{metric} is undefined here")
-            rows = comp.breakdown_for(table, metric)
+            rows = by_metric[metric]
             out.append(
                 MetricResult(
                     auditor=comp.name, metric=metric, labelling=labelling,
@@ -189,6 +191,45 @@ def run_counting_auditor(
                 )
             )
     return out
+
+
+def _compute_batch(comp: CountingAuditor, table: GroupTable, counts: np.ndarray,
+                   wanted: Sequence[str]) -> Mapping[str, Any]:
+    """``comp.compute_batch`` on the replicates, asking only for the metrics that need a
+    percentile interval when the auditor takes a ``metrics`` keyword (the built-ins do: with
+    many clusters each metric costs a pass over B x groups x clusters)."""
+    import inspect
+
+    try:
+        takes = "metrics" in inspect.signature(comp.compute_batch).parameters
+    except (TypeError, ValueError):  # pragma: no cover - builtins without a signature
+        takes = False
+    if takes:
+        return comp.compute_batch(table, counts, metrics=tuple(wanted))
+    return comp.compute_batch(table, counts)
+
+
+def _breakdown_by_metric(comp: CountingAuditor, table: GroupTable,
+                         metrics: Sequence[str]) -> dict[str, tuple[Mapping[str, Any], ...]]:
+    """The per-cluster rows of each metric: one call of ``breakdown`` for all of them (it
+    builds a row per cluster and metric), filed as :meth:`CountingAuditor.breakdown_for` does.
+    An auditor that overrides ``breakdown_for`` is asked metric by metric."""
+    if type(comp).breakdown_for is not CountingAuditor.breakdown_for:
+        return {m: comp.breakdown_for(table, m) for m in metrics}
+    rows = comp.breakdown(table)
+    if isinstance(rows, Mapping):
+        return {m: tuple(rows.get(m, ())) for m in metrics}
+    unnamed = object()
+    headline = comp.headline().name if comp.metrics else unnamed
+    out: dict[Any, list[Mapping[str, Any]]] = {m: [] for m in metrics}
+    for r in rows:
+        key = r.get("metric", headline)
+        if key is unnamed:  # no metrics declared: breakdown_for files it under any metric
+            for m in metrics:
+                out[m].append(r)
+        elif key in out:
+            out[key].append(r)
+    return {m: tuple(out[m]) for m in metrics}
 
 
 def _undetermined(comp: CountingAuditor, labelling: str, attribute: str, j: Judgeable,

@@ -18,7 +18,7 @@ subset of resamples. See ``docs/metrics.md`` ("Uncertainty").
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,6 +30,7 @@ __all__ = [
     "BootstrapInterval",
     "bootstrap_interval",
     "bootstrap_samples",
+    "in_blocks",
     "percentile_interval",
     "resample_counts",
 ]
@@ -38,6 +39,8 @@ RngLike = np.random.Generator | int | np.random.SeedSequence | None
 
 # cap on B * cells held in memory at once by bootstrap_samples (float64: 8 bytes per element)
 _DEFAULT_MAX_ELEMENTS = 4_000_000
+# elements of the stack per block in in_blocks: a few MB, so a block's temporaries stay in cache
+_BLOCK_ELEMENTS = 1 << 18
 
 
 def _rng(rng: RngLike) -> np.random.Generator:
@@ -124,6 +127,32 @@ def bootstrap_samples(
         out.append(vals)
         done += m
     return np.concatenate(out, axis=0)
+
+
+def in_blocks(
+    statistic: Callable[[NDArray[np.float64]], Mapping[str, ArrayLike]],
+    counts: ArrayLike,
+    *,
+    max_elements: int = _BLOCK_ELEMENTS,
+) -> dict[str, NDArray[np.float64]]:
+    """``statistic`` (a stack of tables (b, ...) -> {name: values of shape (b, ...)}) applied
+    to blocks of the replicates ``counts`` (B, ...) and concatenated along the first axis.
+
+    For a statistic computed replicate by replicate (every vectorised counting metric is) the
+    values are those of one call on the whole stack, bit for bit; the blocks only keep each
+    step's temporaries in cache (a stack of 200 tables of 10 x 10,000 is 160 MB per temporary).
+    Each block is converted to float64 once."""
+    arr = np.asarray(counts)
+    if arr.ndim < 1 or arr.shape[0] < 1:
+        raise ValueError(f"The 'counts' parameter must be a non-empty stack; got {arr.shape}.")
+    per = max(1, int(np.prod(arr.shape[1:], dtype=np.int64)))
+    step = max(1, int(max_elements) // per)
+    parts: dict[str, list[NDArray[np.float64]]] = {}
+    for b0 in range(0, arr.shape[0], step):
+        block = np.asarray(arr[b0:b0 + step], dtype=np.float64)
+        for key, val in statistic(block).items():
+            parts.setdefault(key, []).append(np.asarray(val, dtype=np.float64))
+    return {key: np.concatenate(v, axis=0) for key, v in parts.items()}
 
 
 def percentile_interval(

@@ -8,7 +8,7 @@ Formulas and references: ``docs/metrics.md``.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -17,6 +17,7 @@ from fairaudit.components import CountingAuditor, Direction, MetricSpec, Options
 from fairaudit.data import GroupTable
 from fairaudit.hookspecs import hookimpl
 from fairaudit.metrics import counting, intervals
+from fairaudit.metrics.bootstrap import in_blocks
 from fairaudit.metrics.bounds import MetricBounds, TableBox, metric_bounds, per_cluster_bounds
 
 HIGHER = Direction.HIGHER_IS_BETTER
@@ -24,11 +25,19 @@ LOWER = Direction.LOWER_IS_BETTER
 
 
 def _per_cluster(table: GroupTable, values: np.ndarray, metric: str) -> list[dict[str, Any]]:
-    sizes = table.counts.sum(axis=0)
+    sizes = np.asarray(table.counts.sum(axis=0), dtype=np.int64).tolist()
+    vals = np.asarray(values, dtype=np.float64).tolist()  # Python floats; NaN -> None below
+    clusters = [int(c) for c in table.clusters]
     return [
-        {"metric": metric, "cluster": int(c), "value": _f(v), "n": int(n)}
-        for c, v, n in zip(table.clusters, values, sizes, strict=True)
+        {"metric": metric, "cluster": c, "value": None if v != v else v, "n": n}
+        for c, v, n in zip(clusters, vals, sizes, strict=True)
     ]
+
+
+def _wanted(metrics: Collection[str] | None, names: Collection[str]) -> list[str]:
+    """The metrics of ``names`` to compute: all, or those asked for (host: the ones that need a
+    percentile interval)."""
+    return [m for m in names if metrics is None or m in metrics]
 
 
 def _bounds(box: TableBox, metrics: Mapping[str, str | None], *, wd_ground: str = "zero-one"
@@ -45,11 +54,6 @@ def _bounds(box: TableBox, metrics: Mapping[str, str | None], *, wd_ground: str 
 
 def _first(batch: Mapping[str, np.ndarray]) -> dict[str, float]:
     return {k: float(np.asarray(v).reshape(-1)[0]) for k, v in batch.items()}
-
-
-def _f(x: float) -> float | None:
-    x = float(x)
-    return None if np.isnan(x) else x
 
 
 class BalanceAuditor(CountingAuditor):
@@ -131,16 +135,14 @@ class BalanceAuditor(CountingAuditor):
             )
         return out
 
-    def compute_batch(self, table: GroupTable, counts: np.ndarray) -> Mapping[str, np.ndarray]:
-        out = {
-            "balance": np.asarray(counting.balance_min(counts), dtype=float),
-            "balance_mean": np.asarray(counting.balance_mean(counts), dtype=float),
-        }
+    def compute_batch(self, table: GroupTable, counts: np.ndarray, *,
+                      metrics: Collection[str] | None = None) -> Mapping[str, np.ndarray]:
+        fns = {"balance": counting.balance_min, "balance_mean": counting.balance_mean}
         if table.n_noise:
-            out["balance_noise_adjusted"] = np.asarray(
-                counting.noise_adjusted_balance(counts, table.n_noise), dtype=float
-            )
-        return out
+            fns["balance_noise_adjusted"] = (
+                lambda c: counting.noise_adjusted_balance(c, table.n_noise))
+        want = _wanted(metrics, fns)
+        return in_blocks(lambda c: {k: fns[k](c) for k in want}, counts)
 
     def bounds(self, box: TableBox) -> Mapping[str, MetricBounds]:
         metrics: dict[str, str | None] = {"balance": "balance", "balance_mean": "balance"}
@@ -245,18 +247,28 @@ class DistributionAuditor(CountingAuditor):
             return {}
         return intervals.distance_intervals(table.counts, replicates, level, ground=ground)
 
-    def compute_batch(self, table: GroupTable, counts: np.ndarray) -> Mapping[str, np.ndarray]:
+    def compute_batch(self, table: GroupTable, counts: np.ndarray, *,
+                      metrics: Collection[str] | None = None) -> Mapping[str, np.ndarray]:
         ground = self._ground(table)
-        sizes = counts.sum(axis=1)
-        out = {}
-        for key, pc in (
-            ("ed", counting.ed_per_cluster(counts)),
-            ("wd", counting.wd_per_cluster(counts, ground=ground)),
-        ):
-            out[key] = np.asarray(counting.aggregate(pc, sizes, "weighted-mean"), dtype=float)
-            out[f"{key}_max"] = np.asarray(counting.aggregate(pc, sizes, "max"), dtype=float)
-            out[f"{key}_sum"] = np.asarray(counting.aggregate(pc, sizes, "sum"), dtype=float)
-        return out
+        names = [f"{d}{s}" for d in ("ed", "wd") for s in ("", "_max", "_sum")]
+        want = _wanted(metrics, names)
+        per_cluster = {"ed": counting.ed_per_cluster,
+                       "wd": lambda c: counting.wd_per_cluster(c, ground=ground)}
+        hows = {"": "weighted-mean", "_max": "max", "_sum": "sum"}
+
+        def block(c: np.ndarray) -> dict[str, np.ndarray]:
+            sizes = c.sum(axis=1)
+            out = {}
+            for key, fn in per_cluster.items():
+                if not any(m.startswith(key) for m in want):
+                    continue
+                pc = fn(c)
+                for suffix, how in hows.items():
+                    if key + suffix in want:
+                        out[key + suffix] = counting.aggregate(pc, sizes, how)
+            return out
+
+        return in_blocks(block, counts)
 
     def bounds(self, box: TableBox) -> Mapping[str, MetricBounds]:
         ground = self.wd_ground if self.wd_ground != "auto" else (
@@ -354,7 +366,8 @@ class CapacityAuditor(CountingAuditor):
             "balance_prime": intervals.balance_prime_interval(table.counts, level),
         }
 
-    def compute_batch(self, table: GroupTable, counts: np.ndarray) -> Mapping[str, np.ndarray]:
+    def compute_batch(self, table: GroupTable, counts: np.ndarray, *,
+                      metrics: Collection[str] | None = None) -> Mapping[str, np.ndarray]:
         fns = {
             "fairness_cce": counting.fairness_cce,
             "cce": counting.cce,
@@ -364,7 +377,8 @@ class CapacityAuditor(CountingAuditor):
             "balance_prime": counting.balance_prime,
             "proportion": counting.proportion,
         }
-        return {k: np.asarray(f(counts), dtype=float) for k, f in fns.items()}
+        want = _wanted(metrics, fns)
+        return in_blocks(lambda c: {k: fns[k](c) for k in want}, counts)
 
     def bounds(self, box: TableBox) -> Mapping[str, MetricBounds]:
         return _bounds(box, {"fairness_cce": "fairness_cce", "cce": None, "mnce": "nce",
