@@ -111,11 +111,11 @@ class JointTable:
         ``groups`` / ``clusters`` (positions in :meth:`table`'s rows and columns, increasing)
         keep only those rows and columns, as ``out[:, groups][:, :, clusters]`` would, without
         building the whole stack first."""
-        gidx, names, clean, _, kidx = self._layout(attribute)
-        observed = self.table(attribute)
-        G, K = len(observed.groups), len(observed.clusters)
-        gpos = {n: i for i, n in enumerate(observed.groups)}
-        g_of_name = np.array([gpos.get(n, -1) for n in names] + [-1], dtype=np.int64)
+        gidx, names, clean, all_clusters, kidx = self._layout(attribute)
+        # the rows of table(): groups with a non-noise row, in name order
+        kept = np.bincount(gidx[clean], weights=self.counts[clean], minlength=len(names)) > 0
+        G, K = int(kept.sum()), len(all_clusters)
+        g_of_name = np.where(kept, np.cumsum(kept) - 1, -1).astype(np.int64)
         g_of_cell = g_of_name[gidx] if gidx.size else np.zeros(0, np.int64)
         k_of_cell = np.where(clean, kidx, -1)
         if groups is not None:
@@ -139,6 +139,34 @@ class JointTable:
             out[:, uniq] = (cells if uniq.size == flat.size
                             else np.add.reduceat(cells, start, axis=1))
         return out.reshape(B, G, K)
+
+
+class BootstrapReplicates:
+    """Multinomial bootstrap replicates of one joint table (:func:`resample_joint`, B x cells)
+    and, built on first use and then shared by every auditor of the labelling, their group x
+    cluster tables per attribute (:meth:`JointTable.bootstrap_counts`). The tables are
+    read-only: an auditor that changed one would change it for the next."""
+
+    def __init__(self, joint: JointTable, resampled: np.ndarray) -> None:
+        self.joint = joint
+        self.cells = resampled
+        self._tables: dict[tuple[Any, ...], np.ndarray] = {}
+
+    @property
+    def n_boot(self) -> int:
+        return int(self.cells.shape[0])
+
+    def tables(self, attribute: str, groups: Sequence[int] | None = None,
+               clusters: Sequence[int] | None = None) -> np.ndarray:
+        """(B x groups x clusters) replicates of ``attribute``'s table, rows and columns as in
+        :meth:`JointTable.bootstrap_counts`."""
+        key = (attribute, None if groups is None else tuple(groups),
+               None if clusters is None else tuple(clusters))
+        if key not in self._tables:
+            arr = self.joint.bootstrap_counts(attribute, self.cells, groups, clusters)
+            arr.flags.writeable = False
+            self._tables[key] = arr
+        return self._tables[key]
 
 
 def joint_from_frame(

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from fairaudit.components import CountingAuditor, MetricSpec
-from fairaudit.contingency import JointTable
+from fairaudit.contingency import BootstrapReplicates, JointTable
 from fairaudit.data import GroupTable
 from fairaudit.errors import FairauditError
 from fairaudit.results import MetricResult
@@ -49,7 +49,8 @@ def judgeable(table: GroupTable, min_cell: int, keep_small: bool = False) -> Jud
     """Drop groups with fewer than ``min_cell`` rows (noise included) and clusters left empty."""
     sizes = table.counts.sum(axis=1) + table.noise
     keep = np.ones(len(table.groups), dtype=bool) if keep_small else sizes >= max(min_cell, 0)
-    small = tuple(g for g, k in zip(table.groups, keep, strict=True) if not k)
+    keep_l = keep.tolist()
+    small = tuple(g for g, k in zip(table.groups, keep_l, strict=True) if not k)
     small_rows = int(sizes[~keep].sum())
     if keep.sum() < 2:
         return Judgeable(None, (), (), small, small_rows)
@@ -57,15 +58,15 @@ def judgeable(table: GroupTable, min_cell: int, keep_small: bool = False) -> Jud
     cols = counts.sum(axis=0) > 0
     out = dataclasses.replace(
         table,
-        groups=tuple(g for g, k in zip(table.groups, keep, strict=True) if k),
-        clusters=tuple(c for c, k in zip(table.clusters, cols, strict=True) if k),
+        groups=tuple(g for g, k in zip(table.groups, keep_l, strict=True) if k),
+        clusters=tuple(c for c, k in zip(table.clusters, cols.tolist(), strict=True) if k),
         counts=counts[:, cols],
         noise=table.noise[keep],
     )
     return Judgeable(
         out,
-        tuple(int(i) for i in np.flatnonzero(keep)),
-        tuple(int(i) for i in np.flatnonzero(cols)),
+        tuple(np.flatnonzero(keep).tolist()),
+        tuple(np.flatnonzero(cols).tolist()),
         small,
         small_rows,
     )
@@ -112,18 +113,21 @@ def run_counting_auditor(
     labelling: str,
     joint: JointTable,
     tables: Mapping[str, GroupTable],
-    boot: np.ndarray | None,
+    boot: np.ndarray | BootstrapReplicates | None,
     *,
     min_cell: int,
     level: float,
 ) -> list[MetricResult]:
     """All metric results of one counting auditor for one labelling (every attribute).
 
-    ``boot`` holds the bootstrap replicates of the joint table's cells (B x cells), or ``None``
-    when intervals are off (``--bootstrap 0``).
+    ``boot`` holds the bootstrap replicates of the joint table's cells (B x cells, or a
+    :class:`BootstrapReplicates` shared by the auditors of a labelling so that each attribute's
+    replicate tables are built once), or ``None`` when intervals are off (``--bootstrap 0``).
     """
     from fairaudit.metrics.bootstrap import percentile_interval
 
+    replicates = (boot if boot is None or isinstance(boot, BootstrapReplicates)
+                  else BootstrapReplicates(joint, boot))
     out: list[MetricResult] = []
     specs: dict[str, MetricSpec] = {m.name: m for m in comp.metrics}
     keep_small = getattr(comp, "small_groups", "exclude") == "keep"
@@ -139,8 +143,8 @@ def run_counting_auditor(
         values = comp.compute(table)
         own: Mapping[str, Any] = {}
         batch = None
-        if boot is not None and any(specs[m].bootstrap for m in values if m in specs):
-            counts = joint.bootstrap_counts(attribute, boot, j.group_rows, j.cluster_cols)
+        if replicates is not None and any(specs[m].bootstrap for m in values if m in specs):
+            counts = replicates.tables(attribute, j.group_rows, j.cluster_cols)
             own = comp.intervals(table, level, counts)
             wanted = [m for m in values if m in specs and specs[m].bootstrap and m not in own]
             if wanted:
@@ -163,14 +167,14 @@ def run_counting_auditor(
                 ci = (lo, hi)
                 detail["interval"] = _interval_detail(iv, level, table)
                 if detail["interval"]["method"].startswith("bootstrap"):
-                    detail["interval"]["replicates"] = int(boot.shape[0])
+                    detail["interval"]["replicates"] = replicates.n_boot
             elif m.bootstrap and batch is not None and metric in batch:
                 lo, hi = percentile_interval(np.asarray(batch[metric]), level)
                 if not (math.isnan(lo) and math.isnan(hi)):
                     lo, hi, widened = _hull(float(lo), float(hi), value)
                     ci = (lo, hi)
                     detail["interval"] = {"method": BOOTSTRAP_METHOD, "level": level,
-                                          "replicates": int(boot.shape[0])}
+                                          "replicates": replicates.n_boot}
                     if widened:
                         detail["interval"]["widened_to_estimate"] = True
             if ci is not None and m.range is not None:  # the value cannot leave its range
@@ -185,11 +189,16 @@ def run_counting_auditor(
                 MetricResult(
                     auditor=comp.name, metric=metric, labelling=labelling,
                     value=value, direction=m.direction, attribute=attribute, ci=ci,
-                    per_cluster=tuple({k: v for k, v in r.items() if k != "metric"}
-                                      for r in rows),
+                    per_cluster=tuple(_without_metric(r) for r in rows),
                     n_rows=n_rows, headline=m.headline, notes=tuple(notes), detail=detail,
                 )
             )
+    return out
+
+
+def _without_metric(row: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(row)  # a copy, keys in the same order
+    out.pop("metric", None)
     return out
 
 

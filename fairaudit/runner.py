@@ -32,7 +32,7 @@ from fairaudit.components import (
     Direction,
     Preprocessor,
 )
-from fairaudit.contingency import JointTable, joint_from_frame, resample_joint
+from fairaudit.contingency import BootstrapReplicates, JointTable, joint_from_frame, resample_joint
 from fairaudit.data import ROW_ID, AuditData, ColumnRoles, Labelling
 from fairaudit.errors import ConfigError, FairauditError, InputError
 from fairaudit.explain import explain, metric_specs, publish_verdicts, verdicts
@@ -287,7 +287,7 @@ def _run_validated(spec, host, lf, path, in_memory, roles, clock, progress, star
         boot = None
         if spec.options.bootstrap > 0:
             rng = np.random.default_rng([audit_seed, lab_index])
-            boot = resample_joint(joint, spec.options.bootstrap, rng)
+            boot = BootstrapReplicates(joint, resample_joint(joint, spec.options.bootstrap, rng))
         for step, cls in zip(spec.audit, audit_classes, strict=True):
             if not cls.per_labelling and lab_index > 0:
                 continue  # about the data, not a clustering: run once
