@@ -1,7 +1,7 @@
 """Benchmark: a labels column with thousands of clusters (issue 12, item 6).
 
     python benchmarks/bench_many_clusters.py [--rows 20000] [--clusters 10000]
-        [--baseline-src DIR] [--repeat 1]
+        [--baseline-src DIR] [--repeat 1] [--profile]
 
 Generates (seeded) a Parquet file of ``--rows`` rows with a ``segment`` column of ``--clusters``
 ids and two sensitive columns (``sex``: 2 groups, ``race``: 5 groups), then runs, each in a fresh
@@ -11,7 +11,10 @@ HTML). With ``--baseline-src DIR`` (a source checkout of an older fairaudit, e.g
 ``git archive <commit> | tar -x -C DIR``) the same command also runs with ``PYTHONPATH=DIR``
 and ``DIR/plugins``, in the same run, for a before/after comparison.
 
-Reports wall time, peak RSS of the child, and the sizes of the HTML and the JSON.
+Reports wall time, peak RSS of the child, and the sizes of the HTML and the JSON. With
+``--profile`` it first runs the same audit of this checkout once in this process under cProfile
+(process time) and prints where the time goes: the fairaudit functions with the largest
+cumulative time.
 """
 
 from __future__ import annotations
@@ -79,16 +82,45 @@ def run_once(data: Path, out: Path, src: Path | None) -> dict:
     }
 
 
+def profile(data: Path, out: Path, top: int = 25) -> None:
+    """One in-process run under cProfile with process time; prints the top fairaudit frames."""
+    import cProfile
+    import io
+    import pstats
+
+    from fairaudit.cli import main as cli
+
+    argv = ["audit", str(data), "--sensitive", "sex,race", "--labels", "segment", "--quiet",
+            "--out", str(out)]
+    prof = cProfile.Profile(time.process_time)
+    t0 = time.process_time()
+    prof.enable()
+    try:
+        cli(argv, standalone_mode=False)
+    finally:
+        prof.disable()
+    total = time.process_time() - t0
+    buf = io.StringIO()
+    stats = pstats.Stats(prof, stream=buf).sort_stats("cumulative")
+    stats.print_stats(r"fairaudit|fairaudit_builtins", top)
+    print(f"profile: {total:.1f} s process time in one process (with the lazy imports of "
+          "polars, Great Expectations and matplotlib; cProfile adds to the Python-heavy parts)")
+    print(buf.getvalue())
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=20_000)
     ap.add_argument("--clusters", type=int, default=10_000)
     ap.add_argument("--baseline-src", type=Path, default=None)
     ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--profile", action="store_true")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp) / "many.parquet"
         generate(data, args.rows, args.clusters)
+        if args.profile:
+            profile(data, Path(tmp) / "profile.html")
         rows = []
         variants = [("this checkout", None)]
         if args.baseline_src is not None:

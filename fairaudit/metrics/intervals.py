@@ -471,12 +471,18 @@ def distance_intervals(
         raise ValueError(f"The 'ground' parameter must be 'zero-one' or 'ordinal'; got {ground!r}.")
     q = float(level)
     _alpha(q)
+    n_boot, k = R.shape[0], T.shape[1]
+    # with two groups or more, a cluster missing from a replicate makes every error bound of
+    # that replicate NaN (its shares are 0 / 0); when too many replicates lose a cluster
+    # (thousands of tiny clusters), no interval is given: skip the work
+    lost = int((R.sum(axis=1) == 0).any(axis=1).sum()) if T.shape[0] >= 2 else 0
+    if n_boot - lost < 2 or lost > max_undefined * n_boot:
+        return {}
     pk = T.sum(axis=0) / T.sum()
     kinds = (("ed", "ed", "zero-one"), ("wd", "wd-" + ground, ground))
     grounds = sorted({g for _, _, g in kinds})
     v = {g: _deviations(T, g) for g in grounds}  # Ed always compares the plain shares
     pkv = {g: (pk * v[g])[None] for g in grounds}
-    n_boot, k = R.shape[0], T.shape[1]
     e_norm = {name: np.empty((n_boot, k)) for name, _, _ in kinds}  # NaN where a cluster
     e_weighted = {name: np.empty((n_boot, k)) for name, _, _ in kinds}  # vanished
     # replicate by replicate in blocks that stay in cache: every step is elementwise or

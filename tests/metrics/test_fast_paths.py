@@ -152,3 +152,17 @@ def test_distance_intervals_in_blocks_are_bit_identical(seed, g, k, b, block, gr
     for metric, (lo, hi) in ref.items():
         iv = dataclasses.astuple(got[metric])
         assert repr(iv[:2]) == repr((lo, hi)), metric  # bit for bit, signed zeros included
+
+
+@pytest.mark.parametrize("ground", ["zero-one", "ordinal"])
+@pytest.mark.parametrize("singletons", [0, 1, 3, 300])
+def test_distance_intervals_skip_when_replicates_lose_clusters_as_before(ground, singletons):
+    """Clusters of one row vanish from most replicates: no interval, as the whole-stack code
+    finds after computing every bound; with few of them, the same intervals."""
+    rng = np.random.default_rng(singletons)
+    T = np.hstack([rng.integers(20, 60, (3, 4)), np.eye(3, dtype=np.int64)[:, [0] * singletons]])
+    R = resample_counts(T, 200, rng)
+    ref = _distance_reference(T, R, 0.95, ground=ground)
+    got = I.distance_intervals(T, R, 0.95, ground=ground)
+    assert {m: dataclasses.astuple(iv)[:2] for m, iv in got.items()} == ref
+    assert bool(ref) == (singletons == 0)
