@@ -110,7 +110,12 @@ class JointTable:
 
         ``groups`` / ``clusters`` (positions in :meth:`table`'s rows and columns, increasing)
         keep only those rows and columns, as ``out[:, groups][:, :, clusters]`` would, without
-        building the whole stack first."""
+        building the whole stack first.
+
+        The stack is in Fortran order (the replicate index varies fastest in memory): the
+        layout auditors have always been given (it is what that fancy-index slicing returns).
+        numpy's sums follow the memory layout, so the metrics' values over the replicates, and
+        the intervals taken from them, are the same to the last bit only in the same layout."""
         gidx, names, clean, all_clusters, kidx = self._layout(attribute)
         # the rows of table(): groups with a non-noise row, in name order
         kept = np.bincount(gidx[clean], weights=self.counts[clean], minlength=len(names)) > 0
@@ -127,18 +132,19 @@ class JointTable:
             sel[np.asarray(clusters, dtype=np.int64)] = np.arange(len(clusters))
             k_of_cell, K = sel[k_of_cell], len(clusters)
         ok = clean & (g_of_cell >= 0) & (k_of_cell >= 0)
-        flat = g_of_cell[ok] * K + k_of_cell[ok]
         B = resampled.shape[0]
-        out = np.zeros((B, G * K), dtype=np.int64)
-        if flat.size:
+        # built as (clusters x groups) rows of B replicates each: C order of that is Fortran
+        # order of (B x groups x clusters)
+        out = np.zeros((K * G, B), dtype=np.int64)
+        row = k_of_cell[ok] * G + g_of_cell[ok]
+        if row.size:
             # several joint cells fall into one table cell (other attributes' groups): sum
             # them in integers, so the counts are exact
-            order = np.argsort(flat, kind="stable")
-            uniq, start = np.unique(flat[order], return_index=True)
-            cells = np.asarray(resampled[:, ok], dtype=np.int64)[:, order]
-            out[:, uniq] = (cells if uniq.size == flat.size
-                            else np.add.reduceat(cells, start, axis=1))
-        return out.reshape(B, G, K)
+            order = np.argsort(row, kind="stable")
+            uniq, start = np.unique(row[order], return_index=True)
+            cells = np.ascontiguousarray(np.asarray(resampled[:, ok], dtype=np.int64).T)[order]
+            out[uniq] = cells if uniq.size == row.size else np.add.reduceat(cells, start, axis=0)
+        return out.reshape(K, G, B).transpose(2, 1, 0)
 
 
 class BootstrapReplicates:

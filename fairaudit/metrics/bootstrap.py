@@ -31,6 +31,7 @@ __all__ = [
     "bootstrap_interval",
     "bootstrap_samples",
     "in_blocks",
+    "replicate_blocks",
     "percentile_interval",
     "resample_counts",
 ]
@@ -141,18 +142,29 @@ def in_blocks(
     For a statistic computed replicate by replicate (every vectorised counting metric is) the
     values are those of one call on the whole stack, bit for bit; the blocks only keep each
     step's temporaries in cache (a stack of 200 tables of 10 x 10,000 is 160 MB per temporary).
-    Each block is converted to float64 once."""
+    Each block is converted to float64 once, keeping the stack's memory layout (numpy's sums
+    follow it), and holds at least two replicates: with one, numpy drops the replicate axis and
+    may sum the others in another order."""
     arr = np.asarray(counts)
     if arr.ndim < 1 or arr.shape[0] < 1:
         raise ValueError(f"The 'counts' parameter must be a non-empty stack; got {arr.shape}.")
     per = max(1, int(np.prod(arr.shape[1:], dtype=np.int64)))
-    step = max(1, int(max_elements) // per)
     parts: dict[str, list[NDArray[np.float64]]] = {}
-    for b0 in range(0, arr.shape[0], step):
-        block = np.asarray(arr[b0:b0 + step], dtype=np.float64)
+    for b0, b1 in replicate_blocks(arr.shape[0], max(1, int(max_elements) // per)):
+        block = np.asarray(arr[b0:b1], dtype=np.float64)
         for key, val in statistic(block).items():
             parts.setdefault(key, []).append(np.asarray(val, dtype=np.float64))
     return {key: np.concatenate(v, axis=0) for key, v in parts.items()}
+
+
+def replicate_blocks(n_boot: int, step: int) -> list[tuple[int, int]]:
+    """Consecutive ``[start, stop)`` blocks of about ``step`` replicates covering ``n_boot``,
+    none with a single replicate unless ``n_boot`` is 1 (see :func:`in_blocks`)."""
+    step = max(2, int(step))
+    out = [(b0, min(n_boot, b0 + step)) for b0 in range(0, n_boot, step)]
+    if len(out) > 1 and out[-1][1] - out[-1][0] == 1:
+        out[-2:] = [(out[-2][0], n_boot)]
+    return out
 
 
 def percentile_interval(

@@ -471,7 +471,7 @@ def distance_intervals(
         raise ValueError(f"The 'ground' parameter must be 'zero-one' or 'ordinal'; got {ground!r}.")
     q = float(level)
     _alpha(q)
-    n_boot, k = R.shape[0], T.shape[1]
+    n_boot = R.shape[0]
     # with two groups or more, a cluster missing from a replicate makes every error bound of
     # that replicate NaN (its shares are 0 / 0); when too many replicates lose a cluster
     # (thousands of tiny clusters), no interval is given: skip the work
@@ -483,19 +483,24 @@ def distance_intervals(
     grounds = sorted({g for _, _, g in kinds})
     v = {g: _deviations(T, g) for g in grounds}  # Ed always compares the plain shares
     pkv = {g: (pk * v[g])[None] for g in grounds}
-    e_norm = {name: np.empty((n_boot, k)) for name, _, _ in kinds}  # NaN where a cluster
-    e_weighted = {name: np.empty((n_boot, k)) for name, _, _ in kinds}  # vanished
-    # replicate by replicate in blocks that stay in cache: every step is elementwise or
-    # reduces within one replicate, so the values are those of the whole stack at once
-    step = max(1, _BLOCK_ELEMENTS // max(1, T.size))
-    for b0 in range(0, n_boot, step):
-        b1 = min(n_boot, b0 + step)
+    parts: dict[str, list[NDArray[np.float64]]] = {}
+    # in blocks of replicates that stay in cache (B x groups x clusters is 160 MB per temporary
+    # at 10,000 clusters): every step is elementwise or reduces within one replicate, in the
+    # stack's own memory layout, so the values are those of the whole stack at once
+    # (fairaudit.metrics.bootstrap.replicate_blocks)
+    from fairaudit.metrics.bootstrap import replicate_blocks
+
+    for b0, b1 in replicate_blocks(n_boot, _BLOCK_ELEMENTS // max(1, T.size)):
         Rb = np.asarray(R[b0:b1], dtype=np.float64)
-        pkr = (Rb.sum(axis=1) / Rb.sum(axis=(1, 2))[:, None])[:, None, :]
+        pkr = Rb.sum(axis=1) / Rb.sum(axis=(1, 2))[:, None]
         vr = {g: _deviations(Rb, g) for g in grounds}
         for name, kind, g in kinds:
-            e_norm[name][b0:b1] = _norm(vr[g] - v[g][None], kind)
-            e_weighted[name][b0:b1] = _norm(pkr * vr[g] - pkv[g], kind)
+            e_norm = _norm(vr[g] - v[g][None], kind)  # (b, k); NaN where a cluster vanished
+            e_weighted = _norm(pkr[:, None, :] * vr[g] - pkv[g], kind)
+            for metric, e in ((name, e_weighted.sum(axis=1)),
+                              (f"{name}_max", e_norm.max(axis=1)),
+                              (f"{name}_sum", e_norm.sum(axis=1))):
+                parts.setdefault(metric, []).append(e)
     out: dict[str, Interval] = {}
     for name, kind, g in kinds:
         d = _norm(v[g], kind)  # (k,)
@@ -504,13 +509,8 @@ def distance_intervals(
             f"{name}_max": float(d.max()),
             f"{name}_sum": float(d.sum()),
         }
-        errors = {
-            name: e_weighted[name].sum(axis=1),
-            f"{name}_max": e_norm[name].max(axis=1),
-            f"{name}_sum": e_norm[name].sum(axis=1),
-        }
         for metric, est in estimates.items():
-            e = errors[metric]
+            e = np.concatenate(parts[metric])
             ok = np.isfinite(e)
             if ok.sum() < 2 or (~ok).sum() > max_undefined * e.size:
                 continue
