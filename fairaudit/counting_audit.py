@@ -189,7 +189,7 @@ def run_counting_auditor(
                 MetricResult(
                     auditor=comp.name, metric=metric, labelling=labelling,
                     value=value, direction=m.direction, attribute=attribute, ci=ci,
-                    per_cluster=tuple(_without_metric(r) for r in rows),
+                    per_cluster=rows,
                     n_rows=n_rows, headline=m.headline, notes=tuple(notes), detail=detail,
                 )
             )
@@ -219,25 +219,28 @@ def _compute_batch(comp: CountingAuditor, table: GroupTable, counts: np.ndarray,
 
 
 def _breakdown_by_metric(comp: CountingAuditor, table: GroupTable,
-                         metrics: Sequence[str]) -> dict[str, tuple[Mapping[str, Any], ...]]:
-    """The per-cluster rows of each metric: one call of ``breakdown`` for all of them (it
-    builds a row per cluster and metric), filed as :meth:`CountingAuditor.breakdown_for` does.
-    An auditor that overrides ``breakdown_for`` is asked metric by metric."""
+                         metrics: Sequence[str]) -> dict[str, tuple[dict[str, Any], ...]]:
+    """The per-cluster rows of each metric, as copies without their ``"metric"`` key: one call
+    of ``breakdown`` for all of them (it builds a row per cluster and metric), filed as
+    :meth:`CountingAuditor.breakdown_for` does. An auditor that overrides ``breakdown_for`` is
+    asked metric by metric."""
     if type(comp).breakdown_for is not CountingAuditor.breakdown_for:
-        return {m: comp.breakdown_for(table, m) for m in metrics}
+        return {m: tuple(map(_without_metric, comp.breakdown_for(table, m))) for m in metrics}
     rows = comp.breakdown(table)
     if isinstance(rows, Mapping):
-        return {m: tuple(rows.get(m, ())) for m in metrics}
+        return {m: tuple(map(_without_metric, rows.get(m, ()))) for m in metrics}
     unnamed = object()
     headline = comp.headline().name if comp.metrics else unnamed
-    out: dict[Any, list[Mapping[str, Any]]] = {m: [] for m in metrics}
+    out: dict[Any, list[dict[str, Any]]] = {m: [] for m in metrics}
     for r in rows:
         key = r.get("metric", headline)
         if key is unnamed:  # no metrics declared: breakdown_for files it under any metric
             for m in metrics:
-                out[m].append(r)
+                out[m].append(_without_metric(r))
         elif key in out:
-            out[key].append(r)
+            row = dict(r)  # a copy, keys in the same order, without "metric"
+            row.pop("metric", None)
+            out[key].append(row)
     return {m: tuple(out[m]) for m in metrics}
 
 
