@@ -2,8 +2,9 @@
 polars group-by, in the same run.
 
     python benchmarks/bench_engines.py [--rows 50000000] [--files 20] [--workers 2] [--repeat 3]
+        [--dir /tmp/fairaudit_bench] [--cli]
 
-Generates (once, seeded) a partitioned Parquet dataset under benchmarks/_data/ (an int cluster
+Generates (once, seeded) a partitioned Parquet dataset under ``--dir`` (an int cluster
 column and two categorical sensitive columns), then times, in this process:
 
 * baseline: `pl.scan_parquet(glob).group_by([cluster, sex, race]).agg(pl.len())` (streaming)
@@ -11,8 +12,11 @@ column and two categorical sensitive columns), then times, in this process:
 * dask: `DaskEngine(workers=N).count(...)` on a local cluster of N worker processes (the
   cluster start is timed apart)
 
-and checks that the local and Dask joint tables are identical. Prints a Markdown table for
-docs/benchmarks.md (median of --repeat runs; ratios against the baseline of the same run).
+and checks that the local and Dask joint tables are identical. With ``--cli`` it also times the
+whole command, each in a fresh process: ``fairaudit audit GLOB --sensitive sex,race --labels
+cluster --quiet`` on the local engine and with ``--workers N`` (cluster start included), and
+checks that their JSON results are identical. Prints Markdown tables for docs/benchmarks.md
+(median of --repeat runs; ratios against the baseline of the same run).
 """
 
 from __future__ import annotations
@@ -22,6 +26,9 @@ import datetime as dt
 import os
 import platform
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -60,8 +67,10 @@ def main() -> None:
     ap.add_argument("--files", type=int, default=20)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()) / "fairaudit_bench")
+    ap.add_argument("--cli", action="store_true")
     args = ap.parse_args()
-    folder = HERE / "_data" / f"engines_{args.rows}_{args.files}"
+    folder = args.dir / f"engines_{args.rows}_{args.files}"
     generate(folder, args.rows, args.files)
     glob = str(folder / "*.parquet")
     roles = ColumnRoles(sensitive=("sex", "race"), features=(), labels="cluster")
@@ -107,6 +116,40 @@ def main() -> None:
     for k in ("baseline", "local", "dask"):
         print(f"| {k} | {med[k]:.2f} | {med[k] / med['baseline']:.2f} |")
     print(f"| dask cluster start ({args.workers} workers) | {start:.2f} | |")
+    if args.cli:
+        cli_runs(glob, args)
+
+
+def cli_runs(glob: str, args: argparse.Namespace) -> None:
+    """The whole ``fairaudit audit --labels`` command, local vs --workers N, fresh processes."""
+    import json
+
+    exe = str(Path(sys.executable).parent / "fairaudit")
+    base = [exe, "audit", glob, "--sensitive", "sex,race", "--labels", "cluster", "--quiet"]
+    times: dict[str, list[float]] = {"local": [], "dask": []}
+    results: dict[str, list] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for _ in range(args.repeat):
+            for name, extra in (("local", []), ("dask", ["--workers", str(args.workers)])):
+                out = Path(tmp) / f"{name}.html"
+                t = time.perf_counter()
+                proc = subprocess.run([*base, *extra, "-o", str(out)], capture_output=True,
+                                      text=True)
+                times[name].append(time.perf_counter() - t)
+                if proc.returncode not in (0, 1):
+                    raise SystemExit(f"{name} failed ({proc.returncode}): {proc.stderr}")
+                doc = json.loads(out.with_suffix(".json").read_text())
+                results[name] = [(r["labelling"], r["metric"], r["attribute"], r["value"],
+                                  r["ci"]) for r in doc["results"]]
+    med = {k: statistics.median(v) for k, v in times.items()}
+    print(f"\n`{' '.join(base[1:])} [--workers {args.workers}]`, fresh processes; identical "
+          f"JSON results: {results['local'] == results['dask']}; load "
+          f"{os.getloadavg()[0]:.1f}\n")
+    print("| command | median wall (s) | runs (s) | ratio to local |")
+    print("|---|---|---|---|")
+    for k in ("local", "dask"):
+        runs = ", ".join(f"{t:.1f}" for t in times[k])
+        print(f"| {k} | {med[k]:.2f} | {runs} | {med[k] / med['local']:.2f} |")
 
 
 if __name__ == "__main__":

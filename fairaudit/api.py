@@ -44,6 +44,7 @@ def audit(
     disabled_plugins: Sequence[str] = (),
     scheduler: str | None = None,
     workers: int | None = None,
+    engine: str | None = None,
     twins: bool | None = None,
     baseline: str | Path | Mapping[str, Any] | AuditRun | None = None,
     tolerance: Mapping[str, float] | None = None,
@@ -60,7 +61,9 @@ def audit(
     Returns the :class:`~fairaudit.results.AuditRun` (its ``exit_code`` is what the CLI exits with).
     ``scheduler`` (a Dask scheduler address) or ``workers`` (a local Dask cluster of that many
     processes) count and assign every row on Dask (``pip install 'fairaudit[dask]'``); the
-    results are identical to the local engine's.
+    results are identical to the local engine's. They override the chain's ``[engine]`` table;
+    ``engine="local"`` runs locally whatever the chain says, ``engine="dask"`` without an
+    address uses the chain's, else ``DASK_SCHEDULER_ADDRESS``.
     ``baseline`` (an earlier audit: path, JSON document or run) also compares with it and gates on
     both (``run.doc["comparison"]``; ``tolerance`` maps ``METRIC[[ATTR]]`` to an allowed
     worsening); a chain's ``[compare]`` table does the same.
@@ -105,14 +108,15 @@ def audit(
         load_audit(options.baseline, what="baseline")  # a bad baseline fails before the run
     if is_pandas(data):
         data = from_pandas(data)
-    from fairaudit.engines import make_engine
+    from fairaudit.engines import engine_for
 
-    engine = make_engine(scheduler=scheduler, workers=workers)
+    runner = engine_for(spec.engine, name=engine, scheduler=scheduler, workers=workers,
+                        env_default=False)
     try:
         run = run_chain(spec, host, data_path=data if not isinstance(data, Path) else str(data),
-                        engine=engine)
+                        engine=runner)
     finally:
-        engine.close()
+        runner.close()
     return attach_comparison(run, options) if options is not None else run
 
 

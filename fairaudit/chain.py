@@ -66,7 +66,14 @@ ON_VALUES = ("value", "ci", "lower", "upper")
 """What a threshold judges: the value, the CI's conservative end (lower for a lower bound, upper
 for an upper bound), or a named end of the CI."""
 _THRESHOLD_KEYS = {"metric", "min", "max", "on", "attribute", "severity", "labelling"}
-_TOP_KEYS = {"data", "options", "preprocess", "cluster", "audit", "threshold", "compare"}
+_ENGINE_KEYS = {
+    "name": "'local' (polars on this machine) or 'dask'",
+    "scheduler": "address of a running Dask scheduler, e.g. 'tcp://host:8786'",
+    "workers": "start a local Dask cluster of this many worker processes",
+}
+ENGINE_NAMES = ("local", "dask")
+_TOP_KEYS = {"data", "options", "preprocess", "cluster", "audit", "threshold", "compare",
+             "engine"}
 
 
 @dataclass(frozen=True)
@@ -116,6 +123,21 @@ class Options:
 
 
 @dataclass(frozen=True)
+class EngineSpec:
+    """The ``[engine]`` table: where the passes over every row run (:mod:`fairaudit.engines`).
+
+    ``name`` is ``"local"`` (the default) or ``"dask"``; a Dask engine takes ``scheduler`` (the
+    address of a running cluster) or ``workers`` (a local cluster of that many processes), or
+    neither, and then reads ``DASK_SCHEDULER_ADDRESS`` when the run starts. The engine is not
+    part of the audit's JSON: both engines give identical results.
+    """
+
+    name: str = "local"
+    scheduler: str | None = None
+    workers: int | None = None
+
+
+@dataclass(frozen=True)
 class ChainSpec:
     data: DataSpec
     options: Options = Options()
@@ -126,6 +148,7 @@ class ChainSpec:
     source: str = "flags"
     problems: tuple[tuple[str, str], ...] = ()
     """Problems found while parsing; reported together with validation's (all at once)."""
+    engine: EngineSpec = EngineSpec()
 
     def to_json(self) -> dict[str, Any]:
         def step(s: StepSpec) -> dict[str, Any]:
@@ -210,6 +233,7 @@ def parse_chain(doc: Mapping[str, Any], *, source: str = "<chain>") -> ChainSpec
 
     data = _parse_data(data_doc, problems)
     options = _parse_options(opt_doc, problems)
+    engine = _parse_engine(doc.get("engine", {}), problems)
     steps: dict[str, list[StepSpec]] = {}
     thresholds: list[Threshold] = []
     for kind in ("preprocess", "cluster", "audit"):
@@ -259,7 +283,54 @@ def parse_chain(doc: Mapping[str, Any], *, source: str = "<chain>") -> ChainSpec
         audit=tuple(steps["audit"]),
         thresholds=tuple(thresholds),
         source=source,
+        engine=engine,
     )
+
+
+def _parse_engine(d: Any, problems: _Problems) -> EngineSpec:
+    """``[engine]``: ``name``, and for Dask ``scheduler`` or ``workers`` (not both)."""
+    if not isinstance(d, Mapping):
+        problems.add("engine", f"must be a table ([engine]); got {d!r}")
+        return EngineSpec()
+    problems.unknown_keys(d, _ENGINE_KEYS, "engine")
+    ok = True
+    scheduler = d.get("scheduler")
+    if scheduler is not None and not _is_address(scheduler):
+        problems.add("engine.scheduler", "must be a Dask scheduler address such as "
+                     f"'tcp://host:8786' (a string, no spaces); got {scheduler!r}")
+        ok = False
+    workers = d.get("workers")
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int)
+                                or workers < 1):
+        problems.add("engine.workers", f"must be an int >= 1; got {workers!r}")
+        ok = False
+    if scheduler is not None and workers is not None:
+        problems.add("engine", "give scheduler (a running Dask cluster) or workers (a local "
+                     "cluster of that many processes), not both")
+        ok = False
+    name = d.get("name", "dask" if scheduler is not None or workers is not None else "local")
+    if name not in ENGINE_NAMES:
+        problems.add("engine.name", f"must be one of {', '.join(map(repr, ENGINE_NAMES))}; "
+                     f"got {name!r}")
+        return EngineSpec()
+    if name == "local" and (scheduler is not None or workers is not None):
+        key = "scheduler" if scheduler is not None else "workers"
+        problems.add(f"engine.{key}", "only for name = 'dask'; the local engine runs on this "
+                     "machine")
+        ok = False
+    if not ok:
+        return EngineSpec()
+    return EngineSpec(name=name, scheduler=scheduler, workers=workers)
+
+
+def _is_address(value: Any) -> bool:
+    """A scheduler address as Dask takes it: ``tcp://host:8786``, ``tls://…``, ``host:port``."""
+    if not isinstance(value, str) or not value or any(c.isspace() for c in value):
+        return False
+    scheme, sep, rest = value.partition("://")
+    if sep:
+        return scheme in ("tcp", "tls", "ucx", "inproc", "ws", "wss") and bool(rest)
+    return True
 
 
 def _str_list(value: Any, path: str, problems: _Problems) -> tuple[str, ...] | None:

@@ -141,6 +141,28 @@ def _common(fn: Callable[..., Any]) -> Callable[..., Any]:
     return fn
 
 
+def _engine_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """--engine / --scheduler / --workers: they override the chain's [engine] table."""
+    fn = click.option("--workers", type=click.IntRange(min=1), default=None,
+                      help="Count and assign on a local Dask cluster of N worker processes.")(fn)
+    fn = click.option("--scheduler", metavar="ADDRESS", default=None,
+                      help="Count and assign every row on a Dask cluster (tcp://host:8786; "
+                      "default: env DASK_SCHEDULER_ADDRESS). Needs pip install "
+                      "'fairaudit[dask]'.")(fn)
+    fn = click.option("--engine", "engine_name", type=click.Choice(["local", "dask"]),
+                      default=None,
+                      help="Where the passes over every row run; overrides the chain's "
+                      "[engine] (local also ignores DASK_SCHEDULER_ADDRESS) [default: local].")(fn)
+    return fn
+
+
+def _make_engine(spec: Any, engine_name: str | None, scheduler: str | None,
+                 workers: int | None) -> Any:
+    from fairaudit.engines import engine_for
+
+    return engine_for(spec.engine, name=engine_name, scheduler=scheduler, workers=workers)
+
+
 def _host(disabled: Sequence[str]) -> Any:
     from fairaudit.plugins import Host
 
@@ -230,11 +252,7 @@ def _default_json(out: Path) -> Path:
               help="CSV field separator [default: ',' (tab for .tsv)].")
 @click.option("--bootstrap", type=click.IntRange(min=0), default=None,
               help="Bootstrap replicates for confidence intervals, 0 = off [default: 200].")
-@click.option("--scheduler", metavar="ADDRESS", envvar="DASK_SCHEDULER_ADDRESS", default=None,
-              help="Count and assign every row on a Dask cluster (tcp://host:8786; "
-              "env DASK_SCHEDULER_ADDRESS). Needs pip install 'fairaudit[dask]'.")
-@click.option("--workers", type=click.IntRange(min=1), default=None,
-              help="Count and assign on a local Dask cluster of N worker processes.")
+@_engine_options
 @click.option("--twins/--no-twins", default=None,
               help="Also fit each fair clusterer with fair=false (its twin) and report the price "
               "of fairness [default: on in the default comparison, else off].")
@@ -247,7 +265,7 @@ def _default_json(out: Path) -> Path:
 def audit(data: str, sensitive, labels, features, exclude, chain_file, clusters, k, seed,
           sample, out, json_out, fail_under, fail_over, warn_under, warn_over, audits,
           skip_audits, summary_md, timing, min_cell, no_suppress, on_null, on_nonfinite,
-          separator, bootstrap, scheduler, workers, twins, baseline,
+          separator, bootstrap, engine_name, scheduler, workers, twins, baseline,
           tolerances, quiet, debug, disabled) -> int:
     """Audit DATA (Parquet file, directory or glob of Parquet files, or CSV)."""
     from fairaudit.chain import chain_from_flags, load_chain, parse_threshold_flag
@@ -279,9 +297,7 @@ def audit(data: str, sensitive, labels, features, exclude, chain_file, clusters,
         spec = dataclasses.replace(
             spec, data=dataclasses.replace(spec.data, reader_options={"separator": separator})
         )
-    from fairaudit.engines import make_engine
-
-    engine = make_engine(scheduler=scheduler, workers=workers)
+    engine = _make_engine(spec, engine_name, scheduler, workers)
     try:
         return _run_and_write(spec, host, data, Path(out),
                               Path(json_out) if json_out else None, quiet,
@@ -303,10 +319,12 @@ def audit(data: str, sensitive, labels, features, exclude, chain_file, clusters,
               help="Also write the gate summary as Markdown (e.g. $GITHUB_STEP_SUMMARY).")
 @click.option("--timing", is_flag=True, default=None,
               help="Record step timings in the JSON (overrides options.timing).")
+@_engine_options
 @_common
 @_handle_errors
 def run(chain_file: str, data: str | None, out: str, json_out: str | None,
-        summary_md: str | None, timing: bool | None, quiet: bool, debug: bool,
+        summary_md: str | None, timing: bool | None, engine_name: str | None,
+        scheduler: str | None, workers: int | None, quiet: bool, debug: bool,
         disabled: Sequence[str]) -> int:
     """Run the chain in CHAIN.toml on DATA (or on its data.path)."""
     import dataclasses
@@ -318,9 +336,14 @@ def run(chain_file: str, data: str | None, out: str, json_out: str | None,
     spec = load_chain(chain_file)
     if timing:
         spec = dataclasses.replace(spec, options=dataclasses.replace(spec.options, timing=True))
-    return _run_and_write(spec, host, data, Path(out), Path(json_out) if json_out else None, quiet,
-                          Path(summary_md) if summary_md else None, chain_file=chain_file,
-                          baseline=_baseline_options(None, (), chain_file))
+    engine = _make_engine(spec, engine_name, scheduler, workers)
+    try:
+        return _run_and_write(spec, host, data, Path(out), Path(json_out) if json_out else None,
+                              quiet, Path(summary_md) if summary_md else None,
+                              chain_file=chain_file, engine=engine,
+                              baseline=_baseline_options(None, (), chain_file))
+    finally:
+        engine.close()
 
 
 def _baseline_options(baseline: str | None, tolerances: Sequence[str], chain_file: str | None):

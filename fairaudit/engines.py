@@ -92,14 +92,15 @@ class DaskEngine:
 
     name = "dask"
 
-    def __init__(self, scheduler: str | None = None, workers: int | None = None):
+    def __init__(self, scheduler: str | None = None, workers: int | None = None, *,
+                 where: str = "--scheduler/--workers"):
         if not scheduler and not workers:
             raise ConfigError("the Dask engine needs a scheduler address or a number of workers")
         try:
             import distributed  # noqa: F401
         except ImportError as exc:
             raise ConfigError(
-                "--scheduler/--workers need Dask: pip install 'fairaudit[dask]'"
+                f"{where}: the Dask engine needs Dask: pip install 'fairaudit[dask]'"
             ) from exc
         self.scheduler = scheduler
         self.workers = workers
@@ -202,9 +203,57 @@ class DaskEngine:
         return {"name": self.name, "scheduler": self.scheduler, "workers": self.workers}
 
 
-def make_engine(scheduler: str | None = None, workers: int | None = None) -> Any:
+def make_engine(scheduler: str | None = None, workers: int | None = None, *,
+                where: str = "--scheduler/--workers") -> Any:
     """The engine for these options: Dask when a scheduler address or a worker count is
-    given, else the local engine."""
+    given, else the local engine. ``where`` names the option in errors."""
+    if scheduler and workers:
+        raise ConfigError(f"{where}: give a scheduler address (a running Dask cluster) or a "
+                          "number of workers (a local cluster), not both")
     if scheduler or workers:
-        return DaskEngine(scheduler=scheduler, workers=workers)
+        return DaskEngine(scheduler=scheduler, workers=workers, where=where)
+    return LocalEngine()
+
+
+ENV_SCHEDULER = "DASK_SCHEDULER_ADDRESS"
+
+
+def engine_for(chain_engine: Any = None, *, name: str | None = None,
+               scheduler: str | None = None, workers: int | None = None,
+               env: Mapping[str, str] | None = None, env_default: bool = True) -> Any:
+    """The engine of a run, first match wins:
+
+    1. ``name="local"`` (``--engine local``): the local engine, whatever else says Dask;
+    2. ``scheduler`` or ``workers`` (``--scheduler`` / ``--workers``, the Python API's keywords);
+    3. ``DASK_SCHEDULER_ADDRESS`` in ``env`` — always on the command line (``env_default``),
+       and for the Python API only when the chain or ``name`` asks for Dask without saying where;
+    4. the chain's ``[engine]`` table (``chain_engine``, a :class:`fairaudit.chain.EngineSpec`);
+    5. the local engine — but ``name = "dask"`` (``--engine dask`` or the chain) with no
+       address and no worker count anywhere is an error.
+    """
+    env = os.environ if env is None else env
+    if name is not None and name not in ("local", "dask"):
+        raise ConfigError(f"--engine: expected 'local' or 'dask'; got {name!r}")
+    if name == "local":
+        if scheduler or workers:
+            raise ConfigError("--engine local runs on this machine: drop --scheduler/--workers")
+        return LocalEngine()
+    if scheduler or workers:
+        return make_engine(scheduler, workers)
+    wants_dask = name == "dask" or getattr(chain_engine, "name", "local") == "dask"
+    env_scheduler = env.get(ENV_SCHEDULER) or None
+    if env_scheduler and (env_default or wants_dask):
+        return make_engine(env_scheduler, None, where=ENV_SCHEDULER)
+    if chain_engine is not None and chain_engine.name == "dask" and (
+        chain_engine.scheduler or chain_engine.workers
+    ):
+        return make_engine(chain_engine.scheduler, chain_engine.workers,
+                           where="engine.scheduler" if chain_engine.scheduler
+                           else "engine.workers")
+    if wants_dask:
+        where = "--engine dask" if name == "dask" else "engine.name = 'dask'"
+        raise ConfigError(
+            f"{where}: say where to run: a scheduler address (--scheduler, engine.scheduler or "
+            f"{ENV_SCHEDULER}) or a number of local workers (--workers, engine.workers)"
+        )
     return LocalEngine()
