@@ -198,8 +198,8 @@ def fce_objective(
 
 GROUP_WEIGHTS = ("count", "share")
 """``group_weights``: "count" = the paper's ||G^T Y||^2 (every person weighs 1); "share" = each
-group's counts in units of the attribute's average group size, i.e. weight (n / T_a / |G_t|)^2
-on group t of an attribute with T_a groups (docs/methods/fce.md)."""
+group's counts in units of its attribute's largest group, i.e. weight (max_s |G_s| / |G_t|)^2
+on group t (>= 1: never weaker than the paper's term; docs/methods/fce.md)."""
 
 
 def group_weight_vector(groups: np.ndarray, group_sizes: list[int], n: int,
@@ -208,9 +208,13 @@ def group_weight_vector(groups: np.ndarray, group_sizes: list[int], n: int,
     T = int(sum(group_sizes))
     if mode == "count":
         return np.ones(T)
-    counts = np.bincount(groups.ravel(), minlength=T).astype(np.float64)
-    per_attr = np.repeat(np.asarray(group_sizes, dtype=np.float64), group_sizes)
-    return (n / per_attr / np.maximum(counts, 1.0)) ** 2
+    counts = np.maximum(np.bincount(groups.ravel(), minlength=T).astype(np.float64), 1.0)
+    largest = np.repeat(
+        [counts[o:o + t].max() for o, t in zip(np.cumsum([0, *group_sizes[:-1]]), group_sizes,
+                                                 strict=True)],
+        group_sizes,
+    )
+    return (largest / counts) ** 2
 
 
 class FairClusteringEnsemble(ClusterMixin, BaseEstimator):
@@ -239,10 +243,10 @@ class FairClusteringEnsemble(ClusterMixin, BaseEstimator):
     group_weights : {"count", "share"}, default "count"
         ``"count"``: the paper's term ||G^T Y||^2, every person weighs 1, so a small group's
         spread over the clusters hardly counts. ``"share"``: group t's counts are measured in
-        units of its attribute's average group size (weight (n / T_a / |G_t|)^2), so the term
-        is the squared error of fairness_CCE's own quantity c·|pi_k ∩ G_t| / |G_t| around 1
-        for every group alike (same minimiser per group; docs/methods/fce.md). The weights
-        used are ``group_weights_``.
+        units of its attribute's largest group (weight (max_s |G_s| / |G_t|)^2 >= 1), so the
+        term is the squared error of fairness_CCE's own quantity |pi_k ∩ G_t| / |G_t| for every
+        group alike, and never weaker than the paper's for any group (same minimiser per group;
+        docs/methods/fce.md). The weights used are ``group_weights_``.
     random_state : int, Generator, RandomState or None
         Seeds the random initial Y (and the k-means bases with ``bases="kmeans"``).
     fair : bool, default True
