@@ -92,11 +92,13 @@ def closed_form_labels(
     contingency: np.ndarray,
     lambda1: float,
     lambda2: float,
+    group_weights: np.ndarray | None = None,
 ) -> np.ndarray:
     """For each new row (base codes, -1 = abstain): argmin over clusters b of its share of the
     FCE objective with every fitted block fixed — min over h of sum_i alpha_i^2 ||h - y_i R_i||^2
     + lambda1 ||e_b - h R||^2 (closed form), plus lambda2 * sum_a (2 A[g_a, b] + 1) when
-    ``groups`` (stacked group codes as at fit) are given."""
+    ``groups`` (stacked group codes as at fit) are given; ``group_weights`` (T,) weight each
+    group's term (the fit's ``group_weights_``; None = 1)."""
     alpha2 = weights**2
     R = rotation
     K, c = R.shape
@@ -124,5 +126,6 @@ def closed_form_labels(
     if groups is not None and lam2 > 0:
         A = contingency
         for col in range(groups.shape[1]):
-            cost += lam2 * (2.0 * A[groups[:, col]] + 1.0)
+            w = 1.0 if group_weights is None else np.asarray(group_weights)[groups[:, col]][:, None]
+            cost += lam2 * w * (2.0 * A[groups[:, col]] + 1.0)
     return cost.argmin(axis=1).astype(np.int64)

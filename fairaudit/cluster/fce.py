@@ -169,10 +169,13 @@ def fce_objective(
     n_clusters: int,
     lambda1: float,
     lambda2: float,
+    group_weights: np.ndarray | None = None,
 ) -> tuple[float, float, float, float]:
     """J and its terms, evaluated directly from the matrices (no incremental state).
 
     ``base_codes`` is n x m (codes, -1 = abstain), ``groups`` n x p (stacked group columns).
+    ``group_weights`` (T,): the fairness term is sum_t w_t sum_k A[t, k]^2 (None = all 1, the
+    paper's ||G^T Y||^2).
     """
     n = H.shape[0]
     ens = 0.0
@@ -188,8 +191,30 @@ def fce_objective(
     A = np.zeros(n_groups * n_clusters)
     for a in range(groups.shape[1]):
         A += np.bincount(groups[:, a] * n_clusters + labels, minlength=n_groups * n_clusters)
-    fair = float(np.sum(A**2))
+    gw = np.ones(n_groups) if group_weights is None else np.asarray(group_weights, float)
+    fair = float(np.sum(gw[:, None] * A.reshape(n_groups, n_clusters) ** 2))
     return ens + lambda1 * disc + lambda2 * fair, ens, disc, fair
+
+
+GROUP_WEIGHTS = ("count", "share")
+"""``group_weights``: "count" = the paper's ||G^T Y||^2 (every person weighs 1); "share" = each
+group's counts in units of its attribute's largest group, i.e. weight (max_s |G_s| / |G_t|)^2
+on group t (>= 1: never weaker than the paper's term; docs/methods/fce.md)."""
+
+
+def group_weight_vector(groups: np.ndarray, group_sizes: list[int], n: int,
+                        mode: str) -> np.ndarray:
+    """Weights w_t of the stacked groups for ``group_weights=mode``."""
+    T = int(sum(group_sizes))
+    if mode == "count":
+        return np.ones(T)
+    counts = np.maximum(np.bincount(groups.ravel(), minlength=T).astype(np.float64), 1.0)
+    largest = np.repeat(
+        [counts[o:o + t].max() for o, t in zip(np.cumsum([0, *group_sizes[:-1]]), group_sizes,
+                                                 strict=True)],
+        group_sizes,
+    )
+    return (largest / counts) ** 2
 
 
 class FairClusteringEnsemble(ClusterMixin, BaseEstimator):
@@ -215,6 +240,13 @@ class FairClusteringEnsemble(ClusterMixin, BaseEstimator):
         Stop when the relative decrease of J is below ``tol``.
     max_sweeps : int, default 5
         Coordinate-descent sweeps over the rows per Y update (the authors do 5).
+    group_weights : {"count", "share"}, default "count"
+        ``"count"``: the paper's term ||G^T Y||^2, every person weighs 1, so a small group's
+        spread over the clusters hardly counts. ``"share"``: group t's counts are measured in
+        units of its attribute's largest group (weight (max_s |G_s| / |G_t|)^2 >= 1), so the
+        term is the squared error of fairness_CCE's own quantity |pi_k ∩ G_t| / |G_t| for every
+        group alike, and never weaker than the paper's for any group (same minimiser per group;
+        docs/methods/fce.md). The weights used are ``group_weights_``.
     random_state : int, Generator, RandomState or None
         Seeds the random initial Y (and the k-means bases with ``bases="kmeans"``).
     fair : bool, default True
@@ -266,6 +298,7 @@ class FairClusteringEnsemble(ClusterMixin, BaseEstimator):
         fair: bool = True,
         bases: str = "precomputed",
         n_bases: int = 10,
+        group_weights: str = "count",
     ) -> None:
         self.n_clusters = n_clusters
         self.lambda1 = lambda1
@@ -277,6 +310,7 @@ class FairClusteringEnsemble(ClusterMixin, BaseEstimator):
         self.fair = fair
         self.bases = bases
         self.n_bases = n_bases
+        self.group_weights = group_weights
 
     def __sklearn_tags__(self):  # noqa: ANN204 - sklearn's Tags type
         tags = super().__sklearn_tags__()
@@ -297,6 +331,11 @@ class FairClusteringEnsemble(ClusterMixin, BaseEstimator):
         _int("max_iter", 1)
         _int("max_sweeps", 1)
         _int("n_bases", 2)
+        if self.group_weights not in GROUP_WEIGHTS:
+            raise ValueError(
+                f"The 'group_weights' parameter of {name} must be one of 'count', 'share'; "
+                f"got {self.group_weights!r}."
+            )
         if not isinstance(self.fair, bool | np.bool_):
             raise ValueError(f"The 'fair' parameter of {name} must be a bool; got {self.fair!r}.")
         if self.bases not in ("precomputed", "kmeans"):
@@ -373,6 +412,7 @@ class FairClusteringEnsemble(ClusterMixin, BaseEstimator):
         lam2 = lam1 * T * c**1.5 / n**1.5 if isinstance(self.lambda2, str) else float(self.lambda2)
         if not self.fair:
             lam2 = 0.0
+        gw = group_weight_vector(groups, group_sizes, n, str(self.group_weights))
 
         Ys = [_one_hot(codes[:, i], K) for i in range(m)]
         YsT = [Yi.T.tocsr() for Yi in Ys]
@@ -390,7 +430,7 @@ class FairClusteringEnsemble(ClusterMixin, BaseEstimator):
 
         def objective(it: int, moves: int) -> FCEIteration:
             J, ens, disc, fair = fce_objective(
-                H, R, rotations, alpha, labels, codes, groups, T, c, lam1, lam2
+                H, R, rotations, alpha, labels, codes, groups, T, c, lam1, lam2, gw
             )
             return FCEIteration(it, J, ens, disc, fair, moves)
 
@@ -399,7 +439,7 @@ class FairClusteringEnsemble(ClusterMixin, BaseEstimator):
         for it in range(1, int(self.max_iter) + 1):
             n_iter = it
             # --- Y: improving coordinate descent, counts kept incrementally
-            moves = self._y_step(H @ R, lam1, lam2, groups, A, sizes, labels)
+            moves = self._y_step(H @ R, lam1, lam2, groups, A, sizes, labels, gw)
             # --- R: polar factor of H^T Y (K x c)
             Yc = _one_hot(labels, c)
             R = _polar(np.asarray((Yc.T @ H).T))
@@ -428,6 +468,7 @@ class FairClusteringEnsemble(ClusterMixin, BaseEstimator):
         self.objective_ = tuple(history)
         self.n_iter_ = n_iter
         self.lambda2_ = lam2
+        self.group_weights_ = gw
         self.contingency_ = A.copy()
         self.embedding_ = H
         self.rotation_ = R
@@ -512,6 +553,7 @@ class FairClusteringEnsemble(ClusterMixin, BaseEstimator):
             contingency=self.contingency_,
             lambda1=float(self.lambda1),
             lambda2=float(self.lambda2_),
+            group_weights=getattr(self, "group_weights_", None),
         )
 
     def _y_step(
@@ -523,6 +565,7 @@ class FairClusteringEnsemble(ClusterMixin, BaseEstimator):
         A: np.ndarray,
         sizes: np.ndarray,
         labels: np.ndarray,
+        group_weights: np.ndarray | None = None,
     ) -> int:
         """Minimise lam1 ||Y - P||^2 + lam2 ||G^T Y||^2 over Y by improving single-row moves.
 
@@ -537,12 +580,19 @@ class FairClusteringEnsemble(ClusterMixin, BaseEstimator):
         n, c = P.shape
         p = groups.shape[1]
         rows = np.arange(n)
-        scale = lam1 * float(np.abs(P).max()) + lam2 * float(n)
+        gw = np.ones(A.shape[0]) if group_weights is None else np.asarray(group_weights, float)
+        weighted = bool(np.any(gw != 1.0))
+        scale = lam1 * float(np.abs(P).max()) + lam2 * float(n) * float(gw.max())
         eps = 1e-12 * max(scale, 1e-300)
         total = 0
         for _ in range(int(self.max_sweeps)):
-            S = -lam1 * P + lam2 * A[groups].sum(axis=1)
-            S[rows, labels] -= lam2 * p
+            if weighted:
+                Wg = gw[groups]  # (n, p)
+                S = -lam1 * P + lam2 * (Wg[:, :, None] * A[groups]).sum(axis=1)
+                S[rows, labels] -= lam2 * Wg.sum(axis=1)
+            else:
+                S = -lam1 * P + lam2 * A[groups].sum(axis=1)
+                S[rows, labels] -= lam2 * p
             best = S.min(axis=1)
             candidates = np.flatnonzero(best < S[rows, labels] - eps)
             if candidates.size == 0:
@@ -551,6 +601,7 @@ class FairClusteringEnsemble(ClusterMixin, BaseEstimator):
             # faster than numpy calls on length-c arrays); counts stay exact integers
             moved = 0
             A_l = A.tolist()
+            gw_l = gw.tolist()
             sizes_l = sizes.tolist()
             P_l = P[candidates].tolist()
             g_l = groups[candidates].tolist()
@@ -562,12 +613,21 @@ class FairClusteringEnsemble(ClusterMixin, BaseEstimator):
                     continue
                 prow = P_l[idx]
                 rows_g = [A_l[t] for t in g_l[idx]]
-                if p == 1:
+                if weighted:
+                    ws = [gw_l[t] for t in g_l[idx]]
+                    s_vals = [
+                        lam2 * sum(wt * r[b] for wt, r in zip(ws, rows_g, strict=True))
+                        - lam1 * prow[b]
+                        for b in c_range
+                    ]
+                    s_vals[a] -= lam2 * sum(ws)
+                elif p == 1:
                     cnt = rows_g[0]
                     s_vals = [lam2 * cnt[b] - lam1 * prow[b] for b in c_range]
+                    s_vals[a] -= lam2 * p
                 else:
                     s_vals = [lam2 * sum(r[b] for r in rows_g) - lam1 * prow[b] for b in c_range]
-                s_vals[a] -= lam2 * p
+                    s_vals[a] -= lam2 * p
                 best_s = min(s_vals)
                 b = s_vals.index(best_s)
                 if b != a and best_s < s_vals[a] - eps:

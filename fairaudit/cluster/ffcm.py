@@ -45,7 +45,9 @@ from fairaudit.cluster._ffcm_ops import (
     targeted_penalties,
 )
 
-__all__ = ["FairFuzzyCMeans", "encode_sensitive", "nbias_tables"]
+__all__ = [
+    "FairFuzzyCMeans", "auto_fuzzifier", "encode_sensitive", "fuzzifier_estimate", "nbias_tables",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -59,6 +61,32 @@ of the current memberships (after the first sweeps: step max(TABLE_STEP, 1/t)). 
 fixed-point iteration: at convergence the table is the penalty of the final memberships."""
 PAPER_ETA = 1.0
 """Default ``eta`` of the paper-literal term, in units of the total variance."""
+STANDARD_M = 2.0
+"""The fuzzifier of the FFCM paper and of most FCM software; ``m="auto"`` never exceeds it."""
+
+
+def fuzzifier_estimate(n: int, d: int) -> float:
+    """Schwämmle & Jensen's fuzzifier estimate m_SJ(n, d) (Bioinformatics 26(22):2841-2848,
+    2010; Mfuzz's ``mestimate``): the smallest m at which fuzzy c-means finds no structure in
+    randomised data of n rows and d dimensions,
+
+    m_SJ = 1 + (1418/n + 22.05)·d⁻² + (12.33/n + 0.243)·d^(−0.0406·ln n − 0.1134).
+
+    It falls towards 1 as d grows: in many dimensions all distances to the centres are alike
+    and a fixed m = 2 flattens every membership to ≈ 1/k."""
+    if n < 1 or d < 1:
+        raise ValueError(f"fuzzifier_estimate needs n >= 1 and d >= 1; got n={n}, d={d}.")
+    return float(
+        1.0 + (1418.0 / n + 22.05) * d**-2.0
+        + (12.33 / n + 0.243) * d ** (-0.0406 * np.log(n) - 0.1134)
+    )
+
+
+def auto_fuzzifier(n: int, d: int) -> float:
+    """``m="auto"``: min(2, m_SJ(n, d)) — the standard m = 2 where the data allow it (on the
+    FFCM paper's 3-5 features m_SJ ≥ 2), Schwämmle & Jensen's estimate where m = 2 would leave
+    memberships flat (e.g. 1.04 on one-hot encoded Adult, d ≈ 100)."""
+    return min(STANDARD_M, fuzzifier_estimate(n, d))
 
 
 def _check_X(X: Any, owner: str) -> np.ndarray:
@@ -180,8 +208,11 @@ class FairFuzzyCMeans(ClusterMixin, BaseEstimator):
         ``"variance"`` = total variance of X, ``"none"`` = raw squared-distance units (the
         paper's 1e2..1e7). ``"auto"``: ``"gap"`` for ``"targeted"``, ``"variance"`` for
         ``"paper"``.
-    m : float, default=2.0
-        Fuzzifier (> 1).
+    m : float or "auto", default=2.0
+        Fuzzifier (> 1). ``"auto"`` = min(2, m_SJ(n, d)) with Schwämmle & Jensen's estimate
+        (:func:`fuzzifier_estimate`): the standard m = 2 unless the data's dimension makes it
+        flatten every membership (one-hot encoded tables), see ``docs/methods/ffcm.md``. The
+        value used is ``m_``.
     max_iter : int, default=300
         Maximum number of sweeps (the paper uses T = 10); per phase for the targeted form (its
         fuzzy c-means start, then the fair refinement).
@@ -252,8 +283,12 @@ class FairFuzzyCMeans(ClusterMixin, BaseEstimator):
                 f"got {self.variant!r}."
             )
         m = self.m
-        if not isinstance(m, numbers.Real) or isinstance(m, bool) or not np.isfinite(m) or m <= 1:
-            raise ValueError(f"The 'm' parameter of {name} must be a finite float > 1; got {m!r}.")
+        if isinstance(m, str) and m == "auto":
+            pass
+        elif not isinstance(m, numbers.Real) or isinstance(m, bool) or not np.isfinite(m) or m <= 1:
+            raise ValueError(
+                f"The 'm' parameter of {name} must be a finite float > 1 or 'auto'; got {m!r}."
+            )
         eta = self.eta
         if isinstance(eta, str) and eta == "auto":
             eta = TARGETED_ETA if self.variant == "targeted" else PAPER_ETA
@@ -303,7 +338,8 @@ class FairFuzzyCMeans(ClusterMixin, BaseEstimator):
         eta, scale = self._validate_params(n)
         _check_constant(X, name)
         k = int(self.n_clusters)
-        m = float(self.m)
+        m = auto_fuzzifier(n, d) if isinstance(self.m, str) else float(self.m)
+        self.m_ = m
         rng = check_random_state(self.random_state)
         wanted = bool(self.fair) and eta > 0
         attrs = _fit_sensitive(sensitive, n, name, wanted)
@@ -498,7 +534,7 @@ class FairFuzzyCMeans(ClusterMixin, BaseEstimator):
             E += self._penalty(sensitive, X.shape[0])
         floor = max(self.data_scale_, 1e-300) * 1e-12
         np.maximum(E, floor, out=E)
-        inv = np.divide(E.min(axis=1, keepdims=True), E) ** (1.0 / (float(self.m) - 1.0))
+        inv = np.divide(E.min(axis=1, keepdims=True), E) ** (1.0 / (float(self.m_) - 1.0))
         inv /= inv.sum(axis=1, keepdims=True)
         return inv
 

@@ -78,14 +78,15 @@ def membership_composition(
 
 _FCM_CONSTRAINTS = {
     "n_clusters": Interval(int, 2, None),
-    "m": Interval(float, 1.0, None, closed="neither"),
+    "m": AnyOf((Interval(float, 1.0, None, closed="neither"), Options(("auto",)))),
     "max_iter": Interval(int, 1, None),
     "tol": Interval(float, 0.0, None),
     "init": Options(("k-means++", "random")),
 }
 _FCM_DOCS = {
     "n_clusters": "number of clusters k",
-    "m": "fuzzifier (> 1; 2 is standard)",
+    "m": "fuzzifier (> 1); 'auto' = min(2, Schwämmle-Jensen estimate for the rows and "
+    "dimensions): 2 unless the encoded features are so many that m = 2 flattens memberships",
     "max_iter": "maximum sweeps (the FFCM paper uses 10)",
     "tol": "stop when the objective changes by less than tol x its value",
     "init": "'k-means++' centres or 'random' memberships (as in the paper)",
@@ -131,7 +132,7 @@ class FFCMClusterer(Clusterer):
         variant: str = "targeted",
         eta: float | str = "auto",
         eta_scale: str = "auto",
-        m: float = 2.0,
+        m: float | str = "auto",
         max_iter: int = 300,
         tol: float = 1e-6,
         init: str = "k-means++",
@@ -157,7 +158,7 @@ class FFCMClusterer(Clusterer):
             variant=getattr(self, "variant", "targeted"),
             eta=getattr(self, "eta", "auto"),
             eta_scale=getattr(self, "eta_scale", "auto"),
-            m=float(self.m),
+            m=self.m if isinstance(self.m, str) else float(self.m),
             max_iter=self.max_iter,
             tol=float(self.tol),
             init=self.init,
@@ -179,6 +180,7 @@ class FFCMClusterer(Clusterer):
             "converged": bool(est.converged_),
             "objective": hist[-200:],
             "eta_raw": finite(est.eta_raw_),
+            "m": finite(est.m_),
             "data_scale": finite(est.data_scale_),
             "mean_max_membership": finite(est.memberships_.max(axis=1).mean()),
         }
@@ -253,7 +255,7 @@ class FCMClusterer(FFCMClusterer):
         self,
         n_clusters: int = 4,
         *,
-        m: float = 2.0,
+        m: float | str = "auto",
         max_iter: int = 300,
         tol: float = 1e-6,
         init: str = "k-means++",

@@ -84,6 +84,7 @@ class FCEClusterer(Clusterer):
         "lambda2": AnyOf((Interval(float, 0.0, None), Options(("auto",)))),
         "max_iter": Interval(int, 1, None),
         "fair": Options((True, False)),
+        "group_weights": Options(("share", "count")),
     }
     param_docs = {
         "n_clusters": "consensus clusters (default: the median k of the bases)",
@@ -94,6 +95,8 @@ class FCEClusterer(Clusterer):
         "lambda2": "weight of the fairness/capacity term ||G^T Y||^2; 'auto' scales with n, c",
         "max_iter": "outer iterations",
         "fair": "false = the unfair consensus twin (fairness/capacity term off, lambda2 = 0)",
+        "group_weights": "'share' (each group's counts relative to its size, as fairness_CCE "
+        "measures them; default) or 'count' (the paper's ||G^T Y||^2: small groups hardly count)",
         "random_state": "seed (filled from the chain seed when unset)",
     }
 
@@ -107,6 +110,7 @@ class FCEClusterer(Clusterer):
         lambda2: float | str = "auto",
         max_iter: int = 30,
         fair: bool = True,
+        group_weights: str = "share",
         random_state: int | None = None,
     ) -> None:
         self.n_clusters = n_clusters
@@ -116,6 +120,7 @@ class FCEClusterer(Clusterer):
         self.lambda2 = lambda2
         self.max_iter = max_iter
         self.fair = fair
+        self.group_weights = group_weights
         self.random_state = random_state
 
     def _bases(self, data: AuditData) -> tuple[dict[str, np.ndarray], str]:
@@ -153,6 +158,7 @@ class FCEClusterer(Clusterer):
             "max_iter": self.max_iter,
             "random_state": self.random_state,
             "fair": bool(self.fair),
+            "group_weights": str(getattr(self, "group_weights", "share")),
         }
         if origin == "kmeans":
             k = self.n_clusters or 8
