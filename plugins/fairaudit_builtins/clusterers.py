@@ -28,7 +28,8 @@ class KMeansClusterer(Clusterer):
         "k_max": Interval(int, 2, None),
     }
     param_docs = {
-        "n_clusters": "number of clusters, or 'auto' (silhouette over k_min..k_max)",
+        "n_clusters": "number of clusters, or 'auto' (silhouette over k_min..k_max, passing "
+                      "over k whose k-means labelling is degenerate)",
         "n_init": "k-means restarts (best inertia kept)",
         "max_iter": "iterations per run",
         "k_min": "smallest k tried by 'auto'",
@@ -62,16 +63,31 @@ class KMeansClusterer(Clusterer):
         extras: dict[str, Any] = {}
         k = self.n_clusters
         if k == "auto":
+            from fairaudit.quality import DOMINANT_SHARE, SEPARATED, TINY_SHARE
+
             sel = select_k_silhouette(
-                X, range(self.k_min, self.k_max + 1), random_state=self.random_state
+                X, range(self.k_min, self.k_max + 1), random_state=self.random_state,
+                max_share=DOMINANT_SHARE, min_share=TINY_SHARE, separated=SEPARATED,
             )
             k = sel.k
+            reasons = dict(sel.degenerate)
             extras["k_selection"] = {
                 "method": "silhouette",
                 "sample_size": sel.sample_size,
-                "scores": [{"k": kk, "silhouette": s} for kk, s in sel.scores],
+                "scores": [
+                    {"k": kk, "silhouette": s, **({"degenerate": reasons[kk]}
+                                                  if kk in reasons else {})}
+                    for kk, s in sel.scores
+                ],
             }
-            self.notes_ = (f"k = {k} chosen by silhouette over {self.k_min}..{self.k_max}",)
+            note = f"k = {k} chosen by silhouette over {self.k_min}..{self.k_max}"
+            if sel.all_degenerate:
+                note += "; every k gave a degenerate k-means labelling of the sample"
+            elif reasons:
+                skipped = ", ".join(f"{kk} ({why.replace('_', ' ')})"
+                                    for kk, why in sorted(reasons.items()))
+                note += f", passing over degenerate k: {skipped}"
+            self.notes_ = (note,)
         if k > X.shape[0]:
             raise ValueError(
                 f"The 'n_clusters' parameter of kmeans ({k}) is larger than the number of rows "
