@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import itertools
 import json
 import platform
 import subprocess
@@ -86,19 +85,7 @@ def _random_table(seed: int):
     """The random tables of ``tests/test_disclosure.py::test_random_tables``."""
     import test_disclosure as td
 
-    rng = np.random.default_rng(seed)
-    d = int(rng.integers(1, 3))
-    cats = [[f"g{i}" for i in range(int(rng.integers(2, 5)))] for _ in range(d)]
-    K = int(rng.integers(2, 6))
-    with_noise = bool(rng.integers(0, 2))
-    cells = {}
-    for codes in itertools.product(*[range(len(c)) for c in cats]):
-        scale = rng.choice([2, 6, 30, 200])
-        for k in range(-1 if with_noise else 0, K):
-            v = int(rng.poisson(scale if k >= 0 else scale / 5))
-            if v:
-                cells[(*codes, k)] = v
-    return td._joint(cells, [f"a{i}" for i in range(d)], cats)
+    return td.random_table(seed)
 
 
 def _demo(exact_json: Path | None):

@@ -143,6 +143,10 @@ def main(argv: list[str] | None = None) -> int:
                          "with the run's seed, so the spread over seeds includes the draw)")
     ap.add_argument("--params", action="append", default=[],
                     help="NAME:KEY=VALUE[,KEY=VALUE] for a built-in step (and its twin)")
+    ap.add_argument("--csv", action="append", default=[], metavar="FILE:ATTR[+ATTR][:SEP]",
+                    help="also run on any CSV of people (held-out tables): every column but the "
+                         "sensitive ones is a feature, as `fairaudit audit FILE --sensitive "
+                         "ATTR` does; attributes audited one at a time")
     ap.add_argument("--out", type=Path, default=None, help="also write the table (markdown)")
     ap.add_argument("--json", type=Path, default=None, help="per-seed rows as JSON")
     args = ap.parse_args(argv)
@@ -158,7 +162,18 @@ def main(argv: list[str] | None = None) -> int:
             params.setdefault(name, {})[k] = v
     seeds = [int(s) for s in args.seeds.split(",")]
     jobs = []
-    for item in args.tables.split(","):
+    for item in args.csv:
+        file, _, rest = item.partition(":")
+        attrs_text, _, sep = rest.partition(":")
+        path = Path(file).resolve()
+        attrs = tuple(attrs_text.split("+"))
+        import polars as pl
+
+        header = pl.read_csv(path, separator=sep or ",", n_rows=1).columns
+        feats = tuple(c for c in header if c not in attrs)  # no sensitive column is a feature
+        for attr in attrs:
+            jobs.append((path.stem, str(path), sep or ",", attr, feats))
+    for item in filter(None, args.tables.split(",")):
         table, _, only = item.partition(":")
         rel, sep, attrs, features = TABLES[table]
         for attr in ([only] if only else attrs):

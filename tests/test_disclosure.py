@@ -368,8 +368,9 @@ def test_adult_sample_with_age_segments(tmp_path):
     assert visible_fraction(doc) > 0.5
 
 
-@pytest.mark.parametrize("seed", range(12))
-def test_random_tables(seed):
+def random_table(seed: int) -> JointTable:
+    """A seeded random joint table: 1-2 attributes of 2-4 groups, 2-5 clusters, sometimes noise,
+    cell scales from 2 to 200 people (also used by benchmarks/bench_suppression.py)."""
     rng = np.random.default_rng(seed)
     d = int(rng.integers(1, 3))
     cats = [[f"g{i}" for i in range(int(rng.integers(2, 5)))] for _ in range(d)]
@@ -382,8 +383,12 @@ def test_random_tables(seed):
             v = int(rng.poisson(scale if k >= 0 else scale / 5))
             if v:
                 cells[(*codes, k)] = v
-    attrs = [f"a{i}" for i in range(d)]
-    j = _joint(cells, attrs, cats)
+    return _joint(cells, [f"a{i}" for i in range(d)], cats)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_random_tables(seed):
+    j = random_table(seed)
     doc, recovered, n = attack(j, {"seg": j})
     assert recovered == [], recovered
 
