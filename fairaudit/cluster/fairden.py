@@ -128,6 +128,13 @@ class FairDen(ClusterMixin, BaseEstimator):
         again with one more cluster. ``"literal"`` (the paper and the authors' code) keeps the
         k-eigenvector embedding; ``"recompute"`` recomputes the embedding with as many
         eigenvectors as clusters (this package's rule before 2026-11-23).
+    rounding : {"proportional", "kmeans"}, default "proportional"
+        How the fair embedding becomes labels (only under the constraint). ``"kmeans"`` is the
+        paper's: plain k-means on the rows of H, which can snap back to the unfair partition.
+        ``"proportional"`` then runs Lloyd iterations from that k-means solution in which every
+        cluster keeps each group's share of the clustered rows (exact transport per group,
+        :mod:`fairaudit.cluster.fair_rounding`; docs/methods/fairden.md). The twin
+        (``fair=False``) always rounds with plain k-means.
 
     Conventions (scikit-learn)
     --------------------------
@@ -150,6 +157,8 @@ class FairDen(ClusterMixin, BaseEstimator):
     merge_tree_ : MergeTree of the (kept) rows
     k_history_ : tuple of the k values tried by the noise rule
     constrained_ : bool, whether the fairness constraint was applied
+    rounding_ : dict or None, the proportional rounding's Lloyd rounds, convergence and rows
+        moved away from the plain k-means labels (None when it did not run)
     n_features_in_ : int
     """
 
@@ -168,6 +177,7 @@ class FairDen(ClusterMixin, BaseEstimator):
         mst_algorithm: str = "auto",
         fair: bool = True,
         noise_rule: str = "literal",
+        rounding: str = "proportional",
     ) -> None:
         self.n_clusters = n_clusters
         self.min_pts = min_pts
@@ -181,6 +191,7 @@ class FairDen(ClusterMixin, BaseEstimator):
         self.mst_algorithm = mst_algorithm
         self.fair = fair
         self.noise_rule = noise_rule
+        self.rounding = rounding
 
     def __sklearn_tags__(self):  # noqa: ANN204 - sklearn's Tags type
         tags = super().__sklearn_tags__()
@@ -233,6 +244,11 @@ class FairDen(ClusterMixin, BaseEstimator):
             )
         if not isinstance(self.fair, bool | np.bool_):
             raise ValueError(f"The 'fair' parameter of FairDen must be a bool; got {self.fair!r}.")
+        if self.rounding not in ("proportional", "kmeans"):
+            raise ValueError(
+                "The 'rounding' parameter of FairDen must be one of 'proportional', 'kmeans'; "
+                f"got {self.rounding!r}."
+            )
         if self.noise_rule not in NOISE_RULES:
             raise ValueError(
                 "The 'noise_rule' parameter of FairDen must be one of 'literal', 'recompute'; "
@@ -431,8 +447,19 @@ class FairDen(ClusterMixin, BaseEstimator):
             k_cur += 1
         remap = np.full(k_cur, -1, dtype=np.int64)
         remap[big] = np.arange(int(big.sum()))
+        lab = remap[lab]
+        self.rounding_ = None
+        if constrained and self.rounding == "proportional" and int(big.sum()) > 1:
+            from fairaudit.cluster.fair_rounding import proportional_kmeans
+
+            inn = lab >= 0
+            codes = np.unique(gk[inn], return_inverse=True)[1]
+            rr = proportional_kmeans(H[inn], codes, lab[inn])
+            moved = int((rr.labels != lab[inn]).sum())
+            lab[inn] = rr.labels
+            self.rounding_ = {"rounds": rr.n_iter, "converged": rr.converged, "moved": moved}
         labels = np.full(n, -1, dtype=np.int64)
-        labels[kept] = remap[lab]
+        labels[kept] = lab
         emb = np.full((n, H.shape[1]), np.nan)
         emb[kept] = H
         self.labels_ = labels
@@ -446,6 +473,9 @@ class FairDen(ClusterMixin, BaseEstimator):
         self._fit_X = Xk
         self._fit_core = np.asarray(tree.core_distances, dtype=np.float64)
         self._fit_labels = labels[kept]
+        # group of each kept row, for the group-aware predict of a proportional rounding
+        self._fit_groups = (np.asarray([names[g] for g in group[kept]], dtype=object)
+                            if self.rounding_ is not None else None)
         return self
 
     def fit_predict(
@@ -459,8 +489,14 @@ class FairDen(ClusterMixin, BaseEstimator):
         """``fit`` and return ``labels_``."""
         return self.fit(X, sensitive=sensitive, categorical=categorical).labels_
 
-    def predict(self, X: np.ndarray) -> np.ndarray:
+    def predict(self, X: np.ndarray, *, sensitive: np.ndarray | None = None) -> np.ndarray:
         """Assign new rows to the fitted clusters (out-of-sample), −1 = noise.
+
+        After a proportional rounding (``rounding_`` is set) the labels depend on the group, so
+        with ``sensitive`` (the same columns as in ``fit``) a new row of group g is matched only
+        with the fitted rows of group g (κ(x) then counts those rows), which keeps each group's
+        split over the clusters; rows of a group the fit did not see, and every row when
+        ``sensitive`` is not given, are matched with all fitted rows as below.
 
         A new row x gets the label of the fitted row y nearest in mutual reachability
         r(x, y) = max(d(x, y), κ(x), κ(y)) (ties: smaller Euclidean distance, then lower row
@@ -471,13 +507,34 @@ class FairDen(ClusterMixin, BaseEstimator):
         gets that row's label (so predict on the training rows reproduces ``labels_``, except
         rows excluded for small groups, which predict assigns like any row, and exact
         duplicates the fit labelled differently). x is noise when that nearest row is noise.
-        Categorical columns and the sensitive groups do not enter the assignment.
+        Categorical columns do not enter the assignment (the groups only as said above).
         """
         check_is_fitted(self, "labels_")
         Xn = self._check_X(X, reset=False)
-        return mutual_reachability_assign(
-            self._fit_X, self._fit_core, self._fit_labels, Xn, int(self.min_pts_)
-        )
+        mu = int(self.min_pts_)
+        fit_groups = getattr(self, "_fit_groups", None)
+        if sensitive is None or fit_groups is None:
+            return mutual_reachability_assign(self._fit_X, self._fit_core, self._fit_labels, Xn,
+                                              mu)
+        S = _as_2d(sensitive, "sensitive", Xn.shape[0]).astype(object)
+        names = np.asarray(["|".join(str(v) for v in row) for row in S], dtype=object)
+        out = np.empty(Xn.shape[0], dtype=np.int64)
+        unseen = np.ones(Xn.shape[0], dtype=bool)
+        for g in np.unique(fit_groups):
+            rows = np.flatnonzero(names == g)
+            if rows.size == 0:
+                continue
+            mine = np.flatnonzero(fit_groups == g)
+            out[rows] = mutual_reachability_assign(
+                self._fit_X[mine], self._fit_core[mine], self._fit_labels[mine], Xn[rows],
+                min(mu, mine.size),
+            )
+            unseen[rows] = False
+        if unseen.any():
+            out[unseen] = mutual_reachability_assign(
+                self._fit_X, self._fit_core, self._fit_labels, Xn[unseen], mu
+            )
+        return out
 
     def _check_X(self, X: object, *, reset: bool) -> np.ndarray:
         try:

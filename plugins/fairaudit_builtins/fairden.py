@@ -58,6 +58,7 @@ class FairDenClusterer(Clusterer):
         "standardize": Options((True, False)),
         "fair": Options((True, False)),
         "noise_rule": Options(("literal", "recompute")),
+        "rounding": Options(("proportional", "kmeans")),
     }
     param_docs = {
         "n_clusters": "number of non-noise clusters wanted (the noise rule may end with more)",
@@ -72,6 +73,8 @@ class FairDenClusterer(Clusterer):
         "fair": "false = the unconstrained twin (same code path, balance constraint off)",
         "noise_rule": "'literal' (Alg. 1: k-means with k+1 on the same k eigenvectors) or "
         "'recompute' (k+1 eigenvectors)",
+        "rounding": "'proportional' (every cluster keeps each group's share; docs/methods/fairden.md)"
+        " or 'kmeans' (the paper: plain k-means on the fair embedding)",
         "random_state": "seed (filled from the chain seed when unset)",
     }
 
@@ -88,6 +91,7 @@ class FairDenClusterer(Clusterer):
         standardize: bool = True,
         fair: bool = True,
         noise_rule: str = "literal",
+        rounding: str = "proportional",
         random_state: int | None = None,
     ) -> None:
         self.n_clusters = n_clusters
@@ -100,6 +104,7 @@ class FairDenClusterer(Clusterer):
         self.standardize = standardize
         self.fair = fair
         self.noise_rule = noise_rule
+        self.rounding = rounding
         self.random_state = random_state
 
     @staticmethod
@@ -139,7 +144,9 @@ class FairDenClusterer(Clusterer):
             single_group=self.single_group,
             fair=bool(self.fair),
             noise_rule=self.noise_rule,
+            rounding=self.rounding,
         ).fit(X, sensitive=sc.codes, categorical=cat)
+        self._categories = sc.categories
         self.estimator_ = est
         self.labels_ = est.labels_.astype(np.int64)
         ex = est.excluded_
@@ -170,6 +177,12 @@ class FairDenClusterer(Clusterer):
             )
         if not self.fair:
             notes.append("fair=false: the balance constraint was switched off (the twin).")
+        elif est.rounding_ is not None:
+            notes.append(
+                "Proportional rounding: every cluster holds each sensitive group in its share of "
+                f"the clustered rows ({est.rounding_['moved']:,} rows moved from the plain "
+                f"k-means rounding of the fair embedding, {est.rounding_['rounds']} rounds)."
+            )
         # seeded 2-D projection sample for a density report section (PCA of the used features)
         rng = np.random.default_rng(0 if self.random_state is None else self.random_state)
         n = X.shape[0]
@@ -186,6 +199,7 @@ class FairDenClusterer(Clusterer):
             "solver": est.solver_,
             "k_history": [int(k) for k in est.k_history_],
             "noise_rule": self.noise_rule,
+            "rounding": est.rounding_ and {"method": "proportional", **est.rounding_},
             "fair": bool(self.fair),
             "n_clusters": int(est.n_clusters_),
             "n_noise": n_noise,
@@ -206,8 +220,9 @@ class FairDenClusterer(Clusterer):
 
     def predict(self, data: AuditData) -> np.ndarray:
         """Labels of (new) rows: the fitted row nearest in mutual reachability, on the same
-        z-scored numeric columns (``FairDen.predict``); -1 = noise. Categorical columns and the
-        sensitive groups do not enter the assignment."""
+        z-scored numeric columns (``FairDen.predict``); -1 = noise. After a proportional rounding
+        the row's sensitive group selects the fitted rows it is matched with (same group);
+        categorical columns do not enter the assignment."""
         est = getattr(self, "estimator_", None)
         if est is None:
             raise RuntimeError("fairden: predict called before fit")
@@ -217,7 +232,12 @@ class FairDenClusterer(Clusterer):
                 f"fairden: predict got {X.shape[1]} numeric feature columns; fit had "
                 f"{self.center_.size}."
             )
-        return est.predict((X - self.center_) / self.scale_).astype(np.int64)
+        Xs = (X - self.center_) / self.scale_
+        if est.rounding_ is None:
+            return est.predict(Xs).astype(np.int64)
+        from fairaudit_builtins.centroid import _fitted_codes
+
+        return est.predict(Xs, sensitive=_fitted_codes(data, self._categories)).astype(np.int64)
 
 
 class DCSIAuditor(Auditor):

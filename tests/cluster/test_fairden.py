@@ -290,7 +290,7 @@ def test_reference_n200_fidelity():
     s = A[:, 10].astype(int)
     ref = A[:, 12].astype(int)
     for solver in ("dense", "matrix-free"):
-        f = FairDen(2, min_pts=21, solver=solver, random_state=0).fit(X, sensitive=s)
+        f = FairDen(2, min_pts=21, solver=solver, random_state=0, rounding="kmeans").fit(X, sensitive=s)
         assert adjusted_rand_score(ref, f.labels_) >= 0.9
         # balance (mean over clusters) within 0.03 of the reference's 0.9599
         bal = []
@@ -444,10 +444,14 @@ def test_predict_on_training_rows_reproduces_labels():
     X, s = blobs(seed=8)
     X = np.vstack([X, [[30.0, 30.0]]])  # one isolated row, noise after the noise rule
     s = np.r_[s, 0]
-    f = FairDen(3, min_pts=5, random_state=0).fit(X, sensitive=s)
-    assert np.array_equal(f.predict(X), f.labels_)
-    # a row near a fitted row takes its label; the isolated row's neighbourhood is noise
-    assert f.predict(X[:1] + 1e-6)[0] == f.labels_[0]
+    for rounding in ("kmeans", "proportional"):
+        f = FairDen(3, min_pts=5, random_state=0, rounding=rounding).fit(X, sensitive=s)
+        # after a proportional rounding the labels depend on the group: predict takes it
+        by = {} if rounding == "kmeans" else {"sensitive": s}
+        assert np.array_equal(f.predict(X, **by), f.labels_)
+        # a row near a fitted row takes its label; the isolated row's neighbourhood is noise
+        by1 = {} if rounding == "kmeans" else {"sensitive": s[:1]}
+        assert f.predict(X[:1] + 1e-6, **by1)[0] == f.labels_[0]
 
 
 def test_predict_excluded_rows_are_assigned_like_new_rows():
@@ -491,3 +495,61 @@ def test_grid_search_routes_sensitive_with_the_rows():
     ).fit(X, sensitive=s)
     assert g.best_params_["n_clusters"] in (2, 3)
     assert all(c for c, _ in seen) and {n for _, n in seen} == {50}
+
+
+# -- proportional rounding (issue 13) --------------------------------------------------------
+
+
+def _numeric_unbalanced(seed: int, n: int = 600):
+    """A numeric table whose density structure follows the group (the paper's rounding keeps it)."""
+    rng = np.random.default_rng(seed)
+    s = (rng.random(n) < 0.3).astype(int)
+    X = np.c_[s * 1.5 + rng.normal(0, 1, n), rng.normal(0, 1, n), rng.lognormal(0, 1, n)]
+    return (X - X.mean(0)) / X.std(0), s
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_proportional_rounding_beats_kmeans_rounding_and_twin(seed):
+    from fairaudit.metrics import balance_score
+
+    X, s = _numeric_unbalanced(seed)
+    fair = FairDen(2, min_pts=5, random_state=seed).fit(X, sensitive=s)
+    paper = FairDen(2, min_pts=5, random_state=seed, rounding="kmeans").fit(X, sensitive=s)
+    twin = FairDen(2, min_pts=5, random_state=seed, fair=False).fit(X, sensitive=s)
+    keep = fair.labels_ >= 0
+    b_fair = balance_score(fair.labels_[keep], s[keep])
+    assert fair.rounding_ is not None and paper.rounding_ is None and twin.rounding_ is None
+    assert b_fair > 0.95
+    for other in (paper, twin):
+        k2 = other.labels_ >= 0
+        assert b_fair > balance_score(other.labels_[k2], s[k2])
+    # the same noise rows; the proportional labels start from the paper's rounding
+    np.testing.assert_array_equal(fair.labels_ < 0, paper.labels_ < 0)
+
+
+def test_proportional_predict_matches_same_group_rows():
+    """Group-aware predict = the label of the fitted row of the same group nearest in mutual
+    reachability (brute-force oracle; κ(x) over that group's fitted rows)."""
+    X, s = _numeric_unbalanced(7, n=700)
+    f = FairDen(2, min_pts=5, random_state=0).fit(X[:500], sensitive=s[:500])
+    # training rows with their groups: labels_ reproduced
+    np.testing.assert_array_equal(f.predict(X[:500], sensitive=s[:500]), f.labels_)
+    new = f.predict(X[500:], sensitive=s[500:])
+    fit_X, core, lab = X[:500], f._fit_core, f.labels_
+    mu = f.min_pts_
+    for i, x in enumerate(X[500:]):
+        mine = np.flatnonzero(s[:500] == s[500 + i])
+        d = np.linalg.norm(fit_X[mine] - x, axis=1)
+        kappa = np.sort(d)[min(mu, mine.size) - 2]
+        r = np.maximum(np.maximum(d, kappa), core[mine])
+        order = np.lexsort((mine, d, r))
+        assert new[i] == lab[mine[order[0]]]
+    # a group never seen in fit is matched with all fitted rows (group-blind)
+    blind = f.predict(X[500:510])
+    np.testing.assert_array_equal(f.predict(X[500:510], sensitive=np.full(10, 9)), blind)
+
+
+def test_rounding_parameter_validated():
+    X, s = _numeric_unbalanced(0, n=60)
+    with pytest.raises(ValueError, match="'rounding' parameter of FairDen"):
+        FairDen(2, min_pts=5, rounding="round").fit(X, sensitive=s)

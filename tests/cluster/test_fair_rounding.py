@@ -1,0 +1,107 @@
+"""Proportional rounding (fairaudit/cluster/fair_rounding.py): exact per-group transport against
+brute force, caps, monotone Lloyd objective, and the balance it buys."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from fairaudit.cluster.fair_rounding import (
+    _transport,
+    proportional_caps,
+    proportional_kmeans,
+)
+from fairaudit.metrics import balance_score
+
+
+def _brute(cost: np.ndarray, caps: np.ndarray) -> float:
+    n, k = cost.shape
+    best = np.inf
+    for lab in itertools.product(range(k), repeat=n):
+        if np.array_equal(np.bincount(lab, minlength=k), caps):
+            best = min(best, float(cost[np.arange(n), lab].sum()))
+    return best
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_transport_is_optimal(seed):
+    rng = np.random.default_rng(seed)
+    n, k = int(rng.integers(1, 8)), int(rng.integers(1, 4))
+    cost = rng.random((n, k)) * rng.choice([1e-3, 1.0, 1e4])
+    caps = np.bincount(rng.integers(0, k, n), minlength=k)
+    lab = _transport(cost, caps)
+    np.testing.assert_array_equal(np.bincount(lab, minlength=k), caps)
+    assert cost[np.arange(n), lab].sum() == pytest.approx(_brute(cost, caps), rel=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_caps_sum_and_proportion(seed):
+    rng = np.random.default_rng(seed)
+    k = int(rng.integers(1, 7))
+    codes = rng.integers(0, int(rng.integers(1, 5)), int(rng.integers(1, 300)))
+    shares = rng.random(k) + 0.01
+    caps = proportional_caps(codes, shares)
+    sizes = np.bincount(codes)
+    np.testing.assert_array_equal(caps.sum(axis=1), sizes)
+    assert np.all(caps >= 0)
+    s = shares / shares.sum()
+    for g, n_g in enumerate(sizes):
+        if n_g >= k:
+            assert np.all(caps[g] >= 1)  # every cluster sees every group big enough
+        else:
+            # largest remainder: within one member of the exact share
+            assert np.all(np.abs(caps[g] - n_g * s) < 1 + 1e-9)
+
+
+def test_caps_hand_case():
+    codes = np.r_[np.zeros(10, int), np.ones(3, int)]
+    caps = proportional_caps(codes, np.array([0.5, 0.3, 0.2]))
+    np.testing.assert_array_equal(caps, [[5, 3, 2], [1, 1, 1]])
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_lloyd_rounding_is_proportional_and_local_optimum(seed):
+    rng = np.random.default_rng(seed)
+    n = 400
+    sex = (rng.random(n) < 0.3).astype(int)
+    # an embedding in which the plain k-means split is the group split, nearly
+    H = np.c_[sex * 2.0 + rng.normal(0, 0.6, n), rng.normal(0, 1, n)]
+    from sklearn.cluster import KMeans
+
+    lab0 = KMeans(2, n_init=4, random_state=seed).fit_predict(H)
+    res = proportional_kmeans(H, sex, lab0)
+    caps = proportional_caps(sex, np.bincount(lab0))
+    for g in (0, 1):
+        np.testing.assert_array_equal(np.bincount(res.labels[sex == g], minlength=2), caps[g])
+    assert balance_score(res.labels, sex) > 0.95
+    assert balance_score(res.labels, sex) > balance_score(lab0, sex)
+    assert res.converged
+    # a fixed point: the centres are the means, and no pair of same-group rows in different
+    # clusters gains by swapping (the transport step is optimal given the centres)
+    for j in range(2):
+        np.testing.assert_allclose(res.centres[j], H[res.labels == j].mean(axis=0))
+    sq = ((H[:, None, :] - res.centres[None]) ** 2).sum(-1)
+    for g in (0, 1):
+        a = np.flatnonzero((sex == g) & (res.labels == 0))
+        b = np.flatnonzero((sex == g) & (res.labels == 1))
+        gain = (sq[a, 0][:, None] + sq[b, 1][None, :]) - (sq[a, 1][:, None] + sq[b, 0][None, :])
+        assert gain.max() <= 1e-9  # old - new cost of every swap: none improves
+
+
+def test_objective_never_increases():
+    rng = np.random.default_rng(3)
+    n = 300
+    codes = rng.integers(0, 3, n)
+    H = rng.normal(size=(n, 3)) + codes[:, None]
+    lab0 = rng.integers(0, 4, n)
+    objs = [proportional_kmeans(H, codes, lab0, max_iter=m).objective for m in range(1, 8)]
+    assert all(b <= a + 1e-9 for a, b in zip(objs, objs[1:], strict=False))
+
+
+def test_bad_input():
+    with pytest.raises(ValueError, match="every cluster"):
+        proportional_kmeans(np.zeros((3, 1)), np.zeros(3, int), np.array([0, 0, 2]))
+    with pytest.raises(ValueError, match="same number of rows"):
+        proportional_kmeans(np.zeros((3, 1)), np.zeros(2, int), np.array([0, 1, 1]))
