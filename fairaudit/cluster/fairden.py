@@ -128,6 +128,12 @@ class FairDen(ClusterMixin, BaseEstimator):
         again with one more cluster. ``"literal"`` (the paper and the authors' code) keeps the
         k-eigenvector embedding; ``"recompute"`` recomputes the embedding with as many
         eigenvectors as clusters (this package's rule before 2026-11-23).
+    min_cluster_share : float in [0, 1), default 0.01
+        The noise rule (Alg. 1 lines 8–14) treats a cluster as too small when it has fewer than
+        max(μ, ⌈min_cluster_share · n⌉) rows (n = rows clustered). ``0`` is the paper's rule (μ
+        only). On heavy-tailed data the top of the dc-hierarchy is a handful of extreme rows
+        (e.g. Adult's capital-gain = 99,999 block, 0.4 % of the rows); as noise they no longer
+        take one of the k clusters (docs/methods/fairden.md).
     rounding : {"proportional", "kmeans"}, default "proportional"
         How the fair embedding becomes labels (only under the constraint). ``"kmeans"`` is the
         paper's: plain k-means on the rows of H, which can snap back to the unfair partition.
@@ -151,6 +157,7 @@ class FairDen(ClusterMixin, BaseEstimator):
     embedding_ : (n, k_used) spectral embedding H (NaN rows for excluded rows)
     eigenvalues_ : (k_used,) generalised eigenvalues
     min_pts_ : int, μ used
+    min_cluster_size_ : int, the noise rule's smallest cluster, max(μ, ⌈min_cluster_share·n⌉)
     solver_ : str, solver used
     groups_ : tuple of str, intersectional group names (``a|b`` for several attributes)
     excluded_ : ExcludedGroups
@@ -178,6 +185,7 @@ class FairDen(ClusterMixin, BaseEstimator):
         fair: bool = True,
         noise_rule: str = "literal",
         rounding: str = "proportional",
+        min_cluster_share: float = 0.01,
     ) -> None:
         self.n_clusters = n_clusters
         self.min_pts = min_pts
@@ -192,6 +200,7 @@ class FairDen(ClusterMixin, BaseEstimator):
         self.fair = fair
         self.noise_rule = noise_rule
         self.rounding = rounding
+        self.min_cluster_share = min_cluster_share
 
     def __sklearn_tags__(self):  # noqa: ANN204 - sklearn's Tags type
         tags = super().__sklearn_tags__()
@@ -244,6 +253,13 @@ class FairDen(ClusterMixin, BaseEstimator):
             )
         if not isinstance(self.fair, bool | np.bool_):
             raise ValueError(f"The 'fair' parameter of FairDen must be a bool; got {self.fair!r}.")
+        share = self.min_cluster_share
+        if (isinstance(share, bool) or not isinstance(share, int | float | np.number)
+                or not 0 <= float(share) < 1):
+            raise ValueError(
+                "The 'min_cluster_share' parameter of FairDen must be a number in [0, 1); "
+                f"got {share!r}."
+            )
         if self.rounding not in ("proportional", "kmeans"):
             raise ValueError(
                 "The 'rounding' parameter of FairDen must be one of 'proportional', 'kmeans'; "
@@ -405,6 +421,8 @@ class FairDen(ClusterMixin, BaseEstimator):
         # "recompute": the embedding is recomputed with k_cur eigenvectors for every k_cur.
         k_cur = k
         history = []
+        min_size = max(mu, int(np.ceil(float(self.min_cluster_share) * nk)))
+        self.min_cluster_size_ = min_size
         max_k = nk - (n_groups - 1 if constrained else 0)
         w = H = None
         while True:
@@ -416,8 +434,10 @@ class FairDen(ClusterMixin, BaseEstimator):
                     else ""
                 )
                 raise ValueError(
-                    f"FairDen could not find {k} non-noise clusters of at least min_pts={mu} "
-                    f"points (tried k = {k}..{k_cur - 1}); lower min_pts or n_clusters{hint}."
+                    f"FairDen could not find {k} non-noise clusters of at least {min_size} "
+                    f"points (min_pts={mu}, min_cluster_share={self.min_cluster_share}; tried "
+                    f"k = {k}..{k_cur - 1}); lower min_pts, min_cluster_share or "
+                    f"n_clusters{hint}."
                 )
             history.append(k_cur)
             t0 = time.perf_counter()
@@ -434,14 +454,14 @@ class FairDen(ClusterMixin, BaseEstimator):
                 time.perf_counter() - t1,
             )
             counts = np.bincount(lab, minlength=k_cur)
-            big = counts >= mu
+            big = counts >= min_size
             if int(big.sum()) >= k:
                 break
             logger.info(
-                "FairDen: %d of %d clusters smaller than min_pts=%d; k -> %d",
+                "FairDen: %d of %d clusters smaller than %d rows; k -> %d",
                 int((~big).sum()),
                 k_cur,
-                mu,
+                min_size,
                 k_cur + 1,
             )
             k_cur += 1

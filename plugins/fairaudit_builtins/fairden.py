@@ -59,6 +59,7 @@ class FairDenClusterer(Clusterer):
         "fair": Options((True, False)),
         "noise_rule": Options(("literal", "recompute")),
         "rounding": Options(("proportional", "kmeans")),
+        "min_cluster_share": Interval(float, 0, 1, closed="left"),
     }
     param_docs = {
         "n_clusters": "number of non-noise clusters wanted (the noise rule may end with more)",
@@ -73,6 +74,8 @@ class FairDenClusterer(Clusterer):
         "fair": "false = the unconstrained twin (same code path, balance constraint off)",
         "noise_rule": "'literal' (Alg. 1: k-means with k+1 on the same k eigenvectors) or "
         "'recompute' (k+1 eigenvectors)",
+        "min_cluster_share": "clusters under max(min_pts, this share of the rows) become noise "
+        "(the noise rule; 0 = the paper's min_pts only)",
         "rounding": "'proportional' (every cluster keeps each group's share; docs/methods/fairden.md)"
         " or 'kmeans' (the paper: plain k-means on the fair embedding)",
         "random_state": "seed (filled from the chain seed when unset)",
@@ -92,6 +95,7 @@ class FairDenClusterer(Clusterer):
         fair: bool = True,
         noise_rule: str = "literal",
         rounding: str = "proportional",
+        min_cluster_share: float = 0.01,
         random_state: int | None = None,
     ) -> None:
         self.n_clusters = n_clusters
@@ -105,6 +109,7 @@ class FairDenClusterer(Clusterer):
         self.fair = fair
         self.noise_rule = noise_rule
         self.rounding = rounding
+        self.min_cluster_share = min_cluster_share
         self.random_state = random_state
 
     @staticmethod
@@ -145,6 +150,7 @@ class FairDenClusterer(Clusterer):
             fair=bool(self.fair),
             noise_rule=self.noise_rule,
             rounding=self.rounding,
+            min_cluster_share=float(self.min_cluster_share),
         ).fit(X, sensitive=sc.codes, categorical=cat)
         self._categories = sc.categories
         self.estimator_ = est
@@ -165,7 +171,9 @@ class FairDenClusterer(Clusterer):
             )
         n_noise = int((self.labels_ == -1).sum()) - ex.n_rows
         if n_noise:
-            notes.append(f"{n_noise} rows are noise (clusters smaller than min_pts).")
+            notes.append(f"{n_noise} rows are noise (clusters smaller than "
+                         f"{est.min_cluster_size_:,} rows: max(min_pts, "
+                         f"{self.min_cluster_share:g} of the rows)).")
         if len(est.k_history_) > 1:
             how = (
                 "k-means re-run on the same embedding"

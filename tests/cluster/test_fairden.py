@@ -553,3 +553,24 @@ def test_rounding_parameter_validated():
     X, s = _numeric_unbalanced(0, n=60)
     with pytest.raises(ValueError, match="'rounding' parameter of FairDen"):
         FairDen(2, min_pts=5, rounding="round").fit(X, sensitive=s)
+
+
+def test_min_cluster_share_turns_an_extreme_block_into_noise():
+    """A block of 0.5 % extreme rows is the root split of the dc-hierarchy: with the paper's
+    rule (μ only) it takes one of the k clusters; with min_cluster_share=0.01 it is noise."""
+    rng = np.random.default_rng(0)
+    n = 1000
+    s = (rng.random(n) < 0.4).astype(int)
+    X = np.c_[rng.normal(0, 1, n) + 2.5 * (rng.random(n) < 0.5), rng.normal(0, 1, n)]
+    X[:5] += 40.0  # the extreme block
+    X = (X - X.mean(0)) / X.std(0)
+    paper = FairDen(2, min_pts=5, random_state=0, min_cluster_share=0,
+                    rounding="kmeans").fit(X, sensitive=s)
+    ours = FairDen(2, min_pts=5, random_state=0).fit(X, sensitive=s)
+    assert ours.min_cluster_size_ == 10 and paper.min_cluster_size_ == 5
+    sizes = np.bincount(paper.labels_[paper.labels_ >= 0])
+    assert sizes.min() <= 10  # the block is a cluster of its own under the paper's rule
+    assert np.all(ours.labels_[:5] == -1)
+    assert np.bincount(ours.labels_[ours.labels_ >= 0]).min() >= 10
+    with pytest.raises(ValueError, match="'min_cluster_share' parameter of FairDen"):
+        FairDen(2, min_cluster_share=1.0).fit(X, sensitive=s)
