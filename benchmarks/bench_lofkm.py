@@ -59,7 +59,8 @@ def main() -> None:
     def baseline() -> np.ndarray:
         lof = LocalOutlierFactor(n_neighbors=args.t, n_jobs=args.baseline_n_jobs).fit(X)
         w = np.maximum(-lof.negative_outlier_factor_, 1.0)
-        km = KMeans(args.k, n_init=args.n_init, random_state=args.seed)
+        km = KMeans(args.k, n_init=args.n_init, random_state=args.seed,
+                        variant="paper")
         km.fit(X, sample_weight=w)
         return w
 

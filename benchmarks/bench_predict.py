@@ -57,7 +57,7 @@ def main() -> None:
     X, s = make_data(args.n + 20_000, args.d, args.k, args.seed)
     Xf, sf, Xn, sn = X[:20_000], s[:20_000], X[20_000:], s[20_000:]
     km = KMeans(args.k, n_init=1, random_state=0).fit(Xf)
-    lofkm = LOFKMeans(args.k, n_init=1, random_state=0).fit(Xf)
+    lofkm = LOFKMeans(args.k, n_init=1, random_state=0, variant="paper").fit(Xf)
     fcm = FairFuzzyCMeans(args.k, fair=False, random_state=0).fit(Xf)
     ffcm = FairFuzzyCMeans(args.k, random_state=0).fit(Xf, sensitive=sf)
     cases: list[tuple[str, Callable[[], np.ndarray]]] = [

@@ -116,7 +116,8 @@ def main() -> None:
                 res["KM"]["max"][i].append(L.max_lcd)
                 res["KM"]["sil"][i].append(sil)
                 res["KM"]["pur"][i].append(pur)
-                lk = LOFKMeans(K, n_neighbors=t, init="random", n_init=1, random_state=r).fit(X)
+                lk = LOFKMeans(K, n_neighbors=t, init="random", n_init=1, random_state=r,
+                               variant="paper").fit(X)
                 L = lcd(X, lk.labels_, prototypes=lk.cluster_centers_, t=t)
                 res["LOFKM"]["avg"][i].append(L.avg_lcd)
                 res["LOFKM"]["max"][i].append(L.max_lcd)

@@ -84,7 +84,7 @@ def test_signed_zero_rows_are_duplicates():
 
 def test_fixed_point_of_eq_12_13():
     X = _blobs(2)
-    est = LOFKMeans(3, n_neighbors=5, random_state=0).fit(X)
+    est = LOFKMeans(3, n_neighbors=5, random_state=0, variant="paper").fit(X)
     w = est.weights_
     # eq. 12: every point sits with its nearest prototype
     D = ((X[:, None, :] - est.cluster_centers_[None]) ** 2).sum(-1)
@@ -106,7 +106,7 @@ def test_prototypes_pulled_towards_high_lof_points():
     fringe = np.array([[2.0, 0.0], [2.2, 0.3], [1.9, -0.4]])  # sparse, high LOF
     far = rng.normal([10, 10], 0.1, (60, 2))
     X = np.vstack([core, fringe, far])
-    lofkm = LOFKMeans(2, n_neighbors=5, random_state=0).fit(X)
+    lofkm = LOFKMeans(2, n_neighbors=5, random_state=0, variant="paper").fit(X)
     plain_mean = np.vstack([core, fringe]).mean(0)
     c = lofkm.cluster_centers_[lofkm.labels_[0]]
     assert c[0] > plain_mean[0]  # pulled towards the fringe
@@ -133,8 +133,8 @@ def test_reproducible_and_n_init():
     a = LOFKMeans(3, random_state=7).fit(X)
     b = LOFKMeans(3, random_state=7).fit(X)
     np.testing.assert_array_equal(a.labels_, b.labels_)
-    one = LOFKMeans(3, n_init=1, init="random", random_state=1).fit(X)
-    many = LOFKMeans(3, n_init=10, init="random", random_state=1).fit(X)
+    one = LOFKMeans(3, n_init=1, init="random", random_state=1, variant="paper").fit(X)
+    many = LOFKMeans(3, n_init=10, init="random", random_state=1, variant="paper").fit(X)
     assert many.inertia_ <= one.inertia_ + 1e-9
 
 

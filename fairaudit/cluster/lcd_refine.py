@@ -1,0 +1,104 @@
+"""LCD-targeted prototype refinement: LOFKM's ``variant="targeted"`` (issue 13).
+
+LOFKM (seed 002, §5) pulls prototypes towards sparsely connected points with LOF weights, to lower
+the local connectivity disagreement (LCD, §4.2) of the partition. On standardised, one-hot encoded
+tables the weights moved AvgLCD by ±3 % with a spread larger than the mean: the method was not
+fairer than its twin (plain k-means) on its own target (docs/reproduction/fair_vs_twin.md).
+
+The refinement aims at the target itself. The worst point X* of a cluster (the member attaining
+LCD(C), eq. 7) is poorly connected because its t nearest fellow members that lie towards the
+prototype are far off the straight line to it; moving the prototype towards X* shortens
+dist(X*, c), which removes neighbours from N_t^C(X*) (eq. 1–2) and lowers LCD(X*, C). A greedy
+descent on AvgLCD (eq. 9) therefore tries, cluster by cluster in decreasing order of LCD(C),
+
+    c ← c + a · (X* − c)   for a in ``steps`` (first improving step kept),
+
+re-assigns every row to its nearest prototype (eq. 12: labels and ``predict`` stay consistent) and
+keeps the move only when AvgLCD of the whole partition decreases. It stops after a round without
+an accepted move or after ``max_rounds`` rounds. A move that would leave a cluster smaller than
+``min_size`` rows or larger than ``max_size`` is not tried, so the refinement never makes a
+labelling degenerate. AvgLCD never increases.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import numpy as np
+
+logger = logging.getLogger(__name__)
+
+STEPS = (0.5, 0.25, 0.1, 0.05, -0.1)
+"""Fractions of the way from the prototype to the cluster's worst point (negative: away)."""
+
+
+@dataclass(frozen=True)
+class Refinement:
+    """Prototypes and labels after the refinement, AvgLCD before and after, moves accepted,
+    LCD evaluations and rounds (on ``rows`` rows: all, or the seeded evaluation sample)."""
+
+    centres: np.ndarray
+    labels: np.ndarray
+    avg_lcd_start: float
+    avg_lcd: float
+    moves: int
+    evaluations: int
+    rounds: int
+    rows: int
+
+
+def refine_prototypes(
+    X: np.ndarray,
+    centres: np.ndarray,
+    *,
+    t: int = 5,
+    min_size: int = 1,
+    max_size: int | None = None,
+    steps: tuple[float, ...] = STEPS,
+    max_rounds: int = 6,
+    workers: int = 1,
+) -> Refinement:
+    """Greedy descent of AvgLCD over prototype moves towards each cluster's worst point (module
+    docstring). ``X`` (n × d), ``centres`` (k × d); returns the refined centres and the
+    nearest-prototype labels of ``X``."""
+    from fairaudit.cluster import nearest_centre
+    from fairaudit.metrics import lcd
+
+    X = np.asarray(X, dtype=np.float64)
+    C = np.array(centres, dtype=np.float64, copy=True)
+    k = C.shape[0]
+    n = X.shape[0]
+    max_size = n if max_size is None else int(max_size)
+    lab = nearest_centre(X, C)
+    res = lcd(X, lab, C, t=t, workers=workers)
+    start = best = float(res.avg_lcd)
+    evaluations, moves, rounds = 1, 0, 0
+    tol = 1e-12 * max(1.0, abs(best))
+    while rounds < int(max_rounds):
+        rounds += 1
+        improved = False
+        for ci in np.argsort(-np.asarray(res.cluster_lcd), kind="stable"):
+            c = int(res.clusters[ci])
+            worst = int(res.cluster_worst_row[ci])
+            if worst < 0:
+                continue
+            for a in steps:
+                trial = C.copy()
+                trial[c] = C[c] + a * (X[worst] - C[c])
+                lab2 = nearest_centre(X, trial)
+                sizes = np.bincount(lab2, minlength=k)
+                if sizes.min() < min_size or sizes.max() > max_size:
+                    continue
+                res2 = lcd(X, lab2, trial, t=t, workers=workers)
+                evaluations += 1
+                if res2.avg_lcd < best - tol:
+                    C, lab, res, best = trial, lab2, res2, float(res2.avg_lcd)
+                    moves += 1
+                    improved = True
+                    break
+        if not improved:
+            break
+    logger.info("LCD refinement: AvgLCD %.6g -> %.6g (%d moves, %d evaluations, %d rounds)",
+                start, best, moves, evaluations, rounds)
+    return Refinement(C, lab.astype(np.int64), start, best, moves, evaluations, rounds, n)
