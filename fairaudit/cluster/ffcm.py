@@ -61,6 +61,10 @@ of the current memberships (after the first sweeps: step max(TABLE_STEP, 1/t)). 
 fixed-point iteration: at convergence the table is the penalty of the final memberships."""
 PAPER_ETA = 1.0
 """Default ``eta`` of the paper-literal term, in units of the total variance."""
+
+ETA_FACTORS = (1.0, 1.0 / 3.0, 1.0 / 9.0, 3.0, 9.0)
+"""Factors of ``eta`` the targeted refinement tries in turn; the first whose hard labels have a
+lower size-weighted Ed than the twin's is kept (else the twin's solution, said in notes)."""
 STANDARD_M = 2.0
 """The fuzzifier of the FFCM paper and of most FCM software; ``m="auto"`` never exceeds it."""
 
@@ -400,7 +404,7 @@ class FairFuzzyCMeans(ClusterMixin, BaseEstimator):
         converged = True  # every phase settled before max_iter
         avg: list[np.ndarray] | None = None
         used = centres
-        reductions: list[float] = []  # targeted: eta factors tried (1, 1/3, 1/9)
+        reductions: list[float] = []  # targeted: eta factors tried (ETA_FACTORS)
         for phase in phases:
             if phase != "fcm":
                 if scale == "gap":  # typical margin between a row's two nearest centres
@@ -409,12 +413,13 @@ class FairFuzzyCMeans(ClusterMixin, BaseEstimator):
                     unit = s2 if scale == "variance" else 1.0
                 eta_raw = eta * unit
             if phase == "fair":
-                # The refinement is kept only if it lowers the fair loss of the hard labels
-                # against the twin; otherwise eta is divided by 3 (twice), then the twin is kept.
+                # The refinement is kept only if it lowers the size-weighted Ed of the hard
+                # labels (the method's target) against the twin; otherwise eta is divided by 3
+                # (twice), then multiplied by 3 and 9, then the twin is kept.
                 twin = (U.copy(), centres, used, labels.copy(), len(history), converged)
-                loss_twin = _hard_loss(fair, labels, k)
+                ed_twin = _hard_ed(fair, labels, k)
                 full = eta_raw
-                for factor in (1.0, 1.0 / 3.0, 1.0 / 9.0):
+                for factor in ETA_FACTORS:
                     U[:] = twin[0]
                     centres, used, labels = twin[1], twin[2], twin[3].copy()
                     del history[twin[4] :]
@@ -427,7 +432,7 @@ class FairFuzzyCMeans(ClusterMixin, BaseEstimator):
                     )
                     avg = avg_box[0]
                     converged = twin[5] and settled
-                    if _hard_loss(fair, labels, k) <= loss_twin:
+                    if _hard_ed(fair, labels, k) < ed_twin - 1e-12:
                         break
                 else:  # no eta lowered the fair loss: the twin's solution, said in notes_
                     U[:] = twin[0]
@@ -584,15 +589,18 @@ class FairFuzzyCMeans(ClusterMixin, BaseEstimator):
         return tags
 
 
-def _hard_loss(fair: Any, labels: np.ndarray, k: int) -> float:
-    """The targeted form's fair loss F on the hard labels: sum over attributes, clusters and
-    groups of (N_si - r_s n_i)^2 / (2 n / k)."""
+def _hard_ed(fair: Any, labels: np.ndarray, k: int) -> float:
+    """Size-weighted Ed of the hard labels (fairaudit's ``ed``), summed over the attributes:
+    sum over clusters i of (n_i / n) * ||N_i / n_i - r||_2."""
     total = 0.0
     n = labels.shape[0]
     for codes, lg, ratios in fair:
         N = np.bincount(codes * k + labels, minlength=lg * k).reshape(lg, k).astype(np.float64)
-        total += float(((N - ratios[:, None] * N.sum(axis=0)[None, :]) ** 2).sum())
-    return total / (2.0 * n / k)
+        size = N.sum(axis=0)
+        present = size > 0
+        P = N[:, present] / size[present]
+        total += float((size[present] / n * np.sqrt(((P - ratios[:, None]) ** 2).sum(0))).sum())
+    return total
 
 
 def _gap_scale(X: np.ndarray, centres: np.ndarray) -> float:
