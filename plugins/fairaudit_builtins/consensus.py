@@ -108,7 +108,7 @@ class FCEClusterer(Clusterer):
         n_bases: int = 10,
         lambda1: float = 1e-3,
         lambda2: float | str = "auto",
-        max_iter: int = 30,
+        max_iter: int = 100,
         fair: bool = True,
         group_weights: str = "share",
         random_state: int | None = None,
@@ -199,6 +199,7 @@ class FCEClusterer(Clusterer):
             "weights": {n: float(w) for n, w in zip(bases, est.weights_, strict=True)},
             "lambda1": float(self.lambda1),
             "lambda2": float(est.lambda2_),
+            "lambda2_tried": [float(v) for v in est.lambda2_tried_],
             "fair": bool(self.fair),
             "n_iter": int(est.n_iter_),
             "objective": [
@@ -229,6 +230,18 @@ class FCEClusterer(Clusterer):
             )
         if not self.fair:
             notes.append("fair=false: the fairness/capacity term was switched off (the twin).")
+        elif est.lambda2_tried_ and not est.fair_applied_:
+            notes.append(
+                "No weight of the fairness/capacity term up to "
+                f"{est.lambda2_tried_[-1]:.3g} gave a consensus fairer (fairness_CCE) than the "
+                "unfair one from the same start: the result is the unfair consensus (the twin)."
+            )
+        elif len(est.lambda2_tried_) > 1:
+            notes.append(
+                f"lambda2 'auto' was raised to {est.lambda2_:.3g} "
+                f"({len(est.lambda2_tried_) - 1} step(s) of x3): the smaller weights did not make "
+                "the consensus fairer (fairness_CCE) than the unfair one from the same start."
+            )
         self.notes_ = tuple(notes)
         return self
 
