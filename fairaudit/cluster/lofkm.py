@@ -302,10 +302,13 @@ class LOFKMeans(ClusterMixin, BaseEstimator):
         lo_share, hi_share = int(np.ceil(0.01 * m)), int(np.floor(0.9 * m))
         sized = [(name, c, np.bincount(nearest_centre(Xs, c), minlength=k)) for name, c in starts]
         # a start with a cluster under 1 % or over 90 % of the rows (the report's degenerate
-        # bounds) is used only when every start is so
+        # bounds) is used only when every start is so, and then the least degenerate
         fine = [x for x in sized if x[2].min() >= lo_share and x[2].max() <= hi_share]
+        if not fine:  # every start is degenerate: the one(s) with the largest smallest cluster
+            top = max(int(x[2].min()) for x in sized)
+            fine = [x for x in sized if int(x[2].min()) == top]
         best = None
-        for name, centres, sizes in fine or sized:
+        for name, centres, sizes in fine:
             # never more degenerate than the start
             lo = int(min(lo_share, sizes.min()))
             hi = int(max(hi_share, sizes.max()))
