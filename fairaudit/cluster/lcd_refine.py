@@ -63,24 +63,36 @@ def refine_prototypes(
     docstring). ``X`` (n × d), ``centres`` (k × d); returns the refined centres and the
     nearest-prototype labels of ``X``."""
     from fairaudit.cluster import nearest_centre
-    from fairaudit.metrics import lcd
+    from fairaudit.metrics.local_connectivity import _cluster_lcd
 
     X = np.asarray(X, dtype=np.float64)
     C = np.array(centres, dtype=np.float64, copy=True)
     k = C.shape[0]
     n = X.shape[0]
     max_size = n if max_size is None else int(max_size)
+
+    def cluster_lcd(lab: np.ndarray, cent: np.ndarray, j: int) -> tuple[float, int]:
+        """LCD(C_j) (eq. 7) and the member attaining it, as ``lcd`` computes them."""
+        rows = np.flatnonzero(lab == j)
+        if rows.size == 0:
+            return 0.0, -1
+        vals, _ = _cluster_lcd(X[rows], cent[j], t, workers)
+        i = int(np.argmax(vals))
+        return float(vals[i]), int(rows[i])
+
     lab = nearest_centre(X, C)
-    res = lcd(X, lab, C, t=t, workers=workers)
-    start = best = float(res.avg_lcd)
+    per = [cluster_lcd(lab, C, j) for j in range(k)]
+    present = np.bincount(lab, minlength=k) > 0
+    start = best = float(np.mean([per[j][0] for j in range(k) if present[j]]))
     evaluations, moves, rounds = 1, 0, 0
     tol = 1e-12 * max(1.0, abs(best))
     while rounds < int(max_rounds):
         rounds += 1
         improved = False
-        for ci in np.argsort(-np.asarray(res.cluster_lcd), kind="stable"):
-            c = int(res.clusters[ci])
-            worst = int(res.cluster_worst_row[ci])
+        order = np.argsort(-np.array([v for v, _ in per]), kind="stable")
+        for c in order:
+            c = int(c)
+            worst = per[c][1]
             if worst < 0:
                 continue
             for a in steps:
@@ -90,10 +102,16 @@ def refine_prototypes(
                 sizes = np.bincount(lab2, minlength=k)
                 if sizes.min() < min_size or sizes.max() > max_size:
                     continue
-                res2 = lcd(X, lab2, trial, t=t, workers=workers)
+                # only the moved cluster and the clusters that gained or lost rows change
+                moved = lab2 != lab
+                changed = {c, *np.unique(lab[moved]).tolist(), *np.unique(lab2[moved]).tolist()}
+                per2 = list(per)
+                for j in changed:
+                    per2[j] = cluster_lcd(lab2, trial, j)
                 evaluations += 1
-                if res2.avg_lcd < best - tol:
-                    C, lab, res, best = trial, lab2, res2, float(res2.avg_lcd)
+                avg = float(np.mean([per2[j][0] for j in range(k) if sizes[j] > 0]))
+                if avg < best - tol:
+                    C, lab, per, best = trial, lab2, per2, avg
                     moves += 1
                     improved = True
                     break
