@@ -414,10 +414,11 @@ class FairFuzzyCMeans(ClusterMixin, BaseEstimator):
                 eta_raw = eta * unit
             if phase == "fair":
                 # The refinement is kept only if it lowers the size-weighted Ed of the hard
-                # labels (the method's target) against the twin; otherwise eta is divided by 3
-                # (twice), then multiplied by 3 and 9, then the twin is kept.
+                # labels (the method's target) against the twin without raising the summed Ed
+                # (the paper's); otherwise eta is divided by 3 (twice), then multiplied by 3
+                # and 9, then the twin is kept.
                 twin = (U.copy(), centres, used, labels.copy(), len(history), converged)
-                ed_twin = _hard_ed(fair, labels, k)
+                ed_twin, ed_sum_twin = _hard_eds(fair, labels, k)
                 full = eta_raw
                 for factor in ETA_FACTORS:
                     U[:] = twin[0]
@@ -432,7 +433,8 @@ class FairFuzzyCMeans(ClusterMixin, BaseEstimator):
                     )
                     avg = avg_box[0]
                     converged = twin[5] and settled
-                    if _hard_ed(fair, labels, k) < ed_twin - 1e-12:
+                    ed_w, ed_sum = _hard_eds(fair, labels, k)
+                    if ed_w < ed_twin - 1e-12 and ed_sum <= ed_sum_twin + 1e-12:
                         break
                 else:  # no eta lowered the fair loss: the twin's solution, said in notes_
                     U[:] = twin[0]
@@ -592,15 +594,23 @@ class FairFuzzyCMeans(ClusterMixin, BaseEstimator):
 def _hard_ed(fair: Any, labels: np.ndarray, k: int) -> float:
     """Size-weighted Ed of the hard labels (fairaudit's ``ed``), summed over the attributes:
     sum over clusters i of (n_i / n) * ||N_i / n_i - r||_2."""
-    total = 0.0
+    return _hard_eds(fair, labels, k)[0]
+
+
+def _hard_eds(fair: Any, labels: np.ndarray, k: int) -> tuple[float, float]:
+    """Ed of the hard labels, size-weighted (fairaudit's ``ed``) and summed over the clusters
+    (the paper's Tables 2-3), each summed over the attributes."""
+    weighted = summed = 0.0
     n = labels.shape[0]
     for codes, lg, ratios in fair:
         N = np.bincount(codes * k + labels, minlength=lg * k).reshape(lg, k).astype(np.float64)
         size = N.sum(axis=0)
         present = size > 0
         P = N[:, present] / size[present]
-        total += float((size[present] / n * np.sqrt(((P - ratios[:, None]) ** 2).sum(0))).sum())
-    return total
+        dist = np.sqrt(((P - ratios[:, None]) ** 2).sum(0))
+        weighted += float((size[present] / n * dist).sum())
+        summed += float(dist.sum())
+    return weighted, summed
 
 
 def _gap_scale(X: np.ndarray, centres: np.ndarray) -> float:
