@@ -1,0 +1,116 @@
+"""What the fairness mechanisms of issue 13 cost: each fair estimator against its paper form and
+its twin, fitted on the same rows in the same run (ratios are the point; the machine is shared).
+
+    nice .venv/bin/python benchmarks/bench_fair_twins.py --rows 5000,20000 [--k 4] [--seed 0]
+
+Rows: a seeded draw of Adult's numeric columns (age, fnlwgt, education-num, capital-gain,
+capital-loss, hours-per-week; z-scored), sensitive = sex, from ``../shared/data`` — or, without
+it, a seeded synthetic table of the same shape (lognormal amounts, a 2-group attribute correlated
+with two columns). Fits:
+
+* FairDen: ``rounding="proportional"`` (default) vs ``"kmeans"`` (the paper) vs ``fair=False``.
+* LOFKM: ``variant="targeted"`` (default) vs ``"paper"`` vs ``fair=False``.
+* FCE (10 k-means bases): ``lambda2="auto"`` with its escalation vs one explicit weight (the same
+  auto value, no escalation) vs ``fair=False``.
+* FFCM: default vs ``fair=False``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import platform
+import time
+from pathlib import Path
+
+import numpy as np
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "adult" / "adult.csv"
+COLS = ("age", "fnlwgt", "education-num", "capital-gain", "capital-loss", "hours-per-week")
+
+
+def _table(n: int, seed: int) -> tuple[np.ndarray, np.ndarray, str]:
+    if DATA.exists():
+        import polars as pl
+
+        df = pl.read_csv(DATA).sample(n, seed=seed)
+        X = df.select(COLS).to_numpy().astype(float)
+        s = df["sex"].to_numpy()
+        src = f"Adult numeric columns, {n:,} rows"
+    else:
+        rng = np.random.default_rng(seed)
+        s = np.where(rng.random(n) < 0.33, "F", "M")
+        X = np.c_[rng.lognormal(0, 1, (n, 3)), rng.normal(0, 1, (n, 3))]
+        X[:, 0] += (s == "F") * 1.5
+        X[:, 3] -= (s == "F") * 0.8
+        src = f"synthetic, {n:,} rows"
+    X = (X - X.mean(0)) / X.std(0)
+    return X, s, src
+
+
+def _time(fn) -> float:
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t
+
+
+def _runs(X: np.ndarray, s: np.ndarray, k: int, seed: int, n: int) -> dict:
+    """name -> (fair fit, paper-form fit or None, twin fit), each a no-argument callable."""
+    from fairaudit.cluster import FairClusteringEnsemble, FairDen, FairFuzzyCMeans, LOFKMeans
+
+    runs = {
+        "FairDen": (
+            lambda: FairDen(k, random_state=seed, small_groups="drop").fit(X, sensitive=s),
+            lambda: FairDen(k, random_state=seed, small_groups="drop",
+                            rounding="kmeans").fit(X, sensitive=s),
+            lambda: FairDen(k, random_state=seed, fair=False).fit(X, sensitive=s),
+        ),
+        "LOFKM": (
+            lambda: LOFKMeans(k, random_state=seed).fit(X),
+            lambda: LOFKMeans(k, random_state=seed, variant="paper").fit(X),
+            lambda: LOFKMeans(k, random_state=seed, fair=False).fit(X),
+        ),
+        "FFCM": (
+            lambda: FairFuzzyCMeans(k, random_state=seed).fit(X, sensitive=s),
+            None,
+            lambda: FairFuzzyCMeans(k, random_state=seed, fair=False).fit(X, sensitive=s),
+        ),
+    }
+    T = 2
+    lam = 1e-3 * T * k**1.5 / n**1.5  # the "auto" weight, explicit: no escalation
+    runs["FCE"] = (
+        lambda: FairClusteringEnsemble(k, bases="kmeans", random_state=seed).fit(
+            X, sensitive=s),
+        lambda: FairClusteringEnsemble(k, bases="kmeans", random_state=seed,
+                                       lambda2=lam).fit(X, sensitive=s),
+        lambda: FairClusteringEnsemble(k, bases="kmeans", random_state=seed,
+                                       fair=False).fit(X, sensitive=s),
+    )
+    return runs
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rows", default="5000,20000")
+    ap.add_argument("--k", type=int, default=4)
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+    print(f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC, {platform.platform()}, "
+          f"python {platform.python_version()}, k = {args.k}, seed {args.seed}")
+    print("| rows | method | fair (default) s | paper form s | twin s | fair / paper | fair / twin |")
+    print("|---|---|---|---|---|---|---|")
+    k, seed = args.k, args.seed
+    for n in (int(x) for x in args.rows.split(",")):
+        X, s, src = _table(n, seed)
+        runs = _runs(X, s, k, seed, n)
+        for name, (fair, paper, twin) in runs.items():
+            tf = _time(fair)
+            tp = _time(paper) if paper else float("nan")
+            tt = _time(twin)
+            print(f"| {n:,} ({src.split(',')[0]}) | {name} | {tf:.2f} | "
+                  f"{'—' if paper is None else f'{tp:.2f}'} | {tt:.2f} | "
+                  f"{'—' if paper is None else f'{tf / tp:.1f}×'} | {tf / tt:.1f}× |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
