@@ -288,7 +288,8 @@ class LOFKMeans(ClusterMixin, BaseEstimator):
         )
 
     def _refine(self, X: np.ndarray, w: np.ndarray, starts: list, rng: Any) -> None:
-        """``variant="targeted"``: refine each start, keep the lower AvgLCD (ties: the paper's)."""
+        """``variant="targeted"``: refine each start, keep the lower AvgLCD (ties: the paper's).
+        ``starts``: (name, centres) with a ``"kmeans"`` start = the twin's solution."""
         from fairaudit.cluster import nearest_centre
         from fairaudit.cluster.lcd_refine import refine_prototypes
 
@@ -301,19 +302,19 @@ class LOFKMeans(ClusterMixin, BaseEstimator):
         k = int(self.n_clusters)
         lo_share, hi_share = int(np.ceil(0.01 * m)), int(np.floor(0.9 * m))
         sized = [(name, c, np.bincount(nearest_centre(Xs, c), minlength=k)) for name, c in starts]
-        # a start with a cluster under 1 % or over 90 % of the rows (the report's degenerate
-        # bounds) is used only when every start is so, and then the least degenerate
-        fine = [x for x in sized if x[2].min() >= lo_share and x[2].max() <= hi_share]
-        if not fine:  # every start is degenerate: the one(s) with the largest smallest cluster
-            top = max(int(x[2].min()) for x in sized)
-            fine = [x for x in sized if int(x[2].min()) == top]
+        # size bounds: the report's degenerate bounds (1 %, 90 % of the rows), widened to the
+        # plain k-means start's own sizes (the twin's solution: a well-separated small group it
+        # finds is kept). A start outside them is not refined, and no move leaves them, so the
+        # result is never more degenerate than the twin and, the twin's solution being a start,
+        # never has a higher AvgLCD on these rows.
+        ref = next(x[2] for x in sized if x[0] == "kmeans")
+        lo = max(1, int(min(lo_share, ref.min())))
+        hi = int(max(hi_share, ref.max()))
         best = None
-        for name, centres, sizes in fine:
-            # never more degenerate than the start
-            lo = int(min(lo_share, sizes.min()))
-            hi = int(max(hi_share, sizes.max()))
-            r = refine_prototypes(Xs, centres, t=int(self.n_neighbors), min_size=max(lo, 1),
-                                  max_size=hi)
+        for name, centres, sizes in sized:
+            if sizes.min() < lo or sizes.max() > hi:
+                continue
+            r = refine_prototypes(Xs, centres, t=int(self.n_neighbors), min_size=lo, max_size=hi)
             if best is None or r.avg_lcd < best[1].avg_lcd:
                 best = (name, r)
         name, r = best
