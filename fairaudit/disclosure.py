@@ -568,8 +568,8 @@ def _protect_extras(lab: dict[str, Any], doc: Mapping[str, Any], mc: int) -> Non
         if hidden and "n_excluded_rows" in extras:
             extras["n_excluded_rows"] = None
     proj = extras.get("projection")
-    if isinstance(proj, Mapping) and proj.get("rows") is not None:
-        every_row = len(proj.get("rows") or ()) >= int(lab.get("n_rows") or 0)
+    if isinstance(proj, Mapping) and proj.get("label") is not None:
+        every_row = len(proj.get("label") or ()) >= int(lab.get("n_rows") or 0)
         if every_row and (withheld or any(v is None for v in sizes.values())):
             extras["projection"] = None
 

@@ -500,7 +500,7 @@ def test_clusterer_extras_follow_the_protected_tables():
             for k in range(3)]},
         "excluded_groups": [{"group": "b", "size": 4}],
         "n_excluded_rows": 4,
-        "projection": {"rows": list(range(393)), "x": [0.0] * 393, "y": [0.0] * 393,
+        "projection": {"points": 393, "x": [0.0] * 393, "y": [0.0] * 393,
                        "label": [0] * 393},
     }
     out = protect(doc, 10)["labellings"][0]

@@ -65,6 +65,11 @@ PAPER_ETA = 1.0
 ETA_FACTORS = (1.0, 1.0 / 3.0, 1.0 / 9.0, 3.0, 9.0)
 """Factors of ``eta`` the targeted refinement tries in turn; the first whose hard labels have a
 lower size-weighted Ed than the twin's is kept (else the twin's solution, said in notes)."""
+TABLE_FORMS = ("soft", "hard")
+"""Counts the targeted table is computed from, tried in turn (each with every ETA_FACTORS):
+``"soft"`` = the memberships (the derivative of the soft fair loss, docs/methods/ffcm.md);
+``"hard"`` = the argmax labels (one-hot), for twins whose soft composition is already near the
+population's while the hard labels are not (Bank's numeric columns at k = 2)."""
 STANDARD_M = 2.0
 """The fuzzifier of the FFCM paper and of most FCM software; ``m="auto"`` never exceeds it."""
 
@@ -405,6 +410,7 @@ class FairFuzzyCMeans(ClusterMixin, BaseEstimator):
         avg: list[np.ndarray] | None = None
         used = centres
         reductions: list[float] = []  # targeted: eta factors tried (ETA_FACTORS)
+        kept_form: str | None = None  # targeted: the table form of the kept refinement
         for phase in phases:
             if phase != "fcm":
                 if scale == "gap":  # typical margin between a row's two nearest centres
@@ -420,7 +426,9 @@ class FairFuzzyCMeans(ClusterMixin, BaseEstimator):
                 twin = (U.copy(), centres, used, labels.copy(), len(history), converged)
                 ed_twin, ed_sum_twin = _hard_eds(fair, labels, k)
                 full = eta_raw
-                for factor in ETA_FACTORS:
+                tries = [(form, f) for form in TABLE_FORMS for f in ETA_FACTORS]
+                for form, factor in tries:
+                    ph = "fair" if form == "soft" else "hard"
                     U[:] = twin[0]
                     centres, used, labels = twin[1], twin[2], twin[3].copy()
                     del history[twin[4] :]
@@ -428,13 +436,18 @@ class FairFuzzyCMeans(ClusterMixin, BaseEstimator):
                     reductions.append(factor)
                     avg = None
                     centres, used, labels, settled = self._phase(
-                        "fair", Xa, d, centres, used, labels, U, fair, comb, shape, codes_arg,
+                        ph, Xa, d, centres, used, labels, U, fair, comb, shape, codes_arg,
                         k, m, p, floor, eta_raw, history, avg_box := [None],
                     )
                     avg = avg_box[0]
                     converged = twin[5] and settled
                     ed_w, ed_sum = _hard_eds(fair, labels, k)
+                    logger.debug(
+                        "FFCM %s eta factor %g: weighted Ed %.6f (twin %.6f), summed Ed %.6f "
+                        "(twin %.6f)", ph, factor, ed_w, ed_twin, ed_sum, ed_sum_twin,
+                    )
                     if ed_w < ed_twin - 1e-12 and ed_sum <= ed_sum_twin + 1e-12:
+                        kept_form = form
                         break
                 else:  # no eta lowered the fair loss: the twin's solution, said in notes_
                     U[:] = twin[0]
@@ -462,6 +475,7 @@ class FairFuzzyCMeans(ClusterMixin, BaseEstimator):
         self.converged_ = converged
         self.eta_raw_ = eta_raw if use_fair else 0.0
         self.eta_reductions_ = tuple(reductions)
+        self.fair_table_ = kept_form
         self.data_scale_ = s2
         self.fair_applied_ = use_fair
         self.groups_ = [g for g, _ in attrs]
@@ -496,8 +510,10 @@ class FairFuzzyCMeans(ClusterMixin, BaseEstimator):
         avg: list[np.ndarray] | None = None
         for it in range(int(self.max_iter)):
             tables: Any = None
-            if phase == "fair":  # damped move of the table towards the current penalty
-                new = targeted_penalties(fair, U, comb, shape)
+            if phase in ("fair", "hard"):  # damped move of the table towards the current penalty
+                # "hard": the table from the hard labels' counts (one-hot of the argmax)
+                counts_from = _one_hot(U) if phase == "hard" else U
+                new = targeted_penalties(fair, counts_from, comb, shape)
                 step = max(TABLE_STEP, 1.0 / (it + 1))
                 avg = (
                     new
@@ -611,6 +627,13 @@ def _hard_eds(fair: Any, labels: np.ndarray, k: int) -> tuple[float, float]:
         weighted += float((size[present] / n * dist).sum())
         summed += float(dist.sum())
     return weighted, summed
+
+
+def _one_hot(U: np.ndarray) -> np.ndarray:
+    """The hard labels (argmax of each row of U) as a one-hot membership matrix."""
+    H = np.zeros_like(U)
+    H[np.arange(U.shape[0]), np.argmax(U, axis=1)] = 1.0
+    return H
 
 
 def _gap_scale(X: np.ndarray, centres: np.ndarray) -> float:

@@ -199,6 +199,14 @@ class FFCMClusterer(Clusterer):
         self._categories = codes.categories
         self._finish(est, "ffcm")
         self.extras_["variant"] = str(self.variant)
+        self.extras_["fair_table"] = getattr(est, "fair_table_", None)
+        if bool(self.fair) and str(self.variant) == "targeted" and not est.fair_applied_:
+            self.notes_ = (
+                *self.notes_,
+                "FFCM: no weight of the fairness term tried (eta x 1, 1/3, 1/9, 3, 9; soft and "
+                "hard counts) lowered the hard labels' size-weighted Ed below fuzzy c-means', so "
+                "the labels are its twin's (fuzzy c-means from the same start).",
+            )
         attrs: list[tuple[str, np.ndarray, tuple[str, ...]]] = [
             (name, codes.codes[:, j], codes.categories[j]) for j, name in enumerate(codes.names)
         ]

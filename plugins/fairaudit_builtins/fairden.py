@@ -216,10 +216,11 @@ class FairDenClusterer(Clusterer):
             ],
             "n_excluded_rows": ex.n_rows,
             "eigenvalues": [finite(v) for v in est.eigenvalues_],
+            # no row ids (JSON stays lean; the chart needs only the coordinates), 4 digits
             "projection": {
-                "rows": [int(i) for i in idx],
-                "x": [finite(v) for v in P[:, 0]],
-                "y": [finite(v) for v in P[:, 1]],
+                "points": int(idx.size),
+                "x": [_digits4(v) for v in P[:, 0]],
+                "y": [_digits4(v) for v in P[:, 1]],
                 "label": [int(v) for v in self.labels_[idx]],
             },
         }
@@ -370,6 +371,12 @@ def fairaudit_register_clusterers() -> list[type[Clusterer]]:
 @hookimpl
 def fairaudit_register_auditors() -> list[type[Auditor]]:
     return [DCSIAuditor]
+
+
+def _digits4(v: float) -> float | None:
+    """A chart coordinate to 4 significant digits (None when not finite)."""
+    v = finite(v)
+    return None if v is None else float(f"{v:.4g}")
 
 
 # ============================================================================ report section
