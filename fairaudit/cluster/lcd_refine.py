@@ -17,7 +17,10 @@ re-assigns every row to its nearest prototype (eq. 12: labels and ``predict`` st
 keeps the move only when AvgLCD of the whole partition decreases. It stops after a round without
 an accepted move or after ``max_rounds`` rounds. A move that would leave a cluster smaller than
 ``min_size`` rows or larger than ``max_size`` is not tried, so the refinement never makes a
-labelling degenerate. AvgLCD never increases.
+labelling degenerate. Clusters listed in ``frozen`` (those already under ``min_size`` at the
+start, e.g. a handful of extreme rows) keep their prototype and exactly their members: a move
+that adds a row to one or takes a row from one is not tried, so a small cluster the start had is
+neither grown into a less separated one nor emptied. AvgLCD never increases.
 """
 
 from __future__ import annotations
@@ -58,6 +61,7 @@ def refine_prototypes(
     steps: tuple[float, ...] = STEPS,
     max_rounds: int = 6,
     workers: int = 1,
+    frozen: tuple[int, ...] = (),
 ) -> Refinement:
     """Greedy descent of AvgLCD over prototype moves towards each cluster's worst point (module
     docstring). ``X`` (n × d), ``centres`` (k × d); returns the refined centres and the
@@ -81,6 +85,9 @@ def refine_prototypes(
         return float(vals[i]), int(rows[i])
 
     lab = nearest_centre(X, C)
+    fixed = sorted({int(j) for j in frozen})
+    free = np.ones(k, dtype=bool)
+    free[fixed] = False
     per = [cluster_lcd(lab, C, j) for j in range(k)]
     present = np.bincount(lab, minlength=k) > 0
     start = best = float(np.mean([per[j][0] for j in range(k) if present[j]]))
@@ -93,17 +100,20 @@ def refine_prototypes(
         for c in order:
             c = int(c)
             worst = per[c][1]
-            if worst < 0:
+            if worst < 0 or not free[c] or free.sum() < 2:
                 continue
             for a in steps:
                 trial = C.copy()
                 trial[c] = C[c] + a * (X[worst] - C[c])
                 lab2 = nearest_centre(X, trial)
                 sizes = np.bincount(lab2, minlength=k)
-                if sizes.min() < min_size or sizes.max() > max_size:
+                if sizes[free].min() < min_size or sizes.max() > max_size:
                     continue
                 # only the moved cluster and the clusters that gained or lost rows change
                 moved = lab2 != lab
+                if fixed and (np.isin(lab[moved], fixed).any()
+                              or np.isin(lab2[moved], fixed).any()):
+                    continue
                 changed = {c, *np.unique(lab[moved]).tolist(), *np.unique(lab2[moved]).tolist()}
                 per2 = list(per)
                 for j in changed:

@@ -302,19 +302,23 @@ class LOFKMeans(ClusterMixin, BaseEstimator):
         k = int(self.n_clusters)
         lo_share, hi_share = int(np.ceil(0.01 * m)), int(np.floor(0.9 * m))
         sized = [(name, c, np.bincount(nearest_centre(Xs, c), minlength=k)) for name, c in starts]
-        # size bounds: the report's degenerate bounds (1 %, 90 % of the rows), widened to the
-        # plain k-means start's own sizes (the twin's solution: a well-separated small group it
-        # finds is kept). A start outside them is not refined, and no move leaves them, so the
-        # result is never more degenerate than the twin and, the twin's solution being a start,
-        # never has a higher AvgLCD on these rows.
+        # Size bounds: the report's degenerate bounds (1 %, 90 % of the rows); the upper one
+        # widened to the plain k-means start's largest cluster (the twin's solution). A cluster
+        # a start already has under 1 % (a handful of extreme rows, or a well-separated small
+        # group the twin finds) is frozen: its prototype and members stay as they are. The LOF
+        # start is refined only when it has no small cluster and fits the bounds; no move leaves
+        # them, so the result has no small cluster the twin lacks, and, the twin's solution being
+        # a start, never a higher AvgLCD on these rows.
         ref = next(x[2] for x in sized if x[0] == "kmeans")
-        lo = max(1, int(min(lo_share, ref.min())))
+        lo = max(1, lo_share)
         hi = int(max(hi_share, ref.max()))
         best = None
         for name, centres, sizes in sized:
-            if sizes.min() < lo or sizes.max() > hi:
-                continue
-            r = refine_prototypes(Xs, centres, t=int(self.n_neighbors), min_size=lo, max_size=hi)
+            small = tuple(int(j) for j in np.flatnonzero(sizes < lo))
+            if name != "kmeans" and (small or sizes.max() > hi):
+                continue  # a start with a small cluster of its own (the twin's are frozen)
+            r = refine_prototypes(Xs, centres, t=int(self.n_neighbors), min_size=lo,
+                                  max_size=hi, frozen=small)
             if best is None or r.avg_lcd < best[1].avg_lcd:
                 best = (name, r)
         name, r = best
