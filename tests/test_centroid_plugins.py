@@ -99,3 +99,27 @@ def test_ffcm_predict_rows_of_an_unseen_group_get_the_nearest_centre(classes):
     frame = data.frame.with_columns(pl.lit("z").alias("race"))  # a race the fit never saw
     new = data.replace(frame=frame)
     np.testing.assert_array_equal(c.predict(new), c.estimator_.predict(data.feature_matrix()))
+
+
+def test_ffcm_says_when_the_twin_is_returned(classes):
+    """Two far blobs, each exactly half F and half M: the twin's Ed is 0, no fit can be strictly
+    fairer, every weight is rejected and the labelling's notes say the labels are the twin's."""
+    import polars as pl
+
+    from fairaudit.api import audit
+
+    rng = np.random.default_rng(0)
+    x = np.r_[rng.normal(0, 0.3, 200), rng.normal(10, 0.3, 200)]
+    frame = pl.DataFrame({"x1": x, "x2": rng.normal(0, 0.3, 400),
+                          "sex": np.tile(["F", "M"], 200)})
+    run = audit(frame, sensitive=["sex"], cluster=["ffcm:n_clusters=2"], bootstrap=0,
+                audit=["distribution"], seed=0)
+    lab = next(lab for lab in run.doc["labellings"] if lab["name"] == "ffcm")
+    assert lab["extras"]["fair"] is False and lab["extras"]["fair_table"] is None
+    assert any("labels are its twin's" in n for n in lab.get("notes") or ())
+    # a fit that kept the term says which table it used, and no such note
+    data = make_data(300, seed=1, with_labels=False)
+    fair = classes["ffcm"](n_clusters=3, random_state=0).fit(data)
+    assert fair.extras_["fair"] is True
+    assert fair.extras_["fair_table"] in ("soft", "hard")
+    assert not any("twin's" in n for n in fair.notes_)

@@ -200,7 +200,8 @@ class FFCMClusterer(Clusterer):
         self._finish(est, "ffcm")
         self.extras_["variant"] = str(self.variant)
         self.extras_["fair_table"] = getattr(est, "fair_table_", None)
-        if bool(self.fair) and str(self.variant) == "targeted" and not est.fair_applied_:
+        tried = tuple(getattr(est, "eta_reductions_", ()))
+        if tried and tried[-1] == 0.0:  # every weight tried was rejected (step 6)
             self.notes_ = (
                 *self.notes_,
                 "FFCM: no weight of the fairness term tried (eta x 1, 1/3, 1/9, 3, 9; soft and "
