@@ -57,7 +57,8 @@ def audit(
     auditors out (e.g. ``["proxy"]``). ``fail_under`` / ``fail_over`` (exit code 1) and
     ``warn_under`` / ``warn_over`` (reported, exit code 0) map ``METRIC[@ci][[attribute]]`` to a
     bound, as on the CLI. ``timing=True`` adds the timing block to the JSON (not reproducible).
-    ``twins=True`` also fits each fair clusterer with ``fair=False`` (the price of fairness).
+    ``twins`` (default: on, except over a ``chain`` file, which keeps its own setting) also fits
+    each fair clusterer with ``fair=False`` (the price of fairness).
     Returns the :class:`~fairaudit.results.AuditRun` (its ``exit_code`` is what the CLI exits with).
     ``scheduler`` (a Dask scheduler address) or ``workers`` (a local Dask cluster of that many
     processes) count and assign every row on Dask (``pip install 'fairaudit[dask]'``); the

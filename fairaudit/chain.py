@@ -33,8 +33,10 @@ DEFAULT_CLUSTERERS: tuple[str, ...] = ("kmeans", "fairden", "ffcm")
 DEFAULT_PREPROCESSORS: tuple[str, ...] = ("encode",)
 
 DEFAULT_TWINS = True
-"""Whether the default comparison also fits the ``fair = false`` twin of each fair clusterer
-(``--twins`` / ``--no-twins`` for any chain). Measured on the demo: the twins' fits add 14-37 %
+"""Whether a chain built from flags (the default comparison, or ``--cluster`` steps named on the
+command line or in ``fairaudit.audit``) also fits the ``fair = false`` twin of each fair
+clusterer (``--twins`` / ``--no-twins`` for any chain; a chain file's ``[options] twins``,
+default false, for a chain file). Measured on the demo: the twins' fits add 14-37 %
 to the default run (``docs/cli.md``)."""
 
 _DATA_KEYS = {
@@ -896,7 +898,7 @@ def chain_from_flags(
             bootstrap=_given(bootstrap, 200),
             k=k,
             timing=_given(timing, False),
-            twins=_given(twins, DEFAULT_TWINS and source == "flags:default"),
+            twins=_given(twins, DEFAULT_TWINS),
         ),
         preprocess=tuple(preprocess),
         cluster=tuple(cluster_steps),

@@ -255,7 +255,7 @@ def _default_json(out: Path) -> Path:
 @_engine_options
 @click.option("--twins/--no-twins", default=None,
               help="Also fit each fair clusterer with fair=false (its twin) and report the price "
-              "of fairness [default: on in the default comparison, else off].")
+              "of fairness [default: on unless --chain is given; then the chain's own setting].")
 @click.option("--baseline", type=click.Path(dir_okay=False), default=None, metavar="BASE.json",
               help="Also compare with this earlier audit and gate on it (see `fairaudit compare`).")
 @click.option("--tolerance", "tolerances", multiple=True, metavar="METRIC[[ATTR]]=DELTA",

@@ -428,8 +428,12 @@ def test_twins_flag_reaches_the_chain(host):
     default = chain_from_flags(host.registry, sensitive=["sex"])
     assert default.source == "flags:default" and default.options.twins is DEFAULT_TWINS
     assert chain_from_flags(host.registry, sensitive=["sex"], twins=False).options.twins is False
-    assert chain_from_flags(host.registry, sensitive=["sex"], clusters=["kmeans"],
-                            twins=None).options.twins is False
+    # named clusterers (flags or the API) get twins too; a chain of plain clusterers has none
+    named = chain_from_flags(host.registry, sensitive=["sex"], clusters=["kmeans"], twins=None)
+    assert named.options.twins is DEFAULT_TWINS
+    from fairaudit.twins import expand_twins
+
+    assert [s.label for s in expand_twins(named, host.registry).cluster] == ["kmeans"]
     bad = parse_chain({"data": {"sensitive": ["sex"]}, "options": {"twins": "yes"}})
     assert any("options.twins" in p for p, _ in bad.problems)
     assert np.isfinite(1.0)
@@ -449,7 +453,11 @@ def test_twins_through_the_cli_and_the_api(monkeypatch, run_cli, parquet_path, t
     assert [lab["name"] for lab in doc["labellings"]] == ["fairsplit", "fairsplit-unfair"]
     assert doc["twins"] and doc["twins"][0]["gain"] > 0.3
     assert "Price of fairness" in (tmp_path / "t.html").read_text()
-    res = run_cli(*args, "--json", tmp_path / "n.json", "--out", tmp_path / "n.html")
+    # on by default for a fair clusterer named on the command line; --no-twins leaves it out
+    res = run_cli(*args, "--json", tmp_path / "d.json", "--out", tmp_path / "d.html")
+    doc = json.loads((tmp_path / "d.json").read_text())
+    assert [lab["name"] for lab in doc["labellings"]] == ["fairsplit", "fairsplit-unfair"]
+    res = run_cli(*args, "--no-twins", "--json", tmp_path / "n.json", "--out", tmp_path / "n.html")
     doc = json.loads((tmp_path / "n.json").read_text())
     assert [lab["name"] for lab in doc["labellings"]] == ["fairsplit"] and doc["twins"] == []
 
