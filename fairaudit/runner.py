@@ -324,7 +324,6 @@ def _run_validated(spec, host, lf, path, in_memory, roles, clock, progress, star
         timings=clock.timings, total=time.perf_counter() - started,
         fingerprint=_frame_fingerprint(path) if in_memory else fingerprint(path),
     )
-    doc["twins"] = price_of_fairness(doc)
     if in_memory:
         doc["input"]["path"] = "<in-memory table>"
         doc["input"]["format"] = "polars"
@@ -341,6 +340,9 @@ def _run_validated(spec, host, lf, path, in_memory, roles, clock, progress, star
     exact_verdicts = verdicts(doc, specs)  # like gates: judged on the exact values
     doc = protect(doc, spec.options.min_cell if spec.options.suppress else 0, counting_auditors)
     protect_gates(doc)
+    # after protect: the price of fairness quotes only published values (a withheld target gives
+    # its published bounds, never the exact value)
+    doc["twins"] = price_of_fairness(doc)
     doc = explain(doc, specs)  # last: its sentences read only published numbers
     doc["verdicts"] = publish_verdicts(exact_verdicts, doc)
     run = AuditRun(doc)

@@ -13,6 +13,7 @@ Two promises:
 from __future__ import annotations
 
 import copy
+import json
 
 import numpy as np
 import polars as pl
@@ -144,3 +145,53 @@ def test_a_plugin_auditor_without_bounds_keeps_its_values_withheld():
     from fairaudit.components import CountingAuditor
 
     assert CountingAuditor.bounds(object.__new__(CountingAuditor), None) == {}
+
+
+@pytest.mark.parametrize("seed", [0, 1, 3, 4])
+def test_price_of_fairness_quotes_only_published_values(seed):
+    """Attack: the twins entries ("Price of fairness") once quoted exact fair/twin values of
+    targets that `results` withheld. Now a withheld target gives its published bounds and the
+    range of the gain that follows from them, and that range contains the exact gain."""
+    base = random_frame(300 + seed, n=2500).drop("segment")
+    rng = np.random.default_rng(seed)
+    df = base.with_columns(
+        pl.Series("x1", rng.normal(size=base.height) + (base["race"] == "B").to_numpy()),
+        pl.Series("x2", rng.normal(size=base.height)),
+    )
+    common = dict(sensitive=["race", "sex"], features=["x1", "x2"], bootstrap=0,
+                  cluster=["ffcm:n_clusters=3", "fairden:n_clusters=3"], seed=seed,
+                  audit=["balance", "distribution"], min_cell=MC)
+    exact = {(t["fair"], t["attribute"]): t
+             for t in fairaudit.audit(df, suppress=False, **common).doc["twins"]}
+    run = fairaudit.audit(df, **common)
+    published = _results(run)
+    withheld = ranged = 0
+    for t in run.doc["twins"]:
+        if t["target_metric"] is None:
+            continue
+        metric = t["target_metric"]
+        f = published[(t["fair"], metric, t["attribute"])]
+        w = published[(t["twin"], metric, t["attribute"])]
+        if not (f.get("withheld") or w.get("withheld")):
+            assert t["fair_value"] == f["value"] and t["twin_value"] == w["value"]
+            continue
+        withheld += 1
+        assert t["withheld"] is True and t["gain"] is None
+        for r, value, bounds in ((f, t["fair_value"], t["fair_bounds"]),
+                                 (w, t["twin_value"], t["twin_bounds"])):
+            if r.get("withheld"):
+                assert value is None
+                assert bounds == (r.get("bounds") and list(r["bounds"]))
+        e = exact[(t["fair"], t["attribute"])]["gain"]
+        if t["gain_bounds"] is not None and e is not None:
+            lo, hi = t["gain_bounds"]
+            assert lo - 1e-9 <= e <= hi + 1e-9
+            ranged += 1
+        text = json.dumps(t)
+        for key in ("fair_value", "twin_value"):  # no exact withheld value anywhere in it
+            v = exact[(t["fair"], t["attribute"])][key]
+            if v is not None and (f if key == "fair_value" else w).get("withheld"):
+                assert repr(v) not in text
+    assert withheld > 0  # the draws do hide counts
+    # seed 1 withholds its labellings wholesale (no bounds); the others publish bounds
+    assert (ranged > 0) == (seed != 1)

@@ -278,9 +278,16 @@ class TwinsSection(ReportSection):
     def context(self, run: Any) -> dict[str, Any]:
         entries = [dict(e) for e in run.doc.get("twins") or ()]
         for e in entries:
+            for key in ("fair_bounds", "twin_bounds", "gain_bounds"):
+                e.setdefault(key, None)
+            e.setdefault("withheld", False)
             gain, loss = finite(e.get("gain")), finite(e.get("quality_loss"))
             e["fairer"] = None if gain is None else gain > 0
             e["verdict"] = _verdict(gain, loss)
+            if e.get("withheld"):  # disclosure control: only the published range of the gain
+                gb = e.get("gain_bounds")
+                e["fairer"] = None if not gb else (True if gb[0] > 0 else None)
+                e["verdict"] = _withheld_verdict(gb)
         shown = [e for e in entries if finite(e.get("gain")) is not None]
         svg = None
         if shown:
@@ -294,6 +301,17 @@ class TwinsSection(ReportSection):
         return {"entries": entries, "svg": svg}
 
 
+def _withheld_verdict(gain_bounds: Any) -> str:
+    if not gain_bounds:
+        return "withheld (disclosure control): not comparable from the published counts"
+    lo, hi = gain_bounds
+    if lo > 0:
+        return "fairer (withheld values; the published bounds show it)"
+    if hi <= 0:
+        return "no fairness gained over the twin (withheld values; the published bounds show it)"
+    return "withheld (disclosure control): the published bounds do not decide"
+
+
 def _verdict(gain: float | None, loss: float | None) -> str:
     if gain is None:
         return "not comparable (a value is undefined)"
@@ -301,7 +319,9 @@ def _verdict(gain: float | None, loss: float | None) -> str:
         return "no fairness gained over the twin"
     if loss is None:
         return "fairer; quality change unknown"
-    if loss <= 0:
+    if abs(loss) < 0.0005:  # shown as +0.000 / -0.000
+        return "fairer; silhouette unchanged to 3 decimals"
+    if loss < 0:
         return "fairer at no loss of silhouette"
     return "fairer, at a loss of silhouette"
 
