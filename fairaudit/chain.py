@@ -782,6 +782,24 @@ def _given(flag: Any, default: Any) -> Any:
     return default if flag is None else flag
 
 
+def _target_auditors(cluster_steps: Sequence[StepSpec], audit: Sequence[StepSpec],
+                     registry: Any) -> list[StepSpec]:
+    """The auditor of each clusterer's own fairness target (``twins.FAIRNESS_TARGETS``, e.g.
+    ``lcd`` for ``lofkm``) when the default auditors leave it out, so that the method — and its
+    price of fairness — is judged on its own target, not on balance."""
+    from fairaudit.twins import FAIRNESS_TARGETS
+
+    have = {s.use for s in audit}
+    out: list[StepSpec] = []
+    for step in cluster_steps:
+        for auditor, _ in FAIRNESS_TARGETS.get(step.use, ())[:1]:
+            if auditor not in have and registry.has("auditor", auditor):
+                have.add(auditor)
+                i = len(audit) + len(out)
+                out.append(StepSpec("audit", auditor, f"default.audit[{i}]", {}, auditor))
+    return out
+
+
 def chain_from_flags(
     registry: Any,
     *,
@@ -870,6 +888,8 @@ def chain_from_flags(
         StepSpec("audit", name, f"default.audit[{i}]", {}, name)
         for i, name in enumerate(n for n in DEFAULT_AUDITORS if registry.has("auditor", n))
     ]
+    if not audit_steps:  # default auditors: add each named fair method's own target auditor
+        audit.extend(_target_auditors(cluster_steps, audit, registry))
     audit = list(_skip(tuple(audit), skip))
     needs_features = bool(cluster_steps) or any(
         "features" in registry.get("auditor", s.use).cls.requires

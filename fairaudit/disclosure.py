@@ -257,8 +257,9 @@ def _withhold_labelling(lab: dict[str, Any], mc: int, suppressed: list) -> None:
         lab["n_noise"] = None
     suppressed.append({
         "labelling": lab["name"], "attribute": None, "group": None, "cluster": None,
-        "reason": f"every count of this labelling withheld: too many cells below min_cell={mc} "
-                  "to protect them one by one",
+        "reason": f"every count of this labelling withheld: no safe pattern of suppressed cells "
+                  f"was found for its cells below min_cell={mc} (more than 3,000 of them, or a "
+                  "group too small to hide)",
     })
 
 

@@ -500,3 +500,20 @@ def test_fcm_on_many_noise_features_is_flagged_end_to_end():
     run = fairaudit.audit(df, sensitive="sex", cluster=["fcm:n_clusters=2"], bootstrap=0)
     lab = run.doc["labellings"][0]
     assert "uniform_memberships" in _codes(lab)
+
+
+def test_a_named_fair_method_is_audited_on_its_own_target(host):
+    """LOFKM's target is AvgLCD (the lcd auditor), which the default auditors leave out: a
+    flag-built chain naming lofkm adds it, so the price of fairness is not judged on balance."""
+    spec = chain_from_flags(host.registry, sensitive=["sex"], clusters=["lofkm"])
+    uses = [s.use for s in spec.audit]
+    assert "lcd" in uses and uses.count("lcd") == 1
+    # only with the default auditors; named auditors are kept as given, --skip-audit still works
+    named = chain_from_flags(host.registry, sensitive=["sex"], clusters=["lofkm"],
+                             audits=["balance"])
+    assert [s.use for s in named.audit] == ["balance"]
+    skipped = chain_from_flags(host.registry, sensitive=["sex"], clusters=["lofkm"],
+                               skip_audits=["lcd"])
+    assert "lcd" not in [s.use for s in skipped.audit]
+    plain = chain_from_flags(host.registry, sensitive=["sex"], clusters=["kmeans"])
+    assert "lcd" not in [s.use for s in plain.audit]

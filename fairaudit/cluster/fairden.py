@@ -345,7 +345,9 @@ class FairDen(ClusterMixin, BaseEstimator):
                     "(reported in excluded_)."
                 )
             keep = ~np.isin(group, small)
-            logger.warning("FairDen: excluding %d rows of small groups %s", (~keep).sum(), desc)
+            # info, not warning: the sizes are small counts (disclosure control); the fairaudit
+            # report states the exclusion with its published sizes, estimator users read excluded_
+            logger.info("FairDen: excluding %d rows of small groups %s", (~keep).sum(), desc)
         self.excluded_ = ExcludedGroups(
             groups=tuple(names[g] for g in small),
             sizes=tuple(int(sizes[g]) for g in small),
