@@ -573,6 +573,29 @@ def _protect_extras(lab: dict[str, Any], doc: Mapping[str, Any], mc: int) -> Non
         every_row = len(proj.get("label") or ()) >= int(lab.get("n_rows") or 0)
         if every_row and (withheld or any(v is None for v in sizes.values())):
             extras["projection"] = None
+    _scrub_labelling_notes(lab, extras, withheld)
+
+
+def _scrub_labelling_notes(lab: dict[str, Any], extras: Mapping[str, Any], withheld: bool) -> None:
+    """FairDen's notes quote the rows it excluded and the rows that became noise: where those
+    counts are withheld (``n_excluded_rows`` / ``n_noise`` nulled), the notes keep the words,
+    not the count."""
+    import re
+
+    notes = lab.get("notes")
+    if not notes:
+        return
+    noise_hidden = withheld or lab.get("n_noise") is None
+    excluded_hidden = withheld or ("n_excluded_rows" in extras
+                                   and extras.get("n_excluded_rows") is None)
+    out = []
+    for n in notes:
+        if noise_hidden:
+            n = re.sub(r"^[\d,]+ rows are noise", "Some rows are noise", n)
+        if excluded_hidden:
+            n = re.sub(r"^[\d,]+ rows of sensitive groups", "Rows of sensitive groups", n)
+        out.append(n)
+    lab["notes"] = out
 
 
 def protect_gates(doc: dict[str, Any]) -> dict[str, Any]:

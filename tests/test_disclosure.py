@@ -627,3 +627,31 @@ def test_random_pairs_of_labellings_sharing_totals(seed):
     other = joint_from_frame(df, label="other", sensitive=["race", "sex"])
     doc, recovered, _ = attack(full, {"segment": full, "other": other})
     assert recovered == [], recovered
+
+
+def test_fairden_notes_do_not_quote_withheld_counts():
+    """Attack: FairDen's notes said "2 rows of sensitive groups smaller than k ... were excluded"
+    and "1 rows are noise" while the JSON withheld those counts (n_excluded_rows, n_noise)."""
+    import json
+
+    import polars as pl
+
+    import fairaudit
+
+    rng = np.random.default_rng(0)
+    n = 600
+    race = np.where(np.arange(n) < 2, "Z", rng.choice(["A", "B"], size=n))
+    frame = pl.DataFrame({"x1": rng.normal(size=n), "x2": rng.normal(size=n),
+                          "sex": rng.choice(["F", "M"], size=n), "race": race})
+    common = dict(sensitive=["sex", "race"], cluster=["fairden:n_clusters=3"], seed=0,
+                  bootstrap=0, audit=["balance"], twins=False)
+    open_run = fairaudit.audit(frame, suppress=False, **common)
+    lab = next(x for x in open_run.doc["labellings"] if x["name"] == "fairden")
+    assert lab["extras"]["n_excluded_rows"] == 2
+    assert any(note.startswith("2 rows of sensitive groups") for note in lab["notes"])
+    run = fairaudit.audit(frame, **common)
+    lab = next(x for x in run.doc["labellings"] if x["name"] == "fairden")
+    assert lab["extras"]["n_excluded_rows"] is None  # 2 < min_cell: withheld
+    text = json.dumps(lab["notes"])
+    assert "2 rows of sensitive groups" not in text
+    assert any(note.startswith("Rows of sensitive groups smaller than k") for note in lab["notes"])

@@ -171,7 +171,7 @@ class FairDenClusterer(Clusterer):
             )
         n_noise = int((self.labels_ == -1).sum()) - ex.n_rows
         if n_noise:
-            notes.append(f"{n_noise} rows are noise (clusters smaller than "
+            notes.append(f"{n_noise:,} rows are noise (clusters smaller than "
                          f"{est.min_cluster_size_:,} rows: max(min_pts, "
                          f"{self.min_cluster_share:g} of the rows)).")
         if len(est.k_history_) > 1:
@@ -180,8 +180,12 @@ class FairDenClusterer(Clusterer):
                 if self.noise_rule == "literal"
                 else "embedding recomputed"
             )
+            left = (f"; with clusters under {est.min_cluster_size_:,} rows as noise, "
+                    f"{int(est.n_clusters_)} clusters remain"
+                    if int(est.n_clusters_) < est.k_history_[-1] else "")
             notes.append(
-                f"Noise rule: k increased from {est.k_history_[0]} to {est.k_history_[-1]} ({how})."
+                f"Noise rule: a cluster was too small, so k increased from {est.k_history_[0]} "
+                f"to {est.k_history_[-1]} ({how}){left}."
             )
         if not self.fair:
             notes.append("fair=false: the balance constraint was switched off (the twin).")
