@@ -88,6 +88,7 @@ def refine_prototypes(
     fixed = sorted({int(j) for j in frozen})
     free = np.ones(k, dtype=bool)
     free[fixed] = False
+    movable = int(free.sum()) >= 2  # one free cluster alone can only trade rows with frozen ones
     per = [cluster_lcd(lab, C, j) for j in range(k)]
     present = np.bincount(lab, minlength=k) > 0
     start = best = float(np.mean([per[j][0] for j in range(k) if present[j]]))
@@ -100,7 +101,7 @@ def refine_prototypes(
         for c in order:
             c = int(c)
             worst = per[c][1]
-            if worst < 0 or not free[c] or free.sum() < 2:
+            if worst < 0 or not free[c] or not movable:
                 continue
             for a in steps:
                 trial = C.copy()

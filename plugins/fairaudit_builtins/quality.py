@@ -281,13 +281,14 @@ class TwinsSection(ReportSection):
             for key in ("fair_bounds", "twin_bounds", "gain_bounds"):
                 e.setdefault(key, None)
             e.setdefault("withheld", False)
-            gain, loss = finite(e.get("gain")), finite(e.get("quality_loss"))
-            e["fairer"] = None if gain is None else gain > 0
-            e["verdict"] = _verdict(gain, loss)
-            if e.get("withheld"):  # disclosure control: only the published range of the gain
-                gb = e.get("gain_bounds")
-                e["fairer"] = None if not gb else (True if gb[0] > 0 else None)
+            if e["withheld"]:  # disclosure control: only the published range of the gain
+                gb = e["gain_bounds"]
+                e["fairer"] = True if gb and gb[0] > 0 else None
                 e["verdict"] = _withheld_verdict(gb)
+            else:
+                gain, loss = finite(e.get("gain")), finite(e.get("quality_loss"))
+                e["fairer"] = None if gain is None else gain > 0
+                e["verdict"] = _verdict(gain, loss)
         shown = [e for e in entries if finite(e.get("gain")) is not None]
         svg = None
         if shown:
