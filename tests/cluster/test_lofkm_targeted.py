@@ -60,14 +60,19 @@ def test_refinement_respects_size_bounds():
     assert new.min() >= sizes.min() and new.max() <= sizes.max()
 
 
+def _fair_and_twin(X, k, seed):
+    """The targeted fit and its twin from the same seed, with the AvgLCD of each."""
+    fair = LOFKMeans(k, random_state=seed).fit(X)
+    twin = LOFKMeans(k, fair=False, random_state=seed).fit(X)
+    return (fair, twin, lcd(X, fair.labels_, fair.cluster_centers_).avg_lcd,
+            lcd(X, twin.labels_, twin.cluster_centers_).avg_lcd)
+
+
 @pytest.mark.parametrize("k", [2, 3, 4])
 def test_targeted_lofkm_fairer_than_twin_on_every_draw(k):
     for seed in range(4):
         X = _table(100 + seed)
-        fair = LOFKMeans(k, random_state=seed).fit(X)
-        twin = LOFKMeans(k, fair=False, random_state=seed).fit(X)
-        a_fair = lcd(X, fair.labels_, fair.cluster_centers_).avg_lcd
-        a_twin = lcd(X, twin.labels_, twin.cluster_centers_).avg_lcd
+        fair, _, a_fair, a_twin = _fair_and_twin(X, k, seed)
         assert a_fair < a_twin, (k, seed, a_fair, a_twin)
         sizes = np.bincount(fair.labels_, minlength=k)
         assert sizes.min() >= 0.01 * len(X) and sizes.max() <= 0.9 * len(X)
@@ -129,8 +134,7 @@ def test_no_small_cluster_the_twin_lacks(k):
     # from 9 to 10 rows at k = 4 and 5, seed 3.
     for seed in range(8):
         X = _extreme_rows_table(10 + seed)
-        fair = LOFKMeans(k, random_state=seed).fit(X)
-        twin = LOFKMeans(k, fair=False, random_state=seed).fit(X)
+        fair, twin, a_fair, a_twin = _fair_and_twin(X, k, seed)
         bound = 0.01 * len(X)
         twin_small = {frozenset(np.flatnonzero(twin.labels_ == j).tolist())
                       for j in range(k) if (twin.labels_ == j).sum() < bound}
@@ -138,6 +142,4 @@ def test_no_small_cluster_the_twin_lacks(k):
             members = np.flatnonzero(fair.labels_ == j)
             if members.size < bound:
                 assert frozenset(members.tolist()) in twin_small, (k, seed, members.size)
-        a_fair = lcd(X, fair.labels_, fair.cluster_centers_).avg_lcd
-        a_twin = lcd(X, twin.labels_, twin.cluster_centers_).avg_lcd
         assert a_fair <= a_twin
