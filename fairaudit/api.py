@@ -49,8 +49,14 @@ def audit(
     baseline: str | Path | Mapping[str, Any] | AuditRun | None = None,
     tolerance: Mapping[str, float] | None = None,
 ) -> AuditRun:
-    """Audit ``data`` (a path, directory or glob, a polars DataFrame/LazyFrame, or a pandas
-    DataFrame — converted column by column, pyarrow not needed).
+    """Audit ``data``: a path, directory or glob; a polars DataFrame/LazyFrame; a pandas
+    DataFrame (converted column by column, pyarrow not needed); or any object with the Arrow
+    PyCapsule stream interface (``__arrow_c_stream__``: a pyarrow Table or RecordBatchReader, a
+    DuckDB relation, ...), imported by polars without pyarrow.
+
+    Every parameter is checked before any work (:mod:`fairaudit.params`): a bad value raises
+    :class:`~fairaudit.errors.ConfigError` naming it and what was expected (``bootstrap`` at most
+    10,000, ``min_cell`` at least 1, ``sensitive`` a column name or a list of them, ...).
 
     ``cluster`` names clusterers as ``"kmeans:n_clusters=4"`` or ``("kmeans", {"n_clusters": 4})``;
     ``audit`` names auditors the same way (instead of the defaults) and ``skip_audit`` leaves
@@ -69,69 +75,64 @@ def audit(
     both (``run.doc["comparison"]``; ``tolerance`` maps ``METRIC[[ATTR]]`` to an allowed
     worsening); a chain's ``[compare]`` table does the same.
     """
-    from fairaudit.chain import chain_from_flags, load_chain, parse_threshold_flag
-    from fairaudit.io import from_pandas, is_pandas
+    from fairaudit import params
+    from fairaudit.chain import chain_from_flags, load_chain, threshold_from
+    from fairaudit.errors import ConfigError
+    from fairaudit.io import as_polars
     from fairaudit.plugins import Host
     from fairaudit.runner import run_chain
 
-    host = Host.create(blocked=disabled_plugins)
-    if isinstance(sensitive, str):
-        sensitive = [s.strip() for s in sensitive.split(",") if s.strip()]
-    thresholds = []
-    for arg, bound, severity in (("fail_under", "min", "error"), ("fail_over", "max", "error"),
-                                 ("warn_under", "min", "warning"),
-                                 ("warn_over", "max", "warning")):
-        given = {"fail_under": fail_under, "fail_over": fail_over, "warn_under": warn_under,
-                 "warn_over": warn_over}[arg]
-        for m, v in (given or {}).items():
-            thresholds.append(parse_threshold_flag(f"{m}={v}", bound, arg, severity))
+    # every parameter checked in one place (fairaudit.params) before any work
+    v = params.check_all({
+        "sensitive": sensitive, "labels": labels, "features": features, "exclude": exclude,
+        "seed": seed, "sample": sample, "k": k, "min_cell": min_cell, "suppress": suppress,
+        "bootstrap": bootstrap, "on_null": on_null, "on_nonfinite": on_nonfinite,
+        "timing": timing, "twins": twins, "fail_under": fail_under, "fail_over": fail_over,
+        "warn_under": warn_under, "warn_over": warn_over, "tolerance": tolerance,
+        "cluster": cluster, "audit": audit, "skip_audit": skip_audit,
+        "disabled_plugins": disabled_plugins, "chain": chain, "engine": engine,
+        "scheduler": scheduler, "workers": workers,
+    })
+    if tolerance and baseline is None and chain is None:
+        raise ConfigError("tolerance: needs baseline= (or a [compare] table in the chain)")
+    data = as_polars(data)
+    thresholds = [
+        threshold_from(key, value, bound, f"{arg} {key}={value}", severity)
+        for arg, bound, severity in (("fail_under", "min", "error"), ("fail_over", "max", "error"),
+                                     ("warn_under", "min", "warning"),
+                                     ("warn_over", "max", "warning"))
+        for key, value in (v[arg] or {}).items()
+    ]
+    host = Host.create(blocked=v["disabled_plugins"])
     spec = chain_from_flags(
-        host.registry, sensitive=sensitive, labels=labels, features=features, exclude=exclude,
-        clusters=_component_flags(cluster), k=k, seed=seed, sample=sample,
-        thresholds=thresholds, min_cell=min_cell, suppress=suppress, bootstrap=bootstrap,
-        on_null=on_null, on_nonfinite=on_nonfinite, audits=_component_flags(audit),
-        skip_audits=[skip_audit] if isinstance(skip_audit, str) else skip_audit,
-        timing=timing, base=load_chain(chain) if chain else None, twins=twins,
+        host.registry, sensitive=v["sensitive"], labels=v["labels"], features=v["features"],
+        exclude=v["exclude"], clusters=v["cluster"], k=v["k"], seed=v["seed"],
+        sample=v["sample"], thresholds=thresholds, min_cell=v["min_cell"],
+        suppress=v["suppress"], bootstrap=v["bootstrap"], on_null=v["on_null"],
+        on_nonfinite=v["on_nonfinite"], audits=v["audit"], skip_audits=v["skip_audit"],
+        timing=v["timing"], base=load_chain(chain) if chain else None, twins=v["twins"],
     )
     from fairaudit.baseline import BaselineOptions, attach_comparison, resolve
 
     options = resolve(None, (), str(chain) if chain else None)
     if baseline is not None:
         options = BaselineOptions(baseline, {**(options.tolerance if options else {}),
-                                             **(tolerance or {})})
+                                             **(v["tolerance"] or {})})
     elif tolerance:
-        from fairaudit.errors import ConfigError
-
-        raise ConfigError("tolerance= needs baseline= (or a [compare] table in the chain)")
+        raise ConfigError("tolerance: needs baseline= (or a [compare] table in the chain)")
     if options is not None:
         from fairaudit.compare import load_audit
 
         load_audit(options.baseline, what="baseline")  # a bad baseline fails before the run
-    if is_pandas(data):
-        data = from_pandas(data)
     from fairaudit.engines import engine_for
 
-    runner = engine_for(spec.engine, name=engine, scheduler=scheduler, workers=workers,
-                        env_default=False)
+    runner = engine_for(spec.engine, name=v["engine"], scheduler=v["scheduler"],
+                        workers=v["workers"], env_default=False)
     try:
-        run = run_chain(spec, host, data_path=data if not isinstance(data, Path) else str(data),
-                        engine=runner)
+        run = run_chain(spec, host, data_path=data, engine=runner)
     finally:
         runner.close()
     return attach_comparison(run, options) if options is not None else run
-
-
-def _component_flags(items: Iterable[str | tuple[str, Mapping[str, Any]]]) -> list[str]:
-    """``"name:k=v"`` strings from strings or ``(name, params)`` pairs."""
-    out = []
-    for c in items:
-        if isinstance(c, str):
-            out.append(c)
-        else:
-            name, params = c
-            out.append(name + (":" + ",".join(f"{a}={json.dumps(b)}" for a, b in
-                                              params.items()) if params else ""))
-    return out
 
 
 def write_report(run: AuditRun, html_path: str | Path, json_path: str | Path | None = None,
@@ -143,9 +144,17 @@ def write_report(run: AuditRun, html_path: str | Path, json_path: str | Path | N
     input (``run.doc["input"]["path"]``: file, folder or glob), when both paths are the same
     file, or when a folder does not exist or is not writable.
     """
+    from fairaudit.errors import ConfigError
     from fairaudit.outputs import check_outputs, input_refs, write_outputs
     from fairaudit.plugins import Host
     from fairaudit.report import render_html
+
+    if not isinstance(run, AuditRun):
+        raise ConfigError(f"run: expected an AuditRun (what fairaudit.audit returns); got "
+                          f"{type(run).__name__}")
+    for name, p in (("html_path", html_path), ("json_path", json_path)):
+        if p is not None and (not isinstance(p, str | Path) or not str(p)):
+            raise ConfigError(f"{name}: expected a file path; got {type(p).__name__}")
 
     html_path = Path(html_path)
     json_path = Path(json_path) if json_path else html_path.with_suffix(".json")

@@ -207,15 +207,19 @@ class _Problems:
 
 def load_chain(path: str | Path) -> ChainSpec:
     """Read and parse a chain TOML file (structure only; see :func:`validate_chain`)."""
+    from fairaudit.limits import MAX_TOML_BYTES, MAX_TOML_DEPTH, check_nesting, read_limited
+
     p = Path(path)
     if not p.exists():
         raise ConfigError(f"{p}: no such chain file")
+    text = read_limited(p, MAX_TOML_BYTES, "chain file", ConfigError)
+    check_nesting(text, str(p), MAX_TOML_DEPTH, toml=True, error=ConfigError)
     try:
-        doc = tomllib.loads(p.read_text(encoding="utf-8"))
+        doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{p}: not valid TOML: {exc}") from None
-    except UnicodeDecodeError:
-        raise ConfigError(f"{p}: not valid UTF-8 text") from None
+    except RecursionError:  # nesting the scan above cannot see (dotted keys)
+        raise ConfigError(f"{p}: nested too deeply to read") from None
     return parse_chain(doc, source=str(p))
 
 
@@ -302,9 +306,10 @@ def _parse_engine(d: Any, problems: _Problems) -> EngineSpec:
                      f"'tcp://host:8786' (a string, no spaces); got {scheduler!r}")
         ok = False
     workers = d.get("workers")
-    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int)
-                                or workers < 1):
-        problems.add("engine.workers", f"must be an int >= 1; got {workers!r}")
+    from fairaudit.params import problem
+
+    if workers is not None and (msg := problem("workers", workers)) is not None:
+        problems.add("engine.workers", msg)
         ok = False
     if scheduler is not None and workers is not None:
         problems.add("engine", "give scheduler (a running Dask cluster) or workers (a local "
@@ -335,89 +340,47 @@ def _is_address(value: Any) -> bool:
     return True
 
 
-def _str_list(value: Any, path: str, problems: _Problems) -> tuple[str, ...] | None:
-    if isinstance(value, str):
-        return tuple(x.strip() for x in value.split(",") if x.strip())
-    if isinstance(value, list) and all(isinstance(v, str) for v in value):
-        return tuple(value)
-    problems.add(path, f"must be a list of column names; got {value!r}")
-    return None
+def _checked(d: Mapping[str, Any], key: str, name: str, path: str, problems: _Problems,
+             kw: dict[str, Any]) -> None:
+    """``d[key]`` checked by :mod:`fairaudit.params` (the one validation of every parameter)."""
+    from fairaudit import params
+
+    if key not in d:
+        return
+    msg = params.problem(name, d[key])
+    if msg is not None:
+        problems.add(path, msg)
+    else:
+        kw[key] = params.check(name, d[key])
 
 
 def _parse_data(d: Mapping[str, Any], problems: _Problems) -> DataSpec:
     kw: dict[str, Any] = {}
     if "path" in d:
         kw["path"] = str(d["path"])
-    for key in ("sensitive", "exclude"):
-        if key in d:
-            v = _str_list(d[key], f"data.{key}", problems)
-            if v is not None:
-                kw[key] = v
-    if "features" in d:
-        v = _str_list(d["features"], "data.features", problems)
-        if v is not None:
-            kw["features"] = v
-    if "labels" in d:
-        if isinstance(d["labels"], str):
-            kw["labels"] = d["labels"]
-        else:
-            problems.add("data.labels", "must be a column name")
+    for key in ("sensitive", "exclude", "features", "labels", "seed", "sample", "on_null",
+                "on_nonfinite", "allow_sensitive_features"):
+        _checked(d, key, key, f"data.{key}", problems, kw)
+    if kw.get("features") is None:
+        kw.pop("features", None)
     if "ordinal" in d:
         o = d["ordinal"]
         if isinstance(o, Mapping) and all(isinstance(v, list) for v in o.values()):
             kw["ordinal"] = {k: tuple(str(x) for x in v) for k, v in o.items()}
         else:
             problems.add("data.ordinal", "must be a table: attribute = [ordered groups]")
-    for key in ("seed", "sample"):
-        if key in d:
-            v = d[key]
-            if isinstance(v, bool) or not isinstance(v, int) or v < (0 if key == "seed" else 2):
-                problems.add(f"data.{key}", f"must be an int >= {0 if key == 'seed' else 2}")
-            else:
-                kw[key] = v
-    for key, choices in (("on_null", ("exclude", "error")), ("on_nonfinite", ("error", "drop"))):
-        if key in d:
-            if d[key] in choices:
-                kw[key] = d[key]
-            else:
-                problems.add(f"data.{key}", f"must be one of {', '.join(choices)}")
-    if "allow_sensitive_features" in d:
-        if isinstance(d["allow_sensitive_features"], bool):
-            kw["allow_sensitive_features"] = d["allow_sensitive_features"]
-        else:
-            problems.add("data.allow_sensitive_features", "must be true or false")
-    if "separator" in d:
-        kw["reader_options"] = {"separator": str(d["separator"])}
+    sep: dict[str, Any] = {}
+    _checked(d, "separator", "separator", "data.separator", problems, sep)
+    if sep.get("separator") is not None:
+        kw["reader_options"] = {"separator": sep["separator"]}
     return DataSpec(**kw)
 
 
 def _parse_options(d: Mapping[str, Any], problems: _Problems) -> Options:
     kw: dict[str, Any] = {}
-    checks = {
-        "min_cell": lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0,
-        "suppress": lambda v: isinstance(v, bool),
-        "bootstrap": lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0,
-        "ci_level": lambda v: isinstance(v, float) and 0.5 <= v < 1,
-        "k": lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 2,
-        "timing": lambda v: isinstance(v, bool),
-        "twins": lambda v: isinstance(v, bool),
-    }
-    expected = {
-        "min_cell": "an int >= 0",
-        "suppress": "true or false",
-        "bootstrap": "an int >= 0",
-        "ci_level": "a number in [0.5, 1)",
-        "k": "an int >= 2",
-        "timing": "true or false",
-        "twins": "true or false",
-    }
-    for key, ok in checks.items():
-        if key in d:
-            if ok(d[key]):
-                kw[key] = d[key]
-            else:
-                problems.add(f"options.{key}", f"must be {expected[key]}; got {d[key]!r}")
-    return Options(**kw)
+    for key in ("min_cell", "suppress", "bootstrap", "ci_level", "k", "timing", "twins"):
+        _checked(d, key, key, f"options.{key}", problems, kw)
+    return Options(**{k: v for k, v in kw.items() if v is not None or k == "k"})
 
 
 def _threshold_from_audit(entry: Mapping[str, Any], path: str, problems: _Problems):
@@ -489,32 +452,43 @@ def _parse_threshold_table(entry: Any, path: str, problems: _Problems):
     )
 
 
-_THRESHOLD_FLAG = re.compile(
-    r"^(?P<metric>[A-Za-z0-9_\-.]+)(@(?P<on>ci|lower|upper))?(\[(?P<attr>[^\]]+)\])?=(?P<value>.+)$"
+_THRESHOLD_KEY = re.compile(
+    r"^(?P<metric>[A-Za-z0-9_\-.]+)(@(?P<on>ci|lower|upper))?(\[(?P<attr>[^\]]+)\])?$"
 )
 
 
 def parse_threshold_flag(text: str, bound: str, flag: str, severity: str = "error") -> Threshold:
     """Parse ``METRIC[@ci|@lower|@upper][[ATTRIBUTE]]=VALUE`` from ``--fail-under`` / ``--fail-over`` (or, with
     ``severity="warning"``, ``--warn-under`` / ``--warn-over``)."""
-    m = _THRESHOLD_FLAG.match(text.strip())
-    if not m:
+    key, eq, raw = text.strip().rpartition("=")
+    if not eq or not _THRESHOLD_KEY.match(key.strip()) or not raw.strip():
         raise ConfigError(
             f"{flag} {text!r}: expected METRIC=VALUE, METRIC@ci=VALUE or METRIC[attribute]=VALUE "
             "(e.g. balance=0.8)"
         )
     try:
-        value = float(m["value"])
+        value = float(raw)
     except ValueError:
-        raise ConfigError(f"{flag} {text!r}: {m['value']!r} is not a number") from None
+        raise ConfigError(f"{flag} {text!r}: {raw.strip()!r} is not a number") from None
+    return threshold_from(key.strip(), value, bound, f"{flag} {text.strip()}", severity)
+
+
+def threshold_from(key: str, value: float, bound: str, source: str,
+                   severity: str = "error") -> Threshold:
+    """A threshold from ``METRIC[@ci|@lower|@upper][[ATTRIBUTE]]`` and its bound (the keys of
+    ``fairaudit.audit(fail_under={...})``; ``source`` names it in messages)."""
+    m = _THRESHOLD_KEY.match(key)
+    if not m:
+        raise ConfigError(f"{source}: expected METRIC, METRIC@ci or METRIC[attribute] as the key "
+                          "(e.g. 'balance')")
     return Threshold(
         metric=m["metric"],
-        value=value,
+        value=float(value),
         bound=bound,
         on=m["on"] or "value",
         attribute=m["attr"],
         severity=severity,
-        source=f"{flag} {text.strip()}",
+        source=source,
     )
 
 
@@ -531,6 +505,15 @@ def parse_component_flag(text: str, flag: str = "--cluster") -> tuple[str, dict[
             raise ConfigError(f"{flag} {text!r}: {part!r} is not key=value")
         params[key.strip()] = _literal(raw.strip())
     return name, params
+
+
+def _component(item: str | tuple[str, Mapping[str, Any]], flag: str
+               ) -> tuple[str, dict[str, Any]]:
+    """A component named as ``NAME[:k=v,...]`` text or as a parsed ``(name, params)`` pair."""
+    if isinstance(item, str):
+        return parse_component_flag(item, flag)
+    name, params = item
+    return name, dict(params)
 
 
 def _split_params(text: str) -> list[str]:
@@ -807,7 +790,7 @@ def chain_from_flags(
     labels: str | None = None,
     features: Sequence[str] | None = None,
     exclude: Sequence[str] = (),
-    clusters: Sequence[str] = (),
+    clusters: Sequence[str | tuple[str, Mapping[str, Any]]] = (),
     k: int | None = None,
     seed: int | None = None,
     sample: int | None = None,
@@ -817,7 +800,7 @@ def chain_from_flags(
     on_null: str | None = None,
     on_nonfinite: str | None = None,
     bootstrap: int | None = None,
-    audits: Sequence[str] = (),
+    audits: Sequence[str | tuple[str, Mapping[str, Any]]] = (),
     skip_audits: Sequence[str] = (),
     timing: bool | None = None,
     base: ChainSpec | None = None,
@@ -833,17 +816,17 @@ def chain_from_flags(
     (``--skip-audit NAME``) leaves auditors out, e.g. the slow ``proxy``.
     """
     audit_steps: list[StepSpec] = []
-    for i, text in enumerate(audits):
-        name, params = parse_component_flag(text, "--audit")
+    for i, item in enumerate(audits):
+        name, params = _component(item, "--audit")
         audit_steps.append(StepSpec("audit", name, f"--audit[{i}]", params, name))
     skip = tuple(dict.fromkeys(skip_audits))
     for name in skip:
         if not registry.has("auditor", name):
             raise ConfigError(f"--skip-audit {name}: {registry.unknown_message('auditor', name)}")
     cluster_steps: list[StepSpec] = []
-    for i, text in enumerate(clusters):
-        name, params = parse_component_flag(text)
-        label = name if sum(1 for c in clusters if c.partition(":")[0] == name) == 1 else None
+    parsed = [_component(item, "--cluster") for item in clusters]
+    for i, (name, params) in enumerate(parsed):
+        label = name if sum(1 for n, _ in parsed if n == name) == 1 else None
         cluster_steps.append(
             StepSpec("cluster", name, f"--cluster[{i}]", params, label or f"{name}-{i + 1}")
         )

@@ -10,7 +10,8 @@
    (every group has >= ``min_cell`` rows; a warning);
 3. ``group_min_cell`` for every other key of ``group_counts`` (intersections such as ``a|b``),
    sorted by key;
-4. for the labels column: ``labels_exists``, ``labels_integral``;
+4. for the labels column: ``labels_exists``, ``labels_integral`` (numeric labels only: a column
+   of strings or categories holds cluster names);
 5. per feature, in the order given: ``feature_exists`` and, for numeric features,
    ``feature_not_nan`` and ``feature_finite``.
 
@@ -26,7 +27,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -502,16 +503,32 @@ def run_input_checks(
     started = time.perf_counter()
     sensitive = list(dict.fromkeys(sensitive))
     features = [f for f in dict.fromkeys(features) if f not in sensitive and f != labels]
-    wanted = list(dict.fromkeys([*sensitive, *([labels] if labels else []), *features]))
+    wanted = list(dict.fromkeys([*sensitive, *([labels] if labels is not None else []),
+                                 *features]))
     frame = _to_pandas(sample, wanted)
+    import pandas as pd
+
+    # GX needs non-empty column names: an unnamed column (a CSV's empty header) is checked as
+    # "(unnamed column)" and its results name it by its real (empty) name again
+    alias = {c: f"(unnamed column{'' if i == 0 else f' {i + 1}'})"
+             for i, c in enumerate(c for c in wanted if not c.strip())}
+    if alias:
+        frame = frame.rename(columns=alias)
+        sensitive = [alias.get(c, c) for c in sensitive]
+        features = [alias.get(c, c) for c in features]
+        group_counts = {alias.get(k, k): v for k, v in group_counts.items()}
+        labels = alias.get(labels, labels) if labels is not None else None
+    labels_are_names = labels is not None and labels in frame.columns and not (
+        pd.api.types.is_numeric_dtype(frame[labels].dtype))
 
     runner = _Runner()
     try:
-        return _run_all(
+        results = _run_all(
             runner,
             frame,
             sensitive=sensitive,
             labels=labels,
+            labels_are_names=labels_are_names,
             features=features,
             group_counts=group_counts,
             min_cell=min_cell,
@@ -522,6 +539,10 @@ def run_input_checks(
         )
     finally:
         runner.close()
+    if alias:
+        back = {a: c for c, a in alias.items()}
+        results = tuple(replace(r, column=back.get(r.column, r.column)) for r in results)
+    return results
 
 
 def _run_all(
@@ -530,6 +551,7 @@ def _run_all(
     *,
     sensitive: list[str],
     labels: str | None,
+    labels_are_names: bool,
     features: list[str],
     group_counts: Mapping[str, Mapping[Any, int]],
     min_cell: int,
@@ -569,9 +591,9 @@ def _run_all(
             specs.append(
                 _not_null_spec((1, i, 1), "sensitive_not_null", column, mostly, "null", gx)
             )
-    if labels:
+    if labels is not None:
         specs.append(_exists_spec((3, 0), "labels", labels, labels in present, gx))
-        if labels in present:
+        if labels in present and not labels_are_names:  # names (strings) are cluster names
 
             def describe_labels(res: Mapping[str, Any], column: str = labels) -> tuple[str, str]:
                 n = int(res.get("element_count", 0)) - int(res.get("missing_count", 0))

@@ -143,7 +143,7 @@ def _common(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 def _engine_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     """--engine / --scheduler / --workers: they override the chain's [engine] table."""
-    fn = click.option("--workers", type=click.IntRange(min=1), default=None,
+    fn = click.option("--workers", type=int, default=None,
                       help="Count and assign on a local Dask cluster of N worker processes.")(fn)
     fn = click.option("--scheduler", metavar="ADDRESS", default=None,
                       help="Count and assign every row on a Dask cluster (tcp://host:8786; "
@@ -159,7 +159,9 @@ def _engine_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 def _make_engine(spec: Any, engine_name: str | None, scheduler: str | None,
                  workers: int | None) -> Any:
     from fairaudit.engines import engine_for
+    from fairaudit.params import check
 
+    workers = check("workers", workers, "cli")
     return engine_for(spec.engine, name=engine_name, scheduler=scheduler, workers=workers)
 
 
@@ -208,9 +210,9 @@ def _default_json(out: Path) -> Path:
               help="Start from this chain TOML; flags override its [data] settings.")
 @click.option("--cluster", "clusters", multiple=True, metavar="NAME[:k=v,...]",
               help="Add a clusterer (repeatable), e.g. --cluster kmeans:n_clusters=4.")
-@click.option("--k", "k", type=click.IntRange(min=2), help="Number of clusters for clusterers.")
-@click.option("--seed", type=click.IntRange(min=0), default=None, help="Seed (default 0).")
-@click.option("--sample", type=click.IntRange(min=2), default=None,
+@click.option("--k", "k", type=int, help="Number of clusters for clusterers.")
+@click.option("--seed", type=int, default=None, help="Seed (default 0).")
+@click.option("--sample", type=int, default=None,
               help="Fit clusterers on at most N rows (seeded sample).")
 @click.option("--out", "-o", "out", type=click.Path(dir_okay=False), default="fairaudit-report.html",
               show_default=True, help="HTML report path.")
@@ -238,7 +240,7 @@ def _default_json(out: Path) -> Path:
 @click.option("--timing", is_flag=True, default=None,
               help="Record step timings and the creation time in the JSON (it is then no longer "
               "byte-identical between runs).")
-@click.option("--min-cell", type=click.IntRange(min=0), default=None,
+@click.option("--min-cell", type=int, default=None,
               help="Groups/cells below this size are flagged and their counts suppressed "
               "[default: 10].")
 @click.option("--no-suppress", is_flag=True, default=None,
@@ -250,8 +252,9 @@ def _default_json(out: Path) -> Path:
               "[default: error]. Without clusterers, feature auditors skip such rows.")
 @click.option("--separator", metavar="CHAR", default=None,
               help="CSV field separator [default: ',' (tab for .tsv)].")
-@click.option("--bootstrap", type=click.IntRange(min=0), default=None,
-              help="Bootstrap replicates for confidence intervals, 0 = off [default: 200].")
+@click.option("--bootstrap", type=int, default=None,
+              help="Bootstrap replicates for confidence intervals, 0 = off, at most 10,000 "
+              "[default: 200].")
 @_engine_options
 @click.option("--twins/--no-twins", default=None,
               help="Also fit each fair clusterer with fair=false (its twin) and report the price "
@@ -270,8 +273,15 @@ def audit(data: str, sensitive, labels, features, exclude, chain_file, clusters,
     """Audit DATA (Parquet file, directory or glob of Parquet files, or CSV)."""
     from fairaudit.chain import chain_from_flags, load_chain, parse_threshold_flag
     from fairaudit.errors import ConfigError
+    from fairaudit.params import check, check_all
 
     _setup_logging(debug, quiet)
+    # every option checked in one place (fairaudit.params) before any work
+    opts = check_all({"k": k, "seed": seed, "sample": sample, "min_cell": min_cell,
+                      "bootstrap": bootstrap, "separator": separator, "workers": workers},
+                     "cli")
+    k, seed, sample, min_cell, bootstrap = (opts[n] for n in ("k", "seed", "sample", "min_cell",
+                                                                "bootstrap"))
     host = _host(disabled)
     thresholds = [parse_threshold_flag(t, "min", "--fail-under") for t in fail_under]
     thresholds += [parse_threshold_flag(t, "max", "--fail-over") for t in fail_over]
@@ -279,19 +289,19 @@ def audit(data: str, sensitive, labels, features, exclude, chain_file, clusters,
     thresholds += [parse_threshold_flag(t, "max", "--warn-over", "warning") for t in warn_over]
     base = load_chain(chain_file) if chain_file else None
     sens = _split(sensitive)
+    # --exclude '' names the unnamed column (a CSV's empty header, e.g. a pandas index)
+    excluded = tuple(c for v in exclude for c in check("exclude", v, "cli"))
     if not sens and (base is None or not base.data.sensitive):
         raise ConfigError("--sensitive: give at least one sensitive column, e.g. --sensitive sex")
     spec = chain_from_flags(
         host.registry, sensitive=sens, labels=labels, features=_split(features) or None,
-        exclude=_split(exclude), clusters=clusters, k=k, seed=seed, sample=sample,
+        exclude=excluded, clusters=clusters, k=k, seed=seed, sample=sample,
         thresholds=thresholds, min_cell=min_cell,
         suppress=None if no_suppress is None else not no_suppress, on_null=on_null,
         on_nonfinite=on_nonfinite, bootstrap=bootstrap, audits=audits,
         skip_audits=_split(skip_audits), timing=timing, base=base, twins=twins,
     )
     if separator is not None:
-        if len(separator) != 1:
-            raise ConfigError(f"--separator: expected one character; got {separator!r}")
         import dataclasses
 
         spec = dataclasses.replace(
@@ -537,7 +547,7 @@ def describe(name: str, quiet: bool, debug: bool, disabled: Sequence[str]) -> in
 def render(audit_json: str, out: str, template_dirs: Sequence[str], quiet: bool, debug: bool,
            disabled: Sequence[str]) -> int:
     """Re-render the HTML report from a saved AUDIT.json (no recomputation)."""
-    from fairaudit.errors import InputError
+    from fairaudit.compare import load_audit
     from fairaudit.outputs import InputRef, check_outputs
     from fairaudit.report import write_html
     from fairaudit.results import AuditRun
@@ -545,13 +555,7 @@ def render(audit_json: str, out: str, template_dirs: Sequence[str], quiet: bool,
     _setup_logging(debug, quiet)
     p = Path(audit_json)
     check_outputs({"--out": out}, [InputRef("AUDIT.json", audit_json)])
-    if not p.exists():
-        raise InputError(f"{p}: no such file")
-    try:
-        doc = json.loads(p.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(f"{p}: not valid JSON ({exc})") from None
-    run_obj = AuditRun.from_json(doc)
+    run_obj = AuditRun(load_audit(p))
     host = _host(disabled)
     write_html(run_obj, Path(out), host, template_dirs=[Path(t) for t in template_dirs])
     if not quiet:

@@ -26,7 +26,6 @@ raise :class:`IncomparableError` (exit 2) naming every reason.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -68,6 +67,7 @@ def load_audit(source: str | Path | Mapping[str, Any], *, what: str = "audit") -
 
     Raises :class:`InputError` naming the file when it is missing, not JSON, or not a fairaudit
     audit document (a comparison or history file, say)."""
+    from fairaudit.audit_json import read_json, schema_problem
     from fairaudit.results import AuditRun
 
     if isinstance(source, Mapping):
@@ -80,10 +80,7 @@ def load_audit(source: str | Path | Mapping[str, Any], *, what: str = "audit") -
         if not p.is_file():
             raise InputError(f"{p}: no such file (expected the {what} JSON written by "
                              "`fairaudit audit --json`)")
-        try:
-            doc = json.loads(p.read_text(encoding="utf-8"))
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise InputError(f"{p}: not valid JSON ({exc})") from None
+        doc = read_json(p)
     if isinstance(doc, Mapping) and doc.get("kind") in ("fairaudit-comparison",
                                                         "fairaudit-history"):
         raise InputError(f"{where}: this is a {doc['kind']} file, not an audit JSON")
@@ -91,11 +88,9 @@ def load_audit(source: str | Path | Mapping[str, Any], *, what: str = "audit") -
         AuditRun.from_json(doc)
     except InputError as exc:
         raise InputError(f"{where}: {exc}") from None
-    missing = [k for k, t in (("input", Mapping), ("chain", Mapping), ("labellings", list),
-                              ("results", list)) if not isinstance(doc.get(k), t)]
-    if missing:
-        raise InputError(f"{where}: not a fairaudit audit JSON document (missing or malformed "
-                         f"{', '.join(missing)})")
+    problem = schema_problem(doc)
+    if problem is not None:
+        raise InputError(f"{where}: not a valid fairaudit audit JSON document: {problem}")
     return dict(doc)
 
 

@@ -50,9 +50,7 @@ def resolve_input(spec: str) -> InputFiles:
         if not path.exists():
             raise InputError(f"{spec}: no such file or directory")
         if path.is_dir():
-            files = tuple(sorted(p for p in path.rglob("*.parquet") if p.is_file()))
-            if not files:
-                raise InputError(f"{spec}: the directory contains no .parquet files")
+            files = _folder_files(path, spec)
         else:
             files = (path,)
     fmt = _sniff(files[0])
@@ -62,6 +60,42 @@ def resolve_input(spec: str) -> InputFiles:
             f"{spec}: mixes formats ({fmt} and {_sniff(next(iter(others)))}); give one format"
         )
     return InputFiles(spec, files, fmt)
+
+
+_PARQUET_SUFFIXES = (".parquet", ".pq")
+_CSV_SUFFIXES = (".csv", ".tsv")
+_OTHER_DATA_SUFFIXES = (".json", ".jsonl", ".ndjson", ".xlsx", ".xls", ".feather", ".arrow",
+                        ".ipc", ".orc", ".avro", ".txt", ".sav", ".dta", ".sas7bdat", ".rds")
+
+
+def _folder_files(folder: Path, spec: str) -> tuple[Path, ...]:
+    """The data files of a folder (and its subfolders, e.g. hive partitions ``year=2024/``),
+    all of one format: Parquet, or CSV/TSV. Hidden and marker files (``.crc``, ``_SUCCESS``,
+    ``_metadata``) are skipped. A folder that mixes formats is refused, naming the files that
+    would be left out: fairaudit never audits part of a folder without saying so."""
+    found: dict[str, list[Path]] = {"parquet": [], "csv": [], "other": []}
+    for p in sorted(folder.rglob("*")):
+        rel = p.relative_to(folder).parts
+        if not p.is_file() or any(part.startswith((".", "_")) for part in rel):
+            continue
+        suffix = p.suffix.lower()
+        kind = ("parquet" if suffix in _PARQUET_SUFFIXES else "csv" if suffix in _CSV_SUFFIXES
+                else "other" if suffix in _OTHER_DATA_SUFFIXES else None)
+        if kind is not None:
+            found[kind].append(p)
+    kinds = [k for k in ("parquet", "csv") if found[k]]
+    if not kinds:
+        raise InputError(f"{spec}: the directory contains no .parquet or .csv files")
+    left_out = [p for k in ("parquet", "csv", "other") if k != kinds[0] for p in found[k]]
+    if left_out:
+        names = ", ".join(str(p.relative_to(folder)) for p in left_out[:5])
+        more = f" and {len(left_out) - 5} more" if len(left_out) > 5 else ""
+        raise InputError(
+            f"{spec}: the folder mixes formats ({len(found[kinds[0]])} {kinds[0]} file(s) and "
+            f"{names}{more}); fairaudit reads a folder whole, in one format: move the other "
+            f"files out, or give a glob such as {spec.rstrip('/')}/*.{kinds[0]}"
+        )
+    return tuple(found[kinds[0]])
 
 
 def _sniff(path: Path) -> str:
@@ -91,8 +125,8 @@ def scan_builtin(spec: str, options: Mapping[str, Any]) -> pl.LazyFrame:
     if inp.format == "parquet":
         if len(inp.files) > 1:
             _check_same_schema(inp.files, lambda f: pl.read_parquet_schema(f), "Parquet")
-        try:
-            lf = pl.scan_parquet([str(f) for f in inp.files])
+        try:  # hive partitions (year=2024/part.parquet): the keys become columns
+            lf = pl.scan_parquet([str(f) for f in inp.files], hive_partitioning=True)
             schema = lf.collect_schema()
         except Exception as exc:  # polars raises ComputeError / OSError variants
             raise InputError(f"{spec}: cannot be read as Parquet: {_first_line(exc)}") from exc
@@ -264,6 +298,37 @@ def atomic_write_text(path: Path, text: str) -> Path:
             os.unlink(tmp)
         raise
     return path
+
+
+IN_MEMORY = "<in-memory table>"
+"""How messages and the JSON name a table given as an object rather than a path."""
+
+
+def as_polars(data: Any) -> Any:
+    """``data`` as fairaudit reads it: a path string (file, folder or glob), or a polars
+    DataFrame/LazyFrame. pandas frames are converted column by column; anything with the Arrow
+    PyCapsule stream interface (``__arrow_c_stream__``) is imported by polars (zero-copy where
+    the types allow; pyarrow not needed). Anything else is an :class:`InputError` naming it."""
+    import polars as pl
+
+    if isinstance(data, str | Path):
+        if not str(data):
+            raise InputError("data: expected a path, a table or an Arrow stream; got ''")
+        return str(data)
+    if isinstance(data, pl.DataFrame | pl.LazyFrame):
+        return data
+    if is_pandas(data):
+        return from_pandas(data)
+    if hasattr(data, "__arrow_c_stream__"):
+        try:
+            return pl.DataFrame(data)
+        except Exception as exc:
+            raise InputError(f"{IN_MEMORY}: the Arrow stream of a {type(data).__name__} cannot "
+                             f"be read: {_first_line(exc)}") from exc
+    raise InputError(
+        "data: expected a path (file, folder or glob), a polars or pandas DataFrame, or an "
+        f"object with the Arrow PyCapsule stream interface; got {type(data).__name__}"
+    )
 
 
 def is_pandas(obj: Any) -> bool:

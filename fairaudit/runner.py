@@ -13,6 +13,7 @@ import inspect
 import logging
 import math
 import platform
+import re
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -129,18 +130,11 @@ def run_chain(
     lf = clock.run("load", "read", None, _load)
     schema = lf.collect_schema()
     columns = list(schema.names())
+    if not columns:
+        raise InputError(f"{_source_name(path)}: the table has no columns")
     spec = validate_chain(expand_twins(spec, host.registry), host.registry, columns=columns)
     roles = _resolve_roles(spec, schema)
 
-    if spec.source.startswith("flags") and not roles.features:
-        # a default auditor that needs features (e.g. proxy) has nothing to look at
-        dropped = [s for s in spec.audit
-                   if "features" in host.registry.get("auditor", s.use).cls.requires]
-        if dropped and len(dropped) < len(spec.audit) and not spec.cluster:
-            spec = dataclasses.replace(
-                spec, audit=tuple(s for s in spec.audit if s not in dropped), preprocess=()
-            )
-            log.info("no feature columns: skipped %s", ", ".join(s.use for s in dropped))
     warm = _prewarm_imports()
     try:
         return _run_validated(spec, host, lf, path, in_memory, roles, clock, progress, started,
@@ -162,11 +156,11 @@ def _run_validated(spec, host, lf, path, in_memory, roles, clock, progress, star
                              reader_options=dict(spec.data.reader_options), progress=progress),
     )
     if n_input == 0:
-        raise InputError(f"{path}: the table is empty (no rows)")
+        raise InputError(f"{_source_name(path)}: the table is empty (no rows)")
     _check_groups(joint_full, roles, n_input, spec, lf)
     if joint_full.null_rows and spec.data.on_null == "error":
         raise InputError(
-            f"{path}: {joint_full.null_rows} row(s) have a null value in "
+            f"{_source_name(path)}: {joint_full.null_rows} row(s) have a null value in "
             + ", ".join(repr(c) for c in (*roles.sensitive, *(filter(None, [roles.labels]))))
             + " (--on-null error); fix them or use --on-null exclude"
         )
@@ -189,6 +183,14 @@ def _run_validated(spec, host, lf, path, in_memory, roles, clock, progress, star
             lambda: _materialise(lf, roles, spec, n_input, max_rows),
         )
 
+    skipped_note = None
+    if data is not None and not data.roles.features and not spec.cluster:
+        # a labels audit needs only the sensitive and labels columns: the steps that read
+        # features (e.g. the proxy auditor and its encoder) have nothing to look at
+        spec, skipped_note = _skip_feature_steps(spec, registry, data.roles)
+        audit_classes = [registry.get("auditor", s.use).cls for s in spec.audit]
+        pre_classes = []
+
     # ------------------------------------------------------------ input checks (GX)
     if warm is not None:
         warm.join()  # never import GX from two threads at once (its imports are circular)
@@ -198,7 +200,7 @@ def _run_validated(spec, host, lf, path, in_memory, roles, clock, progress, star
     )
 
     feature_notes = tuple(data.notes) if data is not None else ()
-    notes_from_data = list(feature_notes)
+    notes_from_data = list(feature_notes) + ([skipped_note] if skipped_note else [])
     seeds = _seeds(spec.data.seed, len(spec.preprocess) + len(spec.cluster) + len(spec.audit) + 1)
     seed_iter = iter(seeds)
     preprocessing: list[dict[str, Any]] = []
@@ -522,13 +524,24 @@ def _resolve_roles(spec: ChainSpec, schema: Any) -> ColumnRoles:
     sensitive = tuple(spec.data.sensitive)
     labels = spec.data.labels
     excluded: dict[str, str] = {c: "listed in exclude" for c in spec.data.exclude}
+    nested = {c for c in cols if _is_nested(schema[c])}
+    for role, named in (("sensitive", sensitive), ("labels", (labels,) if labels else ()),
+                        ("features", spec.data.features or ())):
+        for c in named:
+            if c in nested:
+                raise InputError(
+                    f"{role} column {c!r} has the nested type {schema[c]}; expected a flat "
+                    "column (string, number or boolean): unnest or explode it first"
+                )
     if spec.data.features is not None:
         features = tuple(spec.data.features)
     else:
-        skip = set(spec.data.exclude) | {labels}
+        skip = set(spec.data.exclude) | {labels} | nested
         if not spec.data.allow_sensitive_features:
             skip |= set(sensitive)
         features = tuple(c for c in cols if c not in skip)
+        for c in sorted(nested - set(spec.data.exclude)):
+            excluded[c] = f"nested type {schema[c]} (list/struct/array): ignored"
     if not spec.data.allow_sensitive_features:
         leaked = [c for c in features if c in sensitive]
         if leaked:
@@ -552,6 +565,39 @@ def _resolve_roles(spec: ChainSpec, schema: Any) -> ColumnRoles:
         ordinal=dict(spec.data.ordinal),
         excluded=excluded,
     )
+
+
+def _is_nested(dtype: Any) -> bool:
+    """List, Array and Struct columns (and Python objects): no role can read them."""
+    import polars as pl
+
+    return bool(dtype.is_nested()) or dtype == pl.Object
+
+
+def _skip_feature_steps(spec: ChainSpec, registry: Any, roles: ColumnRoles
+                        ) -> tuple[ChainSpec, str]:
+    """The chain without the preprocessors and auditors that read features (none is left), and
+    the note that says so. Only the counting auditors remain; none left is an InputError."""
+    dropped = [s for s in spec.audit
+               if "features" in registry.get("auditor", s.use).cls.requires]
+    kept = tuple(s for s in spec.audit if s not in dropped)
+    aside = ", ".join(f"{c!r} ({why})" for c, why in roles.excluded.items())
+    why = "no feature column is left" + (f" (set aside: {aside})" if aside else "")
+    if not kept:
+        raise InputError(f"{why}, and every auditor of the chain ("
+                         + ", ".join(s.use for s in dropped) + ") reads features; add an "
+                         "auditor that counts groups, e.g. --audit balance")
+    steps = [s.use for s in (*spec.preprocess, *dropped)]
+    note = f"{why}: skipped " + ", ".join(steps) + " (they read features)"
+    log.info(note)
+    return dataclasses.replace(spec, audit=kept, preprocess=()), note
+
+
+def _source_name(path: Any) -> str:
+    """How messages name the input: its path, or ``<in-memory table>`` (never a frame dump)."""
+    from fairaudit.io import IN_MEMORY
+
+    return path if isinstance(path, str) else IN_MEMORY
 
 
 def _check_groups(joint: JointTable, roles: ColumnRoles, n_input: int, spec: ChainSpec,
@@ -621,6 +667,10 @@ def _materialise(lf: Any, roles: ColumnRoles, spec: ChainSpec, n_input: int, max
     roles_features = list(roles.features)
     # ID-like feature columns (unique per row) tell nothing about structure: exclude, with a note
     excluded = dict(roles.excluded)
+    if spec.data.features is None:
+        for c in [c for c in roles_features if _is_index_column(c, frame)]:
+            roles_features.remove(c)
+            excluded[c] = "unnamed row index (ID-like)"
     if spec.data.features is None and frame.height >= 20:
         for c in list(roles_features):
             dtype = frame.schema[c]
@@ -721,6 +771,24 @@ def _skip_nonfinite(data: AuditData, frame: Any, bad: Sequence[str]) -> AuditDat
             + "; counting metrics use every row (with clusterers, --on-nonfinite decides)")
     log.info(note)
     return data.replace(notes=(*data.notes, note))
+
+
+_INDEX_NAMES = re.compile(r"|Unnamed: \d+|\.\.\.\d+|index|level_0")
+"""Names that tables give a written-out row index: the empty header of pandas' ``to_csv`` and
+R's ``write.csv`` (polars reads it as ``""``), ``Unnamed: 0`` (pandas' ``read_csv``),
+``...1`` (readr), ``index`` / ``level_0`` (pandas' ``reset_index``)."""
+
+
+def _is_index_column(name: str, frame: Any) -> bool:
+    """A row index written out as a column: an index name, unique per row (any table size)."""
+    import polars as pl
+
+    if not _INDEX_NAMES.fullmatch(name.strip()) or frame.height < 2:
+        return False
+    dtype = frame.schema[name]
+    col = frame.get_column(name)
+    return (dtype == pl.String or dtype.is_integer()) and col.null_count() == 0 and (
+        col.n_unique() == frame.height)
 
 
 def _looks_like_id(name: str, col: Any) -> bool:

@@ -437,3 +437,386 @@ def test_debug_keeps_the_threshold_exit_code_and_stays_quiet(run_cli, parquet_pa
     assert not any(ln.startswith(("DEBUG great_expectations", "INFO great_expectations"))
                for ln in r.stderr.splitlines())
     assert len(r.stderr.splitlines()) < 60
+
+
+# ----------------------------------------------------------------------------- issue 21
+# Tables as people have them, and every parameter checked in one place. Each case of the issue's
+# "Why" list (1-10) is here by number.
+def _people(n: int = 400, seed: int = 0) -> pl.DataFrame:
+    rng = np.random.default_rng(seed)
+    return pl.DataFrame({
+        "person_id": np.arange(n),
+        "sex": rng.choice(["F", "M"], size=n),
+        "race": rng.choice(["a", "b", "c"], size=n),
+        "segment": rng.integers(0, 3, size=n),
+    })
+
+
+def _audit_ok(run_cli, tmp_path, data, *args) -> dict:
+    out = tmp_path / "ok" / "r.html"
+    out.parent.mkdir(exist_ok=True)
+    r = run_cli("audit", str(data), "-o", str(out), "--bootstrap", "0", *args)
+    assert r.exit_code in (0, 1), r.output
+    assert "Traceback" not in r.output
+    return json.loads(out.with_suffix(".json").read_text(encoding="utf-8"))
+
+
+def test_1_labels_audit_with_only_an_id_column_left_skips_feature_steps(run_cli, tmp_path):
+    path = _write(_people(), tmp_path / "t.parquet")
+    doc = _audit_ok(run_cli, tmp_path, path, "--sensitive", "race,sex", "--labels", "segment")
+    assert doc["input"]["excluded_columns"] == {"person_id": "unique per row (ID-like)"}
+    assert doc["preprocessing"] == []
+    assert not any(r["auditor"] in ("proxy", "quality") for r in doc["results"])
+    note = " ".join(doc["notes"])
+    assert "no feature column" in note and "proxy" in note and "person_id" in note
+    assert any(r["auditor"] == "balance" for r in doc["results"])
+
+
+def test_1_labels_audit_with_every_feature_excluded(run_cli, tmp_path):
+    frame = _people().with_columns(pl.Series("x", np.linspace(0, 1, 400)))
+    path = _write(frame, tmp_path / "t.parquet")
+    doc = _audit_ok(run_cli, tmp_path, path, "-s", "race,sex", "--labels", "segment",
+                    "--exclude", "x")
+    assert "no feature column" in " ".join(doc["notes"])
+
+
+def _index_csv(tmp_path: Path, n: int, quoted: bool) -> Path:
+    """What pandas' to_csv (``,sex,...`` / ``0,F,...``) and R's write.csv (``"","sex"`` /
+    ``"1","F"``) write: an unnamed first column holding the row index."""
+    rng = np.random.default_rng(1)
+    head = '"","sex","race","segment","x"' if quoted else ",sex,race,segment,x"
+    rows = [head]
+    for i in range(n):
+        idx = f'"{i + 1}"' if quoted else str(i)
+        rows.append(f"{idx},{'FM'[i % 2]},{'abc'[i % 3]},{i % 4},{rng.normal():.4f}")
+    path = tmp_path / ("r.csv" if quoted else "pandas.csv")
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("quoted", [False, True], ids=["pandas-to_csv", "R-write.csv"])
+@pytest.mark.parametrize("n", [15, 200])
+def test_2_unnamed_index_column_is_set_aside(run_cli, tmp_path, quoted, n):
+    path = _index_csv(tmp_path, n, quoted)
+    doc = _audit_ok(run_cli, tmp_path, path, "-s", "race,sex", "--labels", "segment")
+    assert "" in doc["input"]["excluded_columns"], doc["input"]["excluded_columns"]
+    assert "index" in doc["input"]["excluded_columns"][""]
+    assert doc["input"]["features"] == ["x"]
+
+
+def test_2_exclude_an_empty_column_name(run_cli, tmp_path):
+    path = _index_csv(tmp_path, 200, quoted=False)
+    doc = _audit_ok(run_cli, tmp_path, path, "-s", "race,sex", "--labels", "segment",
+                    "--exclude", "")
+    assert doc["input"]["excluded_columns"][""] == "listed in exclude"
+    import fairaudit
+
+    run = fairaudit.audit(str(path), sensitive="race,sex", labels="segment", exclude=[""],
+                          bootstrap=0)
+    assert run.doc["input"]["excluded_columns"][""] == "listed in exclude"
+
+
+@pytest.mark.parametrize("kind", ["string", "categorical", "enum"])
+def test_3_string_and_categorical_labels_pass_the_input_checks(run_cli, tmp_path, kind):
+    names = np.array(["1st", "2nd", "engineering crew"])
+    col = pl.Series("klass", names[_people()["segment"].to_numpy()])
+    if kind == "categorical":
+        col = col.cast(pl.Categorical)
+    elif kind == "enum":
+        col = col.cast(pl.Enum(list(names)))
+    path = _write(_people().drop("person_id").with_columns(col), tmp_path / "t.parquet")
+    doc = _audit_ok(run_cli, tmp_path, path, "-s", "race,sex", "--labels", "klass")
+    failed = [c for c in doc["checks"] if not c["success"] and c["severity"] == "error"]
+    assert failed == [], failed
+    assert sorted(doc["labellings"][0]["cluster_names"]) == sorted(names)
+
+
+def _nested(tmp_path) -> Path:
+    n = 400
+    frame = _people(n).with_columns(
+        pl.Series("tags", [[i % 3, 1] for i in range(n)]),
+        pl.Series("address", [{"city": "x", "zip": i} for i in range(n)]),
+        pl.Series("vec", [[0.5, float(i)] for i in range(n)], dtype=pl.Array(pl.Float64, 2)),
+    )
+    return _write(frame, tmp_path / "nested.parquet")
+
+
+def test_4_unused_nested_columns_are_ignored_with_a_note(run_cli, tmp_path):
+    doc = _audit_ok(run_cli, tmp_path, _nested(tmp_path), "-s", "race,sex", "--labels",
+                    "segment")
+    excluded = doc["input"]["excluded_columns"]
+    for c in ("tags", "address", "vec"):
+        assert "nested" in excluded[c], excluded
+
+
+@pytest.mark.parametrize(("role", "args"), [
+    ("sensitive", ("-s", "tags,sex", "--labels", "segment")),
+    ("labels", ("-s", "sex", "--labels", "address")),
+    ("features", ("-s", "sex", "--cluster", "kmeans:n_clusters=2", "--features", "vec")),
+])
+def test_4_a_nested_column_named_in_a_role_is_refused(audit_bad, tmp_path, role, args):
+    col = args[args.index("--features") + 1] if role == "features" else (
+        "tags" if role == "sensitive" else "address")
+    audit_bad(_nested(tmp_path), *args, culprits=(repr(col), "nested"))
+
+
+def test_5_a_folder_of_several_formats_is_refused_naming_the_files_left_out(audit_bad, tmp_path):
+    d = tmp_path / "mixed"
+    d.mkdir()
+    _people().head(200).write_parquet(d / "a.parquet")
+    _people().tail(200).write_csv(d / "b.csv")
+    audit_bad(d, "-s", "race,sex", "--labels", "segment", culprits=("b.csv", "mixed"))
+
+
+def test_5_a_folder_of_csv_files_is_read_whole(run_cli, tmp_path):
+    d = tmp_path / "csvs"
+    d.mkdir()
+    _people().head(200).write_csv(d / "a.csv")
+    _people().tail(200).write_csv(d / "b.csv")
+    (d / "_SUCCESS").write_text("", encoding="utf-8")
+    doc = _audit_ok(run_cli, tmp_path, d, "-s", "race,sex", "--labels", "segment")
+    assert doc["input"]["rows"] == 400
+
+
+def test_6_hive_partition_keys_are_columns(run_cli, tmp_path):
+    root = tmp_path / "hive"
+    for year, part in ((2023, _people(200, 1)), (2024, _people(200, 2))):
+        (root / f"year={year}").mkdir(parents=True)
+        part.write_parquet(root / f"year={year}" / "part.parquet")
+    doc = _audit_ok(run_cli, tmp_path, root, "-s", "race,year", "--labels", "segment")
+    assert doc["input"]["rows"] == 400
+    assert {str(g["group"]) for g in doc["input"]["groups"]["year"]} == {"2023", "2024"}
+    doc = _audit_ok(run_cli, tmp_path, f"{root}/*/*.parquet", "-s", "race,year", "--labels",
+                    "segment")
+    assert {str(g["group"]) for g in doc["input"]["groups"]["year"]} == {"2023", "2024"}
+
+
+class _CapsuleOnly:
+    """Only the Arrow PyCapsule stream interface (no pyarrow type for polars to recognise)."""
+
+    def __init__(self, obj):
+        self._obj = obj
+
+    def __arrow_c_stream__(self, requested_schema=None):
+        return self._obj.__arrow_c_stream__(requested_schema)
+
+
+@pytest.mark.parametrize("kind", ["table", "reader", "capsule", "duckdb"])
+def test_7_arrow_stream_objects_are_audited_like_frames(kind):
+    pa = pytest.importorskip("pyarrow")
+    import fairaudit
+
+    frame = _people()
+    table = pa.table({c: frame[c].to_list() for c in frame.columns})
+    if kind == "table":
+        data = table
+    elif kind == "reader":
+        data = pa.RecordBatchReader.from_batches(table.schema, table.to_batches(max_chunksize=64))
+    elif kind == "capsule":
+        data = _CapsuleOnly(table)
+    else:
+        duckdb = pytest.importorskip("duckdb")
+        con = duckdb.connect()
+        con.register("people", table)
+        data = con.sql("select * from people")
+    run = fairaudit.audit(data, sensitive=["race", "sex"], labels="segment", bootstrap=0)
+    expected = fairaudit.audit(frame, sensitive=["race", "sex"], labels="segment", bootstrap=0)
+    assert run.doc["input"]["rows"] == 400
+    got = {(r["metric"], r["attribute"]): r["value"] for r in run.results}
+    want = {(r["metric"], r["attribute"]): r["value"] for r in expected.results}
+    assert got == want
+
+
+def test_7_an_object_that_is_no_table_is_named(tmp_path):
+    import fairaudit
+    from fairaudit.errors import FairauditError
+
+    with pytest.raises(FairauditError, match="data: expected"):
+        fairaudit.audit(12, sensitive=["sex"])
+
+
+@pytest.mark.parametrize("flag_value", [("--bootstrap", "1000000000"), ("--bootstrap", "-1"),
+                                        ("--min-cell", "0"), ("--min-cell", "-4"),
+                                        ("--seed", "-1"), ("--k", "1")])
+def test_8_out_of_range_options_are_refused_up_front(audit_bad, parquet_path, flag_value):
+    flag, value = flag_value
+    audit_bad(parquet_path, "-s", "sex", "--labels", "segment", flag, value,
+              culprits=(flag, value))
+
+
+def test_8_a_chain_nested_too_deep(run_cli, tmp_path, parquet_path, out_dir):
+    chain = tmp_path / "deep.toml"
+    chain.write_text("[data]\nsensitive = ['sex']\nx = " + "[" * 5000 + "]" * 5000 + "\n",
+                     encoding="utf-8")
+    for args in (("validate", str(chain)),
+                 ("run", str(chain), str(parquet_path), "-o", str(out_dir / "r.html"))):
+        r = run_cli(*args)
+        assert r.exit_code == 2, r.output
+        assert "deep.toml" in r.stderr and "nested" in r.stderr
+
+
+@pytest.fixture
+def audit_json(run_cli, parquet_path, tmp_path) -> Path:
+    out = tmp_path / "good" / "a.html"
+    out.parent.mkdir()
+    r = run_cli("audit", str(parquet_path), "-s", "sex", "--labels", "segment", "--audit",
+                "balance", "--bootstrap", "0", "-o", str(out))
+    assert r.exit_code == 0, r.output
+    return out.with_suffix(".json")
+
+
+def _bad_json(tmp_path: Path, audit_json: Path, case: str) -> tuple[Path, tuple[str, ...]]:
+    path = tmp_path / f"{case}.json"
+    if case == "deep":
+        path.write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
+        return path, ("nested",)
+    doc = json.loads(audit_json.read_text(encoding="utf-8"))
+    if case == "no-labellings":
+        del doc["labellings"]
+        want = ("labellings",)
+    elif case == "labellings-int":
+        doc["labellings"] = 5
+        want = ("labellings",)
+    elif case == "result-value-str":
+        doc["results"][0]["value"] = "high"
+        want = ("results[0].value", '"high"')
+    else:
+        doc["input"]["rows"] = "many"
+        want = ("input.rows",)
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    return path, want
+
+
+@pytest.mark.parametrize("case", ["deep", "no-labellings", "labellings-int", "result-value-str",
+                                  "rows-str"])
+@pytest.mark.parametrize("command", ["render", "compare", "history", "export"])
+def test_8_commands_reading_audit_json_validate_it(run_cli, tmp_path, audit_json, case,
+                                                   command):
+    bad, want = _bad_json(tmp_path, audit_json, case)
+    out = tmp_path / "o"
+    out.mkdir()
+    args = {
+        "render": ("render", str(bad), "-o", str(out / "r.html")),
+        "compare": ("compare", str(audit_json), str(bad), "-o", str(out / "c.html")),
+        "history": ("history", str(audit_json), str(bad), "-o", str(out / "h.html")),
+        "export": ("export", str(audit_json), str(bad), "--csv", str(out / "e.csv")),
+    }[command]
+    r = run_cli(*args)
+    assert r.exit_code == 2, r.output
+    assert bad.name in r.stderr, r.stderr
+    for w in want:
+        assert w in r.stderr, r.stderr
+    assert "Traceback" not in r.output and len(r.stderr.splitlines()) <= 6
+    assert list(out.iterdir()) == []
+
+
+API_CASES = {
+    "min_cell=-4": ({"min_cell": -4}, "min_cell"),
+    "min_cell=0": ({"min_cell": 0}, "min_cell"),
+    "bootstrap=-3": ({"bootstrap": -3}, "bootstrap"),
+    "bootstrap=2.5": ({"bootstrap": 2.5}, "bootstrap"),
+    "bootstrap=1e9": ({"bootstrap": 10**9}, "bootstrap"),
+    "sensitive=123": ({"sensitive": 123}, "sensitive"),
+    "sensitive=dict": ({"sensitive": {"sex": 1}}, "sensitive"),
+    "sensitive=[1]": ({"sensitive": [1]}, "sensitive"),
+    "labels=5": ({"labels": 5}, "labels"),
+    "labels=list": ({"labels": ["segment"]}, "labels"),
+    "fail_under=str": ({"fail_under": "balance=0.8"}, "fail_under"),
+    "fail_under=str-value": ({"fail_under": {"balance": "high"}}, "fail_under"),
+    "seed=abc": ({"seed": "abc"}, "seed"),
+    "seed=-1": ({"seed": -1}, "seed"),
+    "seed=1.5": ({"seed": 1.5}, "seed"),
+    "k=1": ({"k": 1}, "k"),
+    "sample=1": ({"sample": 1}, "sample"),
+    "suppress=str": ({"suppress": "no"}, "suppress"),
+    "on_null=bad": ({"on_null": "drop"}, "on_null"),
+    "features=int": ({"features": 3}, "features"),
+    "exclude=ndarray-int": ({"exclude": np.array([1, 2])}, "exclude"),
+    "cluster=int": ({"cluster": 5}, "cluster"),
+    "cluster=bad-pair": ({"cluster": [("kmeans", "n_clusters=3")]}, "cluster"),
+    "workers=0": ({"workers": 0}, "workers"),
+    "tolerance=str": ({"tolerance": "balance=0.1"}, "tolerance"),
+}
+
+
+@pytest.mark.parametrize("case", list(API_CASES), ids=list(API_CASES))
+def test_9_the_api_checks_every_parameter_before_any_work(parquet_path, case, monkeypatch):
+    import fairaudit
+    import fairaudit.runner
+    from fairaudit.errors import ConfigError
+
+    kwargs, name = API_CASES[case]
+    monkeypatch.setattr(fairaudit.runner, "run_chain",
+                        lambda *a, **k: pytest.fail("work started before validation"))
+    args = {"sensitive": ["sex"], "labels": "segment", **kwargs}
+    with pytest.raises(ConfigError) as info:
+        fairaudit.audit(str(parquet_path), **args)
+    assert str(info.value).startswith(f"{name}:"), str(info.value)
+    assert "expected" in str(info.value)
+
+
+def test_9_the_api_accepts_what_it_documents(parquet_path):
+    import fairaudit
+
+    run = fairaudit.audit(str(parquet_path), sensitive=np.array(["sex", "race"]),
+                          labels="segment", exclude="x1, x2", bootstrap=0, seed=np.int64(3),
+                          audit=[("balance", {})], fail_under={"balance": 0.1},
+                          cluster=())
+    assert run.doc["input"]["sensitive"] == ["sex", "race"]
+    assert run.doc["chain"]["seed"] == 3
+
+
+def test_9_write_report_checks_its_run(tmp_path):
+    import fairaudit
+    from fairaudit.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="^run: expected an AuditRun"):
+        fairaudit.write_report("notarun", tmp_path / "r.html")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_9_empty_pandas_frame_message_has_no_frame_dump():
+    pd = pytest.importorskip("pandas")
+    import fairaudit
+    from fairaudit.errors import FairauditError
+
+    for frame in (pd.DataFrame(), pd.DataFrame({"sex": pd.Series([], dtype=object),
+                                                "segment": pd.Series([], dtype=int)})):
+        with pytest.raises(FairauditError) as info:
+            fairaudit.audit(frame, sensitive=["sex"], labels="segment")
+        msg = str(info.value)
+        assert msg.startswith("<in-memory table>") or msg.startswith("data:"), msg
+        assert len(msg.splitlines()) <= 3 and "Index" not in msg and "Columns" not in msg
+
+
+def test_9_chain_and_cli_give_the_same_ranges(run_cli, tmp_path):
+    from fairaudit.chain import load_chain
+    from fairaudit.errors import ChainValidationError
+
+    chain = tmp_path / "c.toml"
+    chain.write_text('[data]\nsensitive = ["sex"]\nlabels = "segment"\n[options]\nmin_cell = 0\n'
+                     "bootstrap = 1000000000\n", encoding="utf-8")
+    with pytest.raises(ChainValidationError) as info:
+        from fairaudit.chain import validate_chain
+        from fairaudit.plugins import Host
+
+        validate_chain(load_chain(chain), Host.create(entrypoints=False).registry)
+    text = str(info.value)
+    assert "options.min_cell" in text and "options.bootstrap" in text
+    r = run_cli("validate", str(chain))
+    assert r.exit_code == 2 and "options.bootstrap" in r.stderr
+
+
+def test_10_the_default_comparison_keeps_fairden_with_a_constant_column(run_cli, tmp_path):
+    rng = np.random.default_rng(3)
+    n = 300
+    frame = _people(n).drop("person_id", "segment").with_columns(
+        pl.lit("2. Middle Atlantic").alias("region"),
+        pl.Series("x1", rng.normal(size=n)), pl.Series("x2", rng.normal(size=n)),
+        pl.Series("job", rng.choice(["a", "b"], size=n)),
+    )
+    path = _write(frame, tmp_path / "const.parquet")
+    doc = _audit_ok(run_cli, tmp_path, path, "-s", "race,sex", "--k", "3", "--no-twins")
+    names = [lab["name"] for lab in doc["labellings"]]
+    assert "fairden" in names, (names, doc["notes"])
+    assert not any("skipped" in n and "fairden" in n for n in doc["notes"])

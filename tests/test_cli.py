@@ -263,8 +263,8 @@ def test_min_cell_controls_what_is_small(audit, small_group_path):
     assert all(v is None for row in comp["counts"] for v in row)
 
 
-def test_min_cell_zero_turns_flagging_off(audit, small_group_path):
-    result, doc = audit("--labels", "segment", "--min-cell", "0", data=small_group_path)
+def test_min_cell_one_turns_flagging_off(audit, small_group_path):
+    result, doc = audit("--labels", "segment", "--min-cell", "1", data=small_group_path)
     assert result.exit_code == 0, result.output
     d = next(g for g in doc["input"]["groups"]["race"] if g["group"] == "d")
     assert d["n"] == 3 and not d["small"]

@@ -7,6 +7,7 @@ similarity) through ``AuditData.categorical_frame()``; only the feature table is
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from fairaudit.components import AnyOf, Interval, Options, Preprocessor, TypeIs
@@ -113,7 +114,12 @@ class EncodePreprocessor(Preprocessor):
         if not hasattr(self, "encoder_"):
             raise ValueError("the 'encode' preprocessor is not fitted; call fit first")
         features, _ = self._fill_missing(data.features)
-        return data.replace(features=self.encoder_.transform(features))
+        # a column the encoder dropped (constant: it carries nothing) is no feature for any later
+        # step either, including those that read the raw columns (FairDen's categorical frame)
+        dropped = set(self.encoder_.dropped_columns_)
+        roles = dataclasses.replace(
+            data.roles, features=tuple(c for c in data.roles.features if c not in dropped))
+        return data.replace(features=self.encoder_.transform(features), roles=roles)
 
     def notes(self) -> tuple[str, ...]:
         enc = getattr(self, "encoder_", None)
