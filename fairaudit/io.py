@@ -145,13 +145,47 @@ def scan_builtin(spec: str, options: Mapping[str, Any]) -> pl.LazyFrame:
         if len(inp.files) > 1:
             _check_same_schema(inp.files, lambda f: dict(_csv([str(f)]).collect_schema()), "CSV")
         try:
-            lf = _csv([str(f) for f in inp.files])
+            keys = _hive_keys(inp.files)
+            if keys:  # hive folders (year=2024/part.csv): the keys become columns, as for Parquet
+                types = _hive_types(keys)
+
+                def value(k: str, f: Path) -> Any:
+                    v = keys[k].get(f)
+                    return int(v) if v is not None and types[k] == pl.Int64 else v
+
+                lf = pl.concat([_csv([str(f)]).with_columns(
+                    [pl.lit(value(k, f), dtype=t).alias(k) for k, t in types.items()])
+                    for f in inp.files])
+            else:
+                lf = _csv([str(f) for f in inp.files])
             schema = lf.collect_schema()
         except Exception as exc:
             raise InputError(f"{spec}: cannot be read as CSV: {_first_line(exc)}") from exc
     if len(schema) == 0:
         raise InputError(f"{spec}: the table has no columns")
     return lf
+
+
+def _hive_keys(files: tuple[Path, ...]) -> dict[str, dict[Path, str]]:
+    """``key -> {file: value}`` of the ``key=value`` folders above each file (hive layout)."""
+    out: dict[str, dict[Path, str]] = {}
+    for f in files:
+        for part in f.parent.parts:
+            key, eq, value = part.partition("=")
+            if eq and key and "/" not in key:
+                out.setdefault(key, {})[f] = value
+    return out
+
+
+def _hive_types(keys: dict[str, dict[Path, str]]) -> dict[str, Any]:
+    """Int64 for a key whose values are all integers, else String (as polars does for Parquet)."""
+    import polars as pl
+
+    def is_int(v: str) -> bool:
+        return v.lstrip("-").isdigit()
+
+    return {k: pl.Int64 if all(is_int(v) for v in vals.values()) else pl.String
+            for k, vals in keys.items()}
 
 
 def _check_same_schema(files: tuple[Path, ...], schema_of: Any, what: str) -> None:
