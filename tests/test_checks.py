@@ -305,7 +305,7 @@ def test_null_group_keys_are_ignored():
     ("labels", "example"),
     [
         (pl.Series("segment", [0.0, 1.5] * 100), "1.5"),
-        (pl.Series("segment", ["0", "a"] * 100), "'0', 'a'"),
+        (pl.Series("segment", [0.0, float("inf")] * 100), "inf"),
     ],
 )
 def test_labels_not_integral(labels: pl.Series, example: str):
@@ -317,6 +317,17 @@ def test_labels_not_integral(labels: pl.Series, example: str):
     assert check.observed.startswith("'segment' (dtype ")
     assert f"e.g. {example}" in check.observed
     assert check.expected == "'segment': integer cluster labels (-1 = noise)"
+
+
+@pytest.mark.parametrize("dtype", [pl.String, pl.Categorical])
+def test_string_labels_are_cluster_names_not_an_error(dtype):
+    """A labels column of strings or categories holds cluster names (issue 21): no
+    labels_integral check, nothing fails."""
+    frame = make_frame().with_columns(pl.Series("segment", ["0", "a"] * 100).cast(dtype))
+    results = run(frame)
+    assert failing(results) == {}
+    assert "labels_integral[segment]" not in by_name(results)
+    assert by_name(results)["labels_exists[segment]"].success
 
 
 def test_labels_integral_floats_and_nulls_pass():
