@@ -342,9 +342,12 @@ def as_polars(data: Any) -> Any:
     """``data`` as fairaudit reads it: a path string (file, folder or glob), or a polars
     DataFrame/LazyFrame. pandas frames are converted column by column; anything with the Arrow
     PyCapsule stream interface (``__arrow_c_stream__``) is imported by polars (zero-copy where
-    the types allow; pyarrow not needed). Anything else is an :class:`InputError` naming it."""
+    the types allow; pyarrow not needed). None stays None (the chain's ``data.path``). Anything
+    else is an :class:`InputError` naming it."""
     import polars as pl
 
+    if data is None:  # the chain's data.path
+        return None
     if isinstance(data, str | Path):
         if not str(data):
             raise InputError("data: expected a path, a table or an Arrow stream; got ''")

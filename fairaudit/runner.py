@@ -670,7 +670,7 @@ def _materialise(lf: Any, roles: ColumnRoles, spec: ChainSpec, n_input: int, max
     if spec.data.features is None:
         for c in [c for c in roles_features if _is_index_column(c, frame)]:
             roles_features.remove(c)
-            excluded[c] = "unnamed row index (ID-like)"
+            excluded[c] = "a row index written out as a column (ID-like)"
     if spec.data.features is None and frame.height >= 20:
         for c in list(roles_features):
             dtype = frame.schema[c]
