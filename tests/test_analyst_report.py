@@ -70,18 +70,19 @@ def test_demo_default_report_shows_every_headline_as_a_number_with_a_ci(demo_run
     assert seen == {(lab, a) for lab in labellings for a in ("sex", "race", "sex|race")}
 
 
-def test_demo_small_groups_are_exact_and_judged_or_listed(demo_run):
+def test_demo_small_counts_are_exact(demo_run):
     doc = demo_run.doc
     race = {g["group"]: g for g in doc["input"]["groups"]["race"]}
     assert race["Other"]["n"] == 27 and race["Amer-Indian-Eskimo"]["n"] == 32
-    inter = {g["group"]: g for g in doc["input"]["groups"]["sex|race"]}
-    small = [g for g in inter.values() if g["small"]]
-    assert small and all(isinstance(g["n"], int) and 0 < g["n"] < 10 for g in small)
+    assert all(isinstance(g["n"], int) for gs in doc["input"]["groups"].values() for g in gs)
+    small_cells = 0
     for lab in doc["labellings"]:
         assert lab["n_noise"] is not None
         assert all(c["n"] is not None for c in lab["cluster_sizes"])
         for comp in lab["composition"].values():
             assert all(isinstance(v, int) for row in comp["counts"] for v in row)
+            small_cells += sum(0 < v < 10 for row in comp["counts"] for v in row)
+    assert small_cells > 0  # the cells of fewer than 10 people are there, exactly
     # the verdicts judge exact values: no reason mentions withheld values
     assert doc["verdicts"]
     assert not any("withheld" in reason for v in doc["verdicts"] for reason in v["reasons"])
@@ -115,6 +116,36 @@ def test_a_group_of_18_is_judged_with_exact_numbers_and_intervals():
     assert "too_small" not in balance["detail"]  # 18 >= min_cell 10: judged
     counts = np.array(comp["counts"])
     assert balance["value"] == pytest.approx(fairaudit.metrics.balance_min(counts))
+
+
+def compas_like() -> pl.DataFrame:
+    """The issue's recidivism table in shape: six race groups of which two have 32 and 18
+    people, three segments (7,214 rows)."""
+    rng = np.random.default_rng(7)
+    sizes = {"African-American": 3696, "Caucasian": 2454, "Hispanic": 637, "Other": 377,
+             "Asian": 32, "Native American": 18}
+    race = np.concatenate([[g] * n for g, n in sizes.items()])
+    sex = rng.choice(["Female", "Male"], size=race.size, p=[0.19, 0.81])
+    seg = rng.choice([0, 1, 2], size=race.size, p=[0.5, 0.3, 0.2])
+    return pl.DataFrame({"race": race, "sex": sex, "segment": seg})
+
+
+def test_gates_and_verdicts_judge_the_exact_values_of_small_groups():
+    df = compas_like()
+    run = fairaudit.audit(df, sensitive="race,sex", labels="segment",
+                          fail_under={"balance": 0.99})
+    _assert_every_headline_is_a_number_with_a_ci(run)
+    r = next(r for r in run.results if r["metric"] == "balance" and r["attribute"] == "race")
+    T = np.array([[int(((df["race"] == g) & (df["segment"] == k)).sum()) for k in range(3)]
+                  for g in sorted(set(df["race"].to_list()))])
+    assert r["value"] == pytest.approx(fairaudit.metrics.balance_min(T))
+    assert r["status"] == "fail" and run.exit_code == 1
+    gate = next(g for g in run.doc["gates"] if g["metric"] == "balance"
+                and g["attribute"] == "race")
+    assert gate["value"] == r["value"] and gate["judged"] == r["value"]
+    assert "withheld" not in gate and "bounds" not in gate
+    verdict = next(v for v in run.doc["verdicts"] if v["attribute"] == "race")
+    assert any(r["metric"] in reason for reason in verdict["reasons"])
 
 
 # ----------------------------------------------------------------------------- suppress
@@ -169,3 +200,23 @@ def test_chain_refuses_min_cell_below_one(tmp_path, bad):
     with pytest.raises(ConfigError, match=r"options\.min_cell: must be an int >= 1"):
         fairaudit.audit(make_synthetic(200), sensitive="sex",
                         chain=_chain(tmp_path, f"min_cell = {bad}"))
+
+
+# ----------------------------------------------------------------------------- the notice
+def test_console_and_markdown_summaries_carry_the_notice():
+    import json
+
+    from fairaudit.summary import EXACT_NOTICE, console_lines, markdown
+
+    doc = json.loads((EXAMPLE_DATA.parents[2] / "tests/data/sample_audit.json")
+                     .read_text(encoding="utf-8"))
+    assert doc["privacy"] == {"mode": "exact"}
+    assert console_lines(doc)[1] == "note: " + EXACT_NOTICE
+    assert f"> {EXACT_NOTICE}" in markdown(doc)
+    for text in ("exact counts", "small groups", "people allowed to see the data", "--publish"):
+        assert text in EXACT_NOTICE
+    # a document that does not declare its mode (written before schema 1.1) claims nothing
+    del doc["privacy"]
+    assert not any(line.startswith("note:") for line in console_lines(doc))
+    assert "--publish" not in markdown(doc)
+    assert "privacy-notice" not in render_html(fairaudit.AuditRun.from_json(doc))
