@@ -761,7 +761,7 @@ def _run_checks(lf, data, roles, joint, spec, n_input) -> list[dict[str, Any]]:
         labels=roles.labels,
         features=feats,
         group_counts=group_counts,
-        min_cell=max(1, spec.options.min_cell),
+        min_cell=spec.options.min_cell,
         n_rows=n_input,
     )
     del pl
