@@ -74,9 +74,13 @@ def audit(
     ``baseline`` (an earlier audit: path, JSON document or run) also compares with it and gates on
     both (``run.doc["comparison"]``; ``tolerance`` maps ``METRIC[[ATTR]]`` to an allowed
     worsening); a chain's ``[compare]`` table does the same.
+    ``min_cell`` (>= 1, default 10): groups with fewer rows are too small to judge. The report
+    has exact values, small groups included (for people allowed to see the data);
+    ``suppress`` is retired: ``False`` is accepted with a :class:`FutureWarning`, ``True``
+    raises :class:`~fairaudit.errors.ConfigError`.
     """
     from fairaudit import params
-    from fairaudit.chain import chain_from_flags, load_chain, threshold_from
+    from fairaudit.chain import chain_from_flags, load_chain, retired_suppress, threshold_from
     from fairaudit.errors import ConfigError
     from fairaudit.io import as_polars
     from fairaudit.plugins import Host
@@ -85,14 +89,16 @@ def audit(
     # every parameter checked in one place (fairaudit.params) before any work
     v = params.check_all({
         "sensitive": sensitive, "labels": labels, "features": features, "exclude": exclude,
-        "seed": seed, "sample": sample, "k": k, "min_cell": min_cell, "suppress": suppress,
-        "bootstrap": bootstrap, "on_null": on_null, "on_nonfinite": on_nonfinite,
+        "seed": seed, "sample": sample, "k": k, "min_cell": min_cell, "bootstrap": bootstrap, "on_null": on_null, "on_nonfinite": on_nonfinite,
         "timing": timing, "twins": twins, "fail_under": fail_under, "fail_over": fail_over,
         "warn_under": warn_under, "warn_over": warn_over, "tolerance": tolerance,
         "cluster": cluster, "audit": audit, "skip_audit": skip_audit,
         "disabled_plugins": disabled_plugins, "chain": chain, "engine": engine,
         "scheduler": scheduler, "workers": workers,
     })
+    problem = retired_suppress(suppress, "suppress=")
+    if problem is not None:
+        raise ConfigError(f"suppress: {problem}")
     if tolerance and baseline is None and chain is None:
         raise ConfigError("tolerance: needs baseline= (or a [compare] table in the chain)")
     data = as_polars(data)
@@ -108,7 +114,7 @@ def audit(
         host.registry, sensitive=v["sensitive"], labels=v["labels"], features=v["features"],
         exclude=v["exclude"], clusters=v["cluster"], k=v["k"], seed=v["seed"],
         sample=v["sample"], thresholds=thresholds, min_cell=v["min_cell"],
-        suppress=v["suppress"], bootstrap=v["bootstrap"], on_null=v["on_null"],
+        bootstrap=v["bootstrap"], on_null=v["on_null"],
         on_nonfinite=v["on_nonfinite"], audits=v["audit"], skip_audits=v["skip_audit"],
         timing=v["timing"], base=load_chain(chain) if chain else None, twins=v["twins"],
     )

@@ -12,6 +12,7 @@ import difflib
 import inspect
 import re
 import tomllib
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -31,6 +32,29 @@ DEFAULT_CLUSTERERS: tuple[str, ...] = ("kmeans", "fairden", "ffcm")
 (those installed; each is fitted on a sample when the data exceeds its ``max_rows``)."""
 
 DEFAULT_PREPROCESSORS: tuple[str, ...] = ("encode",)
+
+SUPPRESS_RETIRED = (
+    "cell suppression was retired: the report shows exact values, small groups included, and "
+    "is for people allowed to see the data; for a report you may share, use --publish (a "
+    "differentially private release; docs/privacy.md)"
+)
+
+SUPPRESS_DEPRECATED = ("{name} is deprecated and has no effect: exact values are the default "
+                       "(docs/privacy.md)")
+
+
+def retired_suppress(value: Any, name: str) -> str | None:
+    """Check the retired ``suppress`` option (``--no-suppress``, ``options.suppress``,
+    ``suppress=``). ``None`` (not given) passes. ``False`` asks for what now always happens
+    (exact values): accepted with a :class:`FutureWarning`. Anything else asks for protection
+    that no longer exists: the problem is returned, for the caller to refuse with ``name``
+    (never silently publish exact small counts to someone who asked for them to be hidden)."""
+    if value is None:
+        return None
+    if value is False:
+        warnings.warn(SUPPRESS_DEPRECATED.format(name=name), FutureWarning, stacklevel=3)
+        return None
+    return f"got {value!r}; {SUPPRESS_RETIRED}"
 
 DEFAULT_TWINS = True
 """Whether a chain built from flags (the default comparison, or ``--cluster`` steps named on the
@@ -54,8 +78,8 @@ _DATA_KEYS = {
     "separator": "CSV separator",
 }
 _OPTION_KEYS = {
-    "min_cell": "smallest group / cell size shown exactly",
-    "suppress": "suppress counts below min_cell",
+    "min_cell": "groups with fewer rows are too small to judge (listed as such)",
+    "suppress": "retired (cell suppression); false is accepted and ignored",
     "bootstrap": "bootstrap replicates for confidence intervals (0 = off)",
     "ci_level": "confidence level",
     "k": "number of clusters for clusterers left unset",
@@ -114,7 +138,6 @@ class DataSpec:
 @dataclass(frozen=True)
 class Options:
     min_cell: int = 10
-    suppress: bool = True
     bootstrap: int = 200
     ci_level: float = 0.95
     k: int | None = None
@@ -165,7 +188,6 @@ class ChainSpec:
             "thresholds": [t.to_json() for t in self.thresholds],
             "options": {
                 "min_cell": self.options.min_cell,
-                "suppress": self.options.suppress,
                 "bootstrap": self.options.bootstrap,
                 "ci_level": self.options.ci_level,
                 "k": self.options.k,
@@ -378,8 +400,12 @@ def _parse_data(d: Mapping[str, Any], problems: _Problems) -> DataSpec:
 
 def _parse_options(d: Mapping[str, Any], problems: _Problems) -> Options:
     kw: dict[str, Any] = {}
-    for key in ("min_cell", "suppress", "bootstrap", "ci_level", "k", "timing", "twins"):
+    for key in ("min_cell", "bootstrap", "ci_level", "k", "timing", "twins"):
         _checked(d, key, key, f"options.{key}", problems, kw)
+    if "suppress" in d:
+        problem = retired_suppress(d["suppress"], "options.suppress")
+        if problem is not None:
+            problems.add("options.suppress", problem)
     return Options(**{k: v for k, v in kw.items() if v is not None or k == "k"})
 
 
@@ -796,7 +822,6 @@ def chain_from_flags(
     sample: int | None = None,
     thresholds: Sequence[Threshold] = (),
     min_cell: int | None = None,
-    suppress: bool | None = None,
     on_null: str | None = None,
     on_nonfinite: str | None = None,
     bootstrap: int | None = None,
@@ -815,6 +840,9 @@ def chain_from_flags(
     (or, over a chain file, adds to its ``[[audit]]`` steps) and ``skip_audits``
     (``--skip-audit NAME``) leaves auditors out, e.g. the slow ``proxy``.
     """
+    from fairaudit import params
+
+    min_cell = params.check("min_cell", min_cell)  # callers other than the CLI and the API
     audit_steps: list[StepSpec] = []
     for i, item in enumerate(audits):
         name, params = _component(item, "--audit")
@@ -849,7 +877,6 @@ def chain_from_flags(
             o,
             k=_given(k, o.k),
             min_cell=_given(min_cell, o.min_cell),
-            suppress=_given(suppress, o.suppress),
             bootstrap=_given(bootstrap, o.bootstrap),
             timing=_given(timing, o.timing),
             twins=_given(twins, o.twins),
@@ -897,7 +924,6 @@ def chain_from_flags(
         ),
         options=Options(
             min_cell=_given(min_cell, 10),
-            suppress=_given(suppress, True),
             bootstrap=_given(bootstrap, 200),
             k=k,
             timing=_given(timing, False),

@@ -241,10 +241,10 @@ def _default_json(out: Path) -> Path:
               help="Record step timings and the creation time in the JSON (it is then no longer "
               "byte-identical between runs).")
 @click.option("--min-cell", type=int, default=None,
-              help="Groups/cells below this size are flagged and their counts suppressed "
-              "[default: 10].")
-@click.option("--no-suppress", is_flag=True, default=None,
-              help="Show exact counts of small cells.")
+              help="Groups with fewer rows are too small to judge: left out of the metrics and "
+              "listed as such (>= 1) [default: 10].")
+@click.option("--no-suppress", is_flag=True, default=None, hidden=True,
+              help="Deprecated, no effect: exact values are the default.")
 @click.option("--on-null", type=click.Choice(["exclude", "error"]), default=None,
               help="Rows with a null sensitive value or label [default: exclude].")
 @click.option("--on-nonfinite", type=click.Choice(["error", "drop"]), default=None,
@@ -271,7 +271,12 @@ def audit(data: str, sensitive, labels, features, exclude, chain_file, clusters,
           separator, bootstrap, engine_name, scheduler, workers, twins, baseline,
           tolerances, quiet, debug, disabled) -> int:
     """Audit DATA (Parquet file, directory or glob of Parquet files, or CSV)."""
-    from fairaudit.chain import chain_from_flags, load_chain, parse_threshold_flag
+    from fairaudit.chain import (
+        SUPPRESS_DEPRECATED,
+        chain_from_flags,
+        load_chain,
+        parse_threshold_flag,
+    )
     from fairaudit.errors import ConfigError
     from fairaudit.params import check, check_all
 
@@ -287,6 +292,8 @@ def audit(data: str, sensitive, labels, features, exclude, chain_file, clusters,
     thresholds += [parse_threshold_flag(t, "max", "--fail-over") for t in fail_over]
     thresholds += [parse_threshold_flag(t, "min", "--warn-under", "warning") for t in warn_under]
     thresholds += [parse_threshold_flag(t, "max", "--warn-over", "warning") for t in warn_over]
+    if no_suppress:
+        log.warning(SUPPRESS_DEPRECATED.format(name="--no-suppress"))
     base = load_chain(chain_file) if chain_file else None
     sens = _split(sensitive)
     # --exclude '' names the unnamed column (a CSV's empty header, e.g. a pandas index)
@@ -296,8 +303,7 @@ def audit(data: str, sensitive, labels, features, exclude, chain_file, clusters,
     spec = chain_from_flags(
         host.registry, sensitive=sens, labels=labels, features=_split(features) or None,
         exclude=excluded, clusters=clusters, k=k, seed=seed, sample=sample,
-        thresholds=thresholds, min_cell=min_cell,
-        suppress=None if no_suppress is None else not no_suppress, on_null=on_null,
+        thresholds=thresholds, min_cell=min_cell, on_null=on_null,
         on_nonfinite=on_nonfinite, bootstrap=bootstrap, audits=audits,
         skip_audits=_split(skip_audits), timing=timing, base=base, twins=twins,
     )
