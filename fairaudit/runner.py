@@ -141,7 +141,26 @@ def run_chain(
                 spec, audit=tuple(s for s in spec.audit if s not in dropped), preprocess=()
             )
             log.info("no feature columns: skipped %s", ", ".join(s.use for s in dropped))
-    warm = _prewarm_imports()
+    if spec.privacy.publish:
+        from fairaudit.publish import prepare, run_published
+
+        spec = prepare(spec, host.registry)
+        return run_published(
+            spec, path, lambda: _frame_fingerprint(path) if in_memory else _fingerprint(path),
+            lambda: _run_warm(spec, host, lf, path, in_memory, roles, clock, progress, started,
+                              engine),
+        )
+    return _run_warm(spec, host, lf, path, in_memory, roles, clock, progress, started, engine)
+
+
+def _fingerprint(path: Any) -> str:
+    from fairaudit.io import fingerprint
+
+    return fingerprint(path)
+
+
+def _run_warm(spec, host, lf, path, in_memory, roles, clock, progress, started, engine):
+    warm = _prewarm_imports() if not spec.privacy.publish else None  # no input checks
     try:
         return _run_validated(spec, host, lf, path, in_memory, roles, clock, progress, started,
                               warm, engine)
@@ -192,7 +211,7 @@ def _run_validated(spec, host, lf, path, in_memory, roles, clock, progress, star
     # ------------------------------------------------------------ input checks (GX)
     if warm is not None:
         warm.join()  # never import GX from two threads at once (its imports are circular)
-    checks = clock.run(
+    checks = [] if spec.privacy.publish else clock.run(  # a release publishes no input check
         "checks", "great_expectations", None,
         lambda: _run_checks(lf, data, roles, joint_full, spec, n_input),
     )
@@ -277,6 +296,16 @@ def _run_validated(spec, host, lf, path, in_memory, roles, clock, progress, star
             sample_info, spec, clock, progress,
         )
 
+    # ------------------------------------------------------------ the release (--publish)
+    release = None
+    if spec.privacy.publish:  # noise once; from here on every count is a noisy one
+        from fairaudit.publish import Release
+
+        release = clock.run("publish", "noise", None, Release, labellings, joints, spec.privacy,
+                            roles.ordinal)
+        joints = dict(release.joints)
+        joint_full = release.joint_full
+
     # ------------------------------------------------------------ audits
     results: list[MetricResult] = []
     audit_seed = next(seed_iter)
@@ -287,7 +316,9 @@ def _run_validated(spec, host, lf, path, in_memory, roles, clock, progress, star
         boot = None
         if spec.options.bootstrap > 0:
             rng = np.random.default_rng([audit_seed, lab_index])
-            boot = BootstrapReplicates(joint, resample_joint(joint, spec.options.bootstrap, rng))
+            boot = (release.replicates(lab.name, spec.options.bootstrap, rng) if release
+                    else BootstrapReplicates(joint,
+                                             resample_joint(joint, spec.options.bootstrap, rng)))
         for step, cls in zip(spec.audit, audit_classes, strict=True):
             if not cls.per_labelling and lab_index > 0:
                 continue  # about the data, not a clustering: run once
@@ -315,6 +346,10 @@ def _run_validated(spec, host, lf, path, in_memory, roles, clock, progress, star
             results.extend(produced)
 
     results, gates = _gates(spec, audit_classes, labellings, joints, joint_full, results)
+    if release is not None:  # the data's own notes quote exact counts
+        from fairaudit.publish import published_notes
+
+        notes = published_notes()
     notes.extend(_all_noise_notes(labellings, joints))
     status = overall_status(results, gates)
     doc = _document(
@@ -332,13 +367,20 @@ def _run_validated(spec, host, lf, path, in_memory, roles, clock, progress, star
         names = joints[lab_doc["name"]].cluster_names if lab_doc["name"] in joints else None
         if names is not None:
             lab_doc["cluster_names"] = list(names)
+    if release is not None:
+        doc = release.document(doc, min_cell=spec.options.min_cell)
+    else:
+        from fairaudit.publish import exact_block
+
+        doc["privacy"] = exact_block()
     if not spec.options.timing:
         doc.pop("timing", None)  # byte-identical JSON for the same input, seed and version
     from fairaudit.disclosure import protect, protect_gates  # after the gates: exact values
 
     specs = metric_specs(host.registry)
     exact_verdicts = verdicts(doc, specs)  # like gates: judged on the exact values
-    doc = protect(doc, spec.options.min_cell if spec.options.suppress else 0, counting_auditors)
+    doc = protect(doc, spec.options.min_cell if spec.options.suppress and release is None
+                  else 0, counting_auditors)
     protect_gates(doc)
     # after protect: the price of fairness quotes only published values (a withheld target gives
     # its published bounds, never the exact value)
@@ -766,7 +808,9 @@ def _run_counting(comp: CountingAuditor, lab, joint, tables, boot, spec) -> list
     from fairaudit.counting_audit import run_counting_auditor
 
     return run_counting_auditor(comp, lab.name, joint, tables, boot,
-                                min_cell=spec.options.min_cell, level=spec.options.ci_level)
+                                min_cell=spec.options.min_cell, level=spec.options.ci_level,
+                                # a release's intervals must carry the noise: the bootstrap's
+                                own_intervals=not spec.privacy.publish)
 
 
 # ---------------------------------------------------------------------------- the document
