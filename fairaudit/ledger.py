@@ -93,7 +93,7 @@ class Ledger:
     def _write(self) -> None:
         from fairaudit.io import write_temp_sibling
 
-        text = json.dumps(self.data, indent=1, ensure_ascii=False, sort_keys=True) + "\n"
+        text = json.dumps(self.data, indent=1, ensure_ascii=False) + "\n"  # key order kept
         tmp = write_temp_sibling(self.path, text)
         try:
             os.replace(tmp, self.path)

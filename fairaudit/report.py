@@ -335,6 +335,7 @@ def render_html(
         tool_version=tool.get("version", ""),
         created=(doc.get("timing") or {}).get("created"),
         sections=blocks,
+        privacy=doc.get("privacy"),
     )
     return page.rstrip() + "\n"
 

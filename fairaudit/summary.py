@@ -60,9 +60,27 @@ def headline(doc: Mapping[str, Any]) -> str:
             f"{', '.join(inp['attributes'])}; gates: {gates})")
 
 
+def privacy_lines(doc: Mapping[str, Any]) -> list[str]:
+    """What a published (differentially private) release spent; nothing for an exact one."""
+    p = doc.get("privacy") or {}
+    if p.get("mode") != "dp":
+        return []
+    led = p.get("ledger") or {}
+    budget = p.get("budget")
+    spent = p.get("spent")
+    return [
+        f"  published release (differential privacy): {p.get('mechanism')}, epsilon "
+        f"{p.get('epsilon'):.6g} per release; every number is computed from noisy counts",
+        f"  ledger {led.get('path')}: source {led.get('source')!r} has spent epsilon "
+        + (f"{spent:.6g}" if spent is not None else "?")
+        + (f" of its budget {budget:.6g}" if budget is not None else " (no budget set)"),
+    ]
+
+
 def console_lines(doc: Mapping[str, Any]) -> list[str]:
     """The console summary: a headline, then a fixed-width table of every gate."""
     lines = [headline(doc)]
+    lines.extend(privacy_lines(doc))
     rows = gate_rows(doc)
     if not rows:
         return lines
