@@ -18,6 +18,7 @@ the data.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -65,6 +66,7 @@ class Mechanism:
                 "epsilon_per_cube": self.epsilon / max(self.n_cubes, 1)}
 
 
+@functools.lru_cache(maxsize=32)
 def mechanism(epsilon: float, n_cubes: int) -> Mechanism:
     """The smallest-noise discrete Laplace measurement whose privacy map at ``d_in`` (``n_cubes``
     times one cube's stability) is at most ``epsilon``."""
