@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 MECHANISM = "discrete Laplace (OpenDP make_laplace on integer counts)"
-NEIGHBOURS = "add or remove one row (one row = one person)"
+NEIGHBOURS = "add or remove one row"
 MAX_CELLS = 200_000
 """Largest number of cells of all cubes together: each cell gets noise, and the bootstrap holds
 replicates x cells integers."""

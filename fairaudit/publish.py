@@ -278,6 +278,9 @@ def prepare(spec: Any, registry: Any) -> Any:
             "a labels column (--labels; segments assigned by a model fitted elsewhere), or accept "
             "a guarantee conditional on the fitted clustering with --dp-fitted conditional "
             "([privacy] fitted = \"conditional\", dp_fitted=\"conditional\")")
+    if spec.options.bootstrap < 1:
+        raise ConfigError("--bootstrap 0: a published release shows every number with its "
+                          "interval (noise and sampling); give --bootstrap N > 0 with --publish")
     kept = tuple(s for s in spec.audit
                  if issubclass(registry.get("auditor", s.use).cls, CountingAuditor))
     if not kept:

@@ -159,6 +159,37 @@ def test_default_ledger_is_under_xdg_state_home(small_path, tmp_path):
         tmp_path / "state" / "fairaudit" / "ledger.json")
 
 
+def test_ledger_lock_serialises_overlapping_runs_and_writes_atomically(tmp_path):
+    import threading
+    import time
+
+    from fairaudit.ledger import open_ledger
+
+    path = tmp_path / "l.json"
+    order: list[str] = []
+    inside = threading.Event()
+
+    def first():
+        with open_ledger(path) as book:
+            inside.set()
+            time.sleep(0.3)
+            book.record("src", fingerprint="sha256:x", options="o", epsilon=0.5, budget=1.0,
+                        document={"a": 1})
+            order.append("first done")
+
+    t = threading.Thread(target=first)
+    t.start()
+    inside.wait()
+    with open_ledger(path) as book:  # waits for the first run's lock
+        order.append("second in")
+        assert book.spent("src") == 0.5
+        with pytest.raises(ConfigError, match="0.5 left"):
+            book.check_budget("src", 0.75, 1.0)
+    t.join()
+    assert order == ["first done", "second in"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["l.json", "l.json.lock"]
+
+
 # ---------------------------------------------------------------------------- refusals
 @pytest.mark.parametrize(("flags", "name"), [
     (["--epsilon", "0"], "--epsilon"),
@@ -168,6 +199,7 @@ def test_default_ledger_is_under_xdg_state_home(small_path, tmp_path):
     (["--epsilon", "1", "--privacy-budget", "0.5"], "--privacy-budget"),
     (["--privacy-budget", "-2"], "--privacy-budget"),
     (["--dp-categories", "race"], "--dp-categories"),
+    (["--bootstrap", "0"], "--bootstrap"),
 ])
 def test_cli_refuses_bad_privacy_values(small_path, run_cli, flags, name):
     res = run_cli("audit", small_path, "-s", "race", "--labels", "segment", "--publish", *flags)
