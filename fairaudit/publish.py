@@ -26,7 +26,8 @@ DECLARED = "declared"
 
 LEFT_OUT = (
     "input checks (they quote exact counts)",
-    "row and exclusion counts of the input, the sample size and the input's fingerprint",
+    "row and exclusion counts of the input, the sample size and the input's fingerprint "
+    "(input.fingerprint identifies the release instead)",
     "metrics that are not functions of the counts (silhouette, DCSI, LCD, proxy associations)",
     "fitted parameters, fit diagnostics and the notes of clusterers and preprocessors",
     "run timings",
@@ -194,6 +195,17 @@ class Release:
         return BootstrapReplicates(self.joints[labelling], reps[:, self._support[labelling]])
 
     # ------------------------------------------------------------------ the document
+    def release_id(self) -> str:
+        """A hash of the released cubes and epsilon (post-processing: it identifies the release
+        for compare, history and export, and says nothing more about the data)."""
+        import hashlib
+
+        h = hashlib.sha256(repr(self.mechanism.epsilon).encode())
+        for cube in self.cubes:
+            h.update(cube.labelling.encode())
+            h.update(np.ascontiguousarray(self.dense[cube.labelling], dtype="<i8").tobytes())
+        return "dp-release:" + h.hexdigest()
+
     def block(self) -> dict[str, Any]:
         import importlib.metadata as md
 
@@ -237,7 +249,7 @@ class Release:
 
         inp = doc["input"]
         inp["rows"] = inp.get("rows_audited")
-        inp["fingerprint"] = "withheld in a published release (kept in the ledger)"
+        inp["fingerprint"] = self.release_id()  # the data's own hash would identify it
         inp["exclusions"] = {}
         inp["sample"] = None
         inp["excluded_columns"] = {c: why for c, why in (inp.get("excluded_columns") or {}).items()

@@ -68,7 +68,7 @@ def test_publish_declares_mechanism_epsilon_and_every_headline_with_a_ci(small_p
     assert p["spent"] == p["epsilon"] and p["ledger"]["releases"] == 1
     assert p["cubes"][0]["domain"]["race"].startswith("observed")
     assert run.doc["checks"] == [] and "timing" not in run.doc
-    assert run.doc["input"]["fingerprint"].startswith("withheld")
+    assert run.doc["input"]["fingerprint"].startswith("dp-release:")
     hs = headlines(run.doc)
     assert hs
     for r in hs:  # a number with an interval, judged on the release
@@ -486,3 +486,25 @@ def test_distance_intervals_cover_under_strong_noise():
     log.info("coverage epsilon 0.1: %s", cov)
     assert all(0.90 <= v <= 0.99 for v in cov.values()), cov
     assert 0.93 <= np.mean(list(cov.values())) <= 0.97, cov
+
+
+def test_compare_history_export_read_published_releases(small_path, tmp_path):
+    """They read the published JSON only (post-processing); releases are told apart by the hash
+    of their cubes, never by the data's fingerprint."""
+    from fairaudit.compare import compare
+    from fairaudit.export import export_rows
+    from fairaudit.history import build_history, history_csv
+
+    first = publish(small_path, tmp_path / "l.json", epsilon=0.5).to_json()
+    small_group_table(seed=8).write_parquet(small_path)
+    second = publish(small_path, tmp_path / "l.json", epsilon=0.5).to_json()
+    assert first["input"]["fingerprint"] != second["input"]["fingerprint"]
+    cmp = compare(first, second)
+    assert cmp["status"] in ("pass", "warn", "fail", "not_evaluated")
+    assert not any("same input" in n for n in cmp.get("notes", []))
+    rows = export_rows(second)
+    assert rows and all(r["input_fingerprint"].startswith("dp-release:") for r in rows)
+    (tmp_path / "a.json").write_text(json.dumps(first))
+    (tmp_path / "b.json").write_text(json.dumps(second))
+    hist = build_history([tmp_path / "a.json", tmp_path / "b.json"])
+    assert "dp-release:" in history_csv(hist)
