@@ -27,7 +27,7 @@ import numpy as np
 
 MECHANISM = "discrete Laplace (OpenDP make_laplace on integer counts)"
 NEIGHBOURS = "add or remove one row"
-MAX_CELLS = 200_000
+MAX_CELLS = 50_000
 """Largest number of cells of all cubes together: each cell gets noise, and the bootstrap holds
 replicates x cells integers."""
 

@@ -508,3 +508,11 @@ def test_compare_history_export_read_published_releases(small_path, tmp_path):
     (tmp_path / "b.json").write_text(json.dumps(second))
     hist = build_history([tmp_path / "a.json", tmp_path / "b.json"])
     assert "dp-release:" in history_csv(hist)
+
+
+def test_too_sparse_a_cube_is_refused_naming_the_cells():
+    g = tuple(f"g{i:03d}" for i in range(250))
+    joint = JointTable(("a", "b"), (g, g), np.zeros(1, np.int64), np.zeros((1, 2), np.int64),
+                       np.ones(1, np.int64))
+    with pytest.raises(ConfigError, match="62,500 cells"):
+        Release([LAB], {"seg": joint}, PrivacySpec(publish=True), {})
