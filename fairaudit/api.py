@@ -56,6 +56,8 @@ def audit(
     dp_categories: Mapping[str, Sequence[str]] | None = None,
     dp_clusters: Sequence[str] | None = None,
     dp_fitted: str | None = None,
+    dp_domain: str | None = None,
+    delta: float | None = None,
 ) -> AuditRun:
     """Audit ``data`` (a path, directory or glob, a polars DataFrame/LazyFrame, or a pandas
     DataFrame — converted column by column, pyarrow not needed).
@@ -81,7 +83,8 @@ def audit(
     the total the ``ledger`` (default ``$XDG_STATE_HOME/fairaudit/ledger.json``) allows for the
     data source (``privacy_source``, default the input's path); ``dp_categories`` /
     ``dp_clusters`` declare the public group and cluster names; ``dp_fitted="conditional"``
-    accepts publishing clusterings fitted on the same rows. They override a chain's
+    accepts publishing clusterings fitted on the same rows; ``dp_domain="private"`` chooses the
+    released cells privately (a threshold; ``delta``, default 1e-7). They override a chain's
     ``[privacy]`` table; bad values raise ``ConfigError`` naming the parameter.
     """
     from fairaudit.chain import API_NAMES, chain_from_flags, load_chain, parse_threshold_flag
@@ -112,7 +115,7 @@ def audit(
                  "categories": None if dp_categories is None else
                  {str(a): tuple(str(g) for g in v) for a, v in dp_categories.items()},
                  "clusters": None if dp_clusters is None else tuple(str(c) for c in dp_clusters),
-                 "fitted": dp_fitted},
+                 "fitted": dp_fitted, "domain": dp_domain, "delta": delta},
         privacy_names=API_NAMES,
     )
     from fairaudit.baseline import BaselineOptions, attach_comparison, resolve

@@ -83,8 +83,12 @@ _PRIVACY_KEYS = {
     "categories": "table: attribute = [its groups], the declared (public) group domain",
     "clusters": "the declared (public) cluster names of a labels column",
     "fitted": "'refuse' (default) or 'conditional': publish labellings fitted on these rows",
+    "domain": "'public' (declared or observed groups, every cell noised) or 'private' (cells "
+              "chosen privately by a threshold; needs delta)",
+    "delta": "delta of the 'private' domain (default 1e-7; > 0 and <= 1e-3)",
 }
 FITTED_CHOICES = ("refuse", "conditional")
+DOMAIN_CHOICES = ("public", "private")
 _TOP_KEYS = {"data", "options", "preprocess", "cluster", "audit", "threshold", "compare",
              "engine", "privacy"}
 
@@ -148,12 +152,14 @@ class PrivacySpec:
     categories: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     clusters: tuple[str, ...] | None = None
     fitted: str = "refuse"
+    domain: str = "public"
+    delta: float = 1e-7
 
     def to_json(self) -> dict[str, Any]:
         return {"publish": self.publish, "epsilon": self.epsilon, "budget": self.budget,
                 "categories": {k: list(v) for k, v in self.categories.items()},
                 "clusters": None if self.clusters is None else list(self.clusters),
-                "fitted": self.fitted}
+                "fitted": self.fitted, "domain": self.domain, "delta": self.delta}
 
 
 def privacy_problems(p: PrivacySpec, name: Mapping[str, str]) -> list[tuple[str, str]]:
@@ -175,6 +181,11 @@ def privacy_problems(p: PrivacySpec, name: Mapping[str, str]) -> list[tuple[str,
         elif number(p.epsilon) and p.budget < p.epsilon:
             out.append((name["budget"], f"{p.budget!r} is below one release (epsilon "
                         f"{p.epsilon!r}): no release could ever be made"))
+    if p.domain not in DOMAIN_CHOICES:
+        out.append((name["domain"], f"must be one of {', '.join(DOMAIN_CHOICES)}; got "
+                    f"{p.domain!r}"))
+    if not number(p.delta) or not 0 < p.delta <= 1e-3:
+        out.append((name["delta"], f"must be a number > 0 and <= 1e-3; got {p.delta!r}"))
     if p.fitted not in FITTED_CHOICES:
         out.append((name["fitted"], f"must be one of {', '.join(FITTED_CHOICES)}; got "
                     f"{p.fitted!r}"))
@@ -195,10 +206,12 @@ def privacy_problems(p: PrivacySpec, name: Mapping[str, str]) -> list[tuple[str,
 _TOML_NAMES = {k: f"privacy.{k}" for k in _PRIVACY_KEYS}
 FLAG_NAMES = {"publish": "--publish", "epsilon": "--epsilon", "budget": "--privacy-budget",
               "ledger": "--ledger", "source": "--privacy-source", "categories": "--dp-categories",
-              "clusters": "--dp-clusters", "fitted": "--dp-fitted"}
+              "clusters": "--dp-clusters", "fitted": "--dp-fitted", "domain": "--dp-domain",
+              "delta": "--delta"}
 API_NAMES = {"publish": "publish=", "epsilon": "epsilon=", "budget": "privacy_budget=",
              "ledger": "ledger=", "source": "privacy_source=", "categories": "dp_categories=",
-             "clusters": "dp_clusters=", "fitted": "dp_fitted="}
+             "clusters": "dp_clusters=", "fitted": "dp_fitted=", "domain": "dp_domain=",
+             "delta": "delta="}
 
 
 def check_privacy(p: PrivacySpec, names: Mapping[str, str] = FLAG_NAMES) -> PrivacySpec:
@@ -383,8 +396,8 @@ def _parse_privacy(d: Any, problems: _Problems) -> PrivacySpec:
         problems.add("privacy", f"must be a table ([privacy]); got {d!r}")
         return PrivacySpec()
     problems.unknown_keys(d, _PRIVACY_KEYS, "privacy")
-    kw: dict[str, Any] = {k: d[k] for k in ("epsilon", "budget", "ledger", "source", "fitted")
-                          if k in d}
+    kw: dict[str, Any] = {k: d[k] for k in ("epsilon", "budget", "ledger", "source", "fitted",
+                                            "domain", "delta") if k in d}
     if "publish" in d:
         if isinstance(d["publish"], bool):
             kw["publish"] = d["publish"]

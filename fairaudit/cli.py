@@ -186,14 +186,20 @@ def _privacy_options(fn: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--dp-fitted", type=click.Choice(["refuse", "conditional"]), default=None,
                      help="Publish clusterings fitted on these rows, with a guarantee "
                      "conditional on the clustering [default: refuse]."),
+        click.option("--dp-domain", type=click.Choice(["public", "private"]), default=None,
+                     help="public: declared or observed groups, every cell noised (pure DP); "
+                     "private: cells chosen privately by a threshold ((epsilon, delta)-DP) "
+                     "[default: public]."),
+        click.option("--delta", type=float, default=None, metavar="DELTA",
+                     help="delta of --dp-domain private [default: 1e-7]."),
     ]
     for opt in reversed(opts):
         fn = opt(fn)
     return fn
 
 
-def _privacy_flags(publish, epsilon, budget, ledger, source, categories, clusters, fitted
-                   ) -> dict[str, Any]:
+def _privacy_flags(publish, epsilon, budget, ledger, source, categories, clusters, fitted,
+                   domain, delta) -> dict[str, Any]:
     from fairaudit.errors import ConfigError
 
     cats: dict[str, tuple[str, ...]] | None = None
@@ -206,7 +212,8 @@ def _privacy_flags(publish, epsilon, budget, ledger, source, categories, cluster
             cats[attr.strip()] = _split([groups])
     return {"publish": publish, "epsilon": epsilon, "budget": budget, "ledger": ledger,
             "source": source, "categories": cats,
-            "clusters": None if clusters is None else _split([clusters]), "fitted": fitted}
+            "clusters": None if clusters is None else _split([clusters]), "fitted": fitted,
+            "domain": domain, "delta": delta}
 
 
 def _host(disabled: Sequence[str]) -> Any:
@@ -314,7 +321,7 @@ def audit(data: str, sensitive, labels, features, exclude, chain_file, clusters,
           skip_audits, summary_md, timing, min_cell, no_suppress, on_null, on_nonfinite,
           separator, bootstrap, engine_name, scheduler, workers, twins, baseline,
           tolerances, quiet, debug, disabled, publish, epsilon, privacy_budget, ledger,
-          privacy_source, dp_categories, dp_clusters, dp_fitted) -> int:
+          privacy_source, dp_categories, dp_clusters, dp_fitted, dp_domain, delta) -> int:
     """Audit DATA (Parquet file, directory or glob of Parquet files, or CSV)."""
     from fairaudit.chain import chain_from_flags, load_chain, parse_threshold_flag
     from fairaudit.errors import ConfigError
@@ -337,7 +344,7 @@ def audit(data: str, sensitive, labels, features, exclude, chain_file, clusters,
         on_nonfinite=on_nonfinite, bootstrap=bootstrap, audits=audits,
         skip_audits=_split(skip_audits), timing=timing, base=base, twins=twins,
         privacy=_privacy_flags(publish, epsilon, privacy_budget, ledger, privacy_source,
-                               dp_categories, dp_clusters, dp_fitted),
+                               dp_categories, dp_clusters, dp_fitted, dp_domain, delta),
     )
     if separator is not None:
         if len(separator) != 1:

@@ -26,6 +26,8 @@ from dataclasses import dataclass
 import numpy as np
 
 MECHANISM = "discrete Laplace (OpenDP make_laplace on integer counts)"
+THRESHOLD_MECHANISM = ("discrete Laplace with a threshold (OpenDP make_laplace_threshold): "
+                       "only cells whose noisy count reaches the threshold are released")
 NEIGHBOURS = "add or remove one row"
 MAX_CELLS = 50_000
 """Largest number of cells of all cubes together: each cell gets noise, and the bootstrap holds
@@ -78,6 +80,54 @@ def mechanism(epsilon: float, n_cubes: int) -> Mechanism:
         lambda s: dp.m.make_laplace(domain, metric, scale=s), d_in=d_in, d_out=float(epsilon)))
     meas = dp.m.make_laplace(domain, metric, scale=scale)
     return Mechanism(meas, scale, d_in, float(meas.map(d_in)), n_cubes)
+
+
+@dataclass(frozen=True)
+class ThresholdMechanism:
+    """OpenDP's discrete Laplace with a threshold over a map of cells (keys) -> counts: only
+    cells whose noisy count reaches ``threshold`` are released, so the cells (and the group and
+    cluster names in them) are chosen privately — an unknown domain (Rogers 2023). Each row
+    touches one cell of each of the ``n_cubes`` cubes: ``d_in = (n_cubes, n_cubes, 1)`` (cells
+    changed, L1, L-infinity); ``(epsilon, delta)`` is OpenDP's privacy map there."""
+
+    measurement: object
+    scale: float
+    threshold: int
+    d_in: tuple[int, int, int]
+    epsilon: float
+    delta: float
+    n_cubes: int
+
+    def to_json(self) -> dict[str, object]:
+        return {"scale": self.scale, "threshold": self.threshold, "d_in": list(self.d_in),
+                "cubes": self.n_cubes}
+
+
+@functools.lru_cache(maxsize=32)
+def threshold_mechanism(epsilon: float, delta: float, n_cubes: int) -> ThresholdMechanism:
+    """The smallest noise for ``epsilon``, then the smallest threshold for ``delta``."""
+    dp = _opendp()
+    domain = dp.map_domain(dp.atom_domain(T=str), dp.atom_domain(T="i64"))
+    metric = dp.l01inf_distance(dp.absolute_distance(T="i64"))
+    k = n_cubes * cube_stability()
+    d_in = (n_cubes, k, cube_stability())
+    big = 2**30
+
+    def meas(scale: float, threshold: int) -> object:
+        return dp.m.make_laplace_threshold(domain, metric, scale=scale, threshold=threshold)
+
+    scale = float(dp.binary_search(lambda s: meas(s, big).map(d_in)[0] <= epsilon,
+                                   bounds=(1e-6, 1e6)))
+    threshold = int(dp.binary_search(lambda t: meas(scale, t).map(d_in)[1] <= delta,
+                                     bounds=(1, big)))
+    m = meas(scale, threshold)
+    eps, dlt = m.map(d_in)
+    return ThresholdMechanism(m, scale, threshold, d_in, float(eps), float(dlt), n_cubes)
+
+
+def add_threshold_noise(mech: ThresholdMechanism, counts: dict[str, int]) -> dict[str, int]:
+    """The released cells: OpenDP's noisy counts of the cells that reach the threshold."""
+    return {str(k): int(v) for k, v in mech.measurement(dict(counts)).items()}
 
 
 def add_noise(mech: Mechanism, counts: np.ndarray) -> np.ndarray:
@@ -135,3 +185,16 @@ def parametric_replicates(cube: np.ndarray, scale: float, n_boot: int,
     else:
         sampled = rng.multinomial(n, cube / n, size=n_boot)
     return nonnegative_integer(sampled + discrete_laplace(rng, scale, sampled.shape))
+
+
+def thresholded_replicates(cube: np.ndarray, scale: float, threshold: int, n_boot: int,
+                           rng: np.random.Generator) -> np.ndarray:
+    """Replicates of a thresholded release: rows drawn again from the released cells, fresh
+    noise, cells below the threshold dropped (as the release did)."""
+    cube = np.asarray(cube, dtype=np.int64).reshape(-1)
+    n = int(cube.sum())
+    if n == 0:
+        return np.zeros((n_boot, cube.size), dtype=np.int64)
+    noisy = rng.multinomial(n, cube / n, size=n_boot) + discrete_laplace(rng, scale,
+                                                                         (n_boot, cube.size))
+    return np.where(noisy >= threshold, noisy, 0).astype(np.int64)

@@ -53,6 +53,9 @@ class Ledger:
     def spent(self, key: str) -> float:
         return math.fsum(float(r["epsilon"]) for r in self.source(key)["releases"])
 
+    def spent_delta(self, key: str) -> float:
+        return math.fsum(float(r.get("delta", 0.0)) for r in self.source(key)["releases"])
+
     def find(self, key: str, fingerprint: str, options: str) -> dict[str, Any] | None:
         """The stored release of unchanged data and options (``None`` when the fingerprint is
         unavailable: such data is never taken as unchanged)."""
@@ -75,12 +78,14 @@ class Ledger:
                 f"needs {epsilon:.6g} — lower --epsilon, or publish no more of this source")
 
     def record(self, key: str, *, fingerprint: str, options: str, epsilon: float,
-               budget: float | None, document: Mapping[str, Any]) -> dict[str, Any]:
+               budget: float | None, document: Mapping[str, Any], delta: float = 0.0
+               ) -> dict[str, Any]:
         entry = {
             "created": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "fingerprint": fingerprint,
             "options": options,
             "epsilon": float(epsilon),
+            "delta": float(delta),
             "document": dict(document),
         }
         src = self.source(key)

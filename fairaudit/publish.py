@@ -152,6 +152,35 @@ def _joint_of(cube: _Cube, dense: np.ndarray) -> tuple[JointTable, np.ndarray]:
     return joint, flat[order]
 
 
+def _prune(cube: _Cube, dense: np.ndarray) -> tuple[_Cube, np.ndarray]:
+    """The cube without the groups and clusters that have no released cell (their names would
+    say that someone holds them); cluster ids of a labels column of names renumbered."""
+    arr = dense.reshape(cube.shape)
+    keep = [np.flatnonzero(arr.sum(axis=tuple(a for a in range(arr.ndim) if a != d)) > 0)
+            for d in range(arr.ndim)]
+    arr = arr[np.ix_(*keep)] if all(k.size for k in keep) else np.zeros((0,) * arr.ndim,
+                                                                         np.int64)
+    clusters = [cube.clusters[i] for i in keep[0]]
+    names = cube.cluster_names
+    if names is not None:
+        kept_names = tuple(names[c] for c in clusters if c >= 0)
+        renumber = {c: kept_names.index(names[c]) for c in clusters if c >= 0}
+        clusters = [renumber.get(c, -1) for c in clusters]
+        names = kept_names
+    cats = tuple(tuple(cube.categories[d][i] for i in keep[d + 1])
+                 for d in range(len(cube.categories)))
+    domain = {a: "chosen privately: groups with a released cell (threshold {t})"
+              for a in cube.attributes}
+    domain["clusters"] = ("chosen privately: clusters with a released cell (threshold {t})"
+                          if cube.domain["clusters"] == OBSERVED else cube.domain["clusters"])
+    for a in cube.attributes:
+        if cube.domain[a] != OBSERVED:
+            domain[a] = cube.domain[a]
+    pruned = dataclasses.replace(cube, categories=cats, clusters=tuple(clusters),
+                                 cluster_names=names, domain=domain)
+    return pruned, arr.reshape(-1)
+
+
 class Release:
     """The noisy, post-processed count cubes of one published run."""
 
@@ -169,19 +198,43 @@ class Release:
                 f"sensitive attribute x clusters, per labelling), more than {dp.MAX_CELLS:,}: "
                 "too sparse to publish with useful accuracy; audit fewer attributes, groups or "
                 "labellings per release")
-        self.mechanism = dp.mechanism(privacy.epsilon, len(self.cubes))
+        self.private_domain = privacy.domain == "private"
         exact = [_dense(c, joints[c.labelling]) for c in self.cubes]
-        noisy = dp.add_noise(self.mechanism, np.concatenate(exact))  # the only noise, once
+        parts = self._noisy_threshold(exact, privacy) if self.private_domain else \
+            self._noisy_public(exact, privacy)  # the only noise, once
         self.dense: dict[str, np.ndarray] = {}
         self.joints: dict[str, JointTable] = {}
         self._support: dict[str, np.ndarray] = {}
-        start = 0
-        for cube in self.cubes:
-            part = dp.nonnegative_integer(noisy[start:start + cube.size])
-            start += cube.size
+        cubes = []
+        for cube, part in zip(self.cubes, parts, strict=True):
+            if self.private_domain:  # names of groups and clusters with no released cell go
+                cube, part = _prune(cube, part)
+            cubes.append(cube)
             self.dense[cube.labelling] = part
             self.joints[cube.labelling], self._support[cube.labelling] = _joint_of(cube, part)
+        self.cubes = cubes
         self.privacy = privacy
+
+    def _noisy_public(self, exact: list[np.ndarray], privacy: Any) -> list[np.ndarray]:
+        """Every cell of the (declared or public) domain gets discrete Laplace noise."""
+        self.mechanism = dp.mechanism(privacy.epsilon, len(self.cubes))
+        noisy = dp.add_noise(self.mechanism, np.concatenate(exact))
+        bounds = np.cumsum([0, *(c.size for c in self.cubes)])
+        return [dp.nonnegative_integer(noisy[a:b]) for a, b in zip(bounds, bounds[1:],
+                                                                   strict=False)]
+
+    def _noisy_threshold(self, exact: list[np.ndarray], privacy: Any) -> list[np.ndarray]:
+        """Only the cells present in the data are candidates; those whose noisy count reaches
+        the threshold are released (unknown domain), the others are 0."""
+        self.mechanism = dp.threshold_mechanism(privacy.epsilon, privacy.delta, len(self.cubes))
+        cells = {f"{i}:{j}": int(v) for i, e in enumerate(exact) for j in np.flatnonzero(e)
+                 for v in (e[j],)}
+        released = dp.add_threshold_noise(self.mechanism, cells)
+        out = [np.zeros_like(e) for e in exact]
+        for key, v in released.items():
+            i, j = key.split(":")
+            out[int(i)][int(j)] = v
+        return out
 
     @property
     def joint_full(self) -> JointTable:
@@ -191,7 +244,12 @@ class Release:
     def replicates(self, labelling: str, n_boot: int, rng: np.random.Generator
                    ) -> BootstrapReplicates:
         """Parametric bootstrap replicates of one released cube, laid out on its joint cells."""
-        reps = dp.parametric_replicates(self.dense[labelling], self.mechanism.scale, n_boot, rng)
+        if self.private_domain:
+            reps = dp.thresholded_replicates(self.dense[labelling], self.mechanism.scale,
+                                             self.mechanism.threshold, n_boot, rng)
+        else:
+            reps = dp.parametric_replicates(self.dense[labelling], self.mechanism.scale, n_boot,
+                                            rng)
         return BootstrapReplicates(self.joints[labelling], reps[:, self._support[labelling]])
 
     # ------------------------------------------------------------------ the document
@@ -210,24 +268,34 @@ class Release:
         import importlib.metadata as md
 
         m = self.mechanism
+        private = self.private_domain
+        extra: dict[str, Any] = {}
+        if private:
+            extra["threshold"] = m.threshold
         return {
             "mode": "dp",
-            "mechanism": dp.MECHANISM,
+            "mechanism": dp.THRESHOLD_MECHANISM if private else dp.MECHANISM,
             "library": f"opendp {md.version('opendp')}",
-            "measure": "pure epsilon-DP (max divergence)",
+            "measure": ("approximate (epsilon, delta)-DP" if private
+                        else "pure epsilon-DP (max divergence)"),
             "epsilon": m.epsilon,
-            "delta": 0.0,
+            "delta": m.delta if private else 0.0,
             "unit": f"one row = one person; neighbouring tables: {dp.NEIGHBOURS}",
             "noise_scale": m.scale,
-            "d_in": m.d_in,
+            **extra,
+            "d_in": m.d_in[1] if private else m.d_in,
             "split": (f"the epsilon falls equally on the {m.n_cubes} count cube(s), one per "
                       f"labelling: {m.epsilon / m.n_cubes:.6g} each"),
             "cubes": [
-                {"labelling": c.labelling, "cells": c.size, "domain": dict(c.domain),
+                {"labelling": c.labelling, "cells": c.size,
+                 "domain": {k: v.replace("{t}", str(extra.get("threshold")))
+                            for k, v in c.domain.items()},
                  "scope": c.scope}
                 for c in self.cubes
             ],
             "post_processing": (
+                "cells below the threshold are published as 0; every margin, metric, interval, "
+                "verdict and gate is computed from the released cells alone" if private else
                 "each noisy cube projected onto non-negative tables with its noisy total "
                 "(Euclidean projection onto the simplex), rounded to integers by largest "
                 "remainder; every margin, metric, interval, verdict and gate is computed from "
@@ -238,6 +306,7 @@ class Release:
                 "percentile intervals cover sampling and the noise"),
             "left_out": list(LEFT_OUT),
             "spent": None,
+            "spent_delta": None,
             "budget": self.privacy.budget,
             "ledger": None,
         }
@@ -343,9 +412,10 @@ def run_published(spec: Any, path: Any, fingerprint: Any, compute: Any) -> Any:
         block = run.doc["privacy"]
         spent = book.spent(key) + float(block["epsilon"])
         block["spent"] = spent
+        block["spent_delta"] = book.spent_delta(key) + float(block["delta"])
         block["budget"] = privacy.budget
         block["ledger"] = {"path": str(book.path), "source": key,
                            "releases": len(book.source(key)["releases"]) + 1}
         book.record(key, fingerprint=fp, options=options, epsilon=float(block["epsilon"]),
-                    budget=privacy.budget, document=run.to_json())
+                    delta=float(block["delta"]), budget=privacy.budget, document=run.to_json())
         return run

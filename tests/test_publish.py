@@ -200,6 +200,7 @@ def test_ledger_lock_serialises_overlapping_runs_and_writes_atomically(tmp_path)
     (["--privacy-budget", "-2"], "--privacy-budget"),
     (["--dp-categories", "race"], "--dp-categories"),
     (["--bootstrap", "0"], "--bootstrap"),
+    (["--dp-domain", "private", "--delta", "0.5"], "--delta"),
 ])
 def test_cli_refuses_bad_privacy_values(small_path, run_cli, flags, name):
     res = run_cli("audit", small_path, "-s", "race", "--labels", "segment", "--publish", *flags)
@@ -283,9 +284,9 @@ LAB = SimpleNamespace(name="seg", origin="column", column="seg")
 TRUE = np.array([[400, 300, 3], [350, 320, 1], [200, 180, 2]])  # group c: 6 people
 
 
-def _release(counts, epsilon=1.0):
-    return Release([LAB], {"seg": _joint(counts)}, PrivacySpec(publish=True, epsilon=epsilon),
-                   {})
+def _release(counts, epsilon=1.0, domain="public"):
+    return Release([LAB], {"seg": _joint(counts)},
+                   PrivacySpec(publish=True, epsilon=epsilon, domain=domain), {})
 
 
 def test_differencing_no_longer_pins_a_cell():
@@ -433,7 +434,8 @@ POP = np.array([[0.20, 0.15, 0.15, 0.10],      # group a, 60 %
 POP = POP / POP.sum()
 
 
-def _coverage(n: int, epsilon: float, sims: int, metrics: set[str], seed: int) -> dict:
+def _coverage(n: int, epsilon: float, sims: int, metrics: set[str], seed: int,
+              domain: str = "public") -> dict:
     """Share of published 95 % intervals that contain the population value, over ``sims``
     samples of ``n`` rows from :data:`POP` (clusters x groups transposed), each released."""
     from fairaudit.counting_audit import run_counting_auditor
@@ -451,7 +453,7 @@ def _coverage(n: int, epsilon: float, sims: int, metrics: set[str], seed: int) -
     total = {m: 0 for m in truth}
     for s in range(sims):
         x = rng.multinomial(n, POP.T.reshape(-1)).reshape(POP.T.shape)
-        rel = _release(x, epsilon)
+        rel = _release(x, epsilon, domain)
         joint = rel.joints["seg"]
         boot = rel.replicates("seg", 200, np.random.default_rng([seed, s]))
         for c in comps:
@@ -516,3 +518,39 @@ def test_too_sparse_a_cube_is_refused_naming_the_cells():
                        np.ones(1, np.int64))
     with pytest.raises(ConfigError, match="62,500 cells"):
         Release([LAB], {"seg": joint}, PrivacySpec(publish=True), {})
+
+
+# ---------------------------------------------------------------------------- private domain
+def test_private_domain_never_names_a_group_held_by_one_person():
+    """A group only one person holds: with the observed domain (assumed public) its name is
+    published; with --dp-domain private it is not, over 300 releases (each may show it with
+    probability below delta)."""
+    one = np.array([[400, 300, 0], [350, 320, 1], [200, 180, 0]])
+    public = Release([LAB], {"seg": _joint(one)}, PrivacySpec(publish=True), {})
+    assert "c" in public.joints["seg"].categories[0]  # the stated assumption, visible
+    spec = PrivacySpec(publish=True, domain="private", delta=1e-7)
+    for _ in range(300):
+        rel = Release([LAB], {"seg": _joint(one)}, spec, {})
+        assert rel.joints["seg"].categories[0] == ("a", "b")
+        assert set(rel.joints["seg"].table("race").groups) == {"a", "b"}
+
+
+def test_private_domain_accounting_is_opendps(small_path, tmp_path):
+    import opendp.prelude as odp
+
+    odp.enable_features("contrib")
+    ledger = tmp_path / "l.json"
+    run = publish(small_path, ledger, epsilon=0.9, dp_domain="private", delta=1e-6)
+    p = run.doc["privacy"]
+    meas = odp.m.make_laplace_threshold(
+        odp.map_domain(odp.atom_domain(T=str), odp.atom_domain(T="i64")),
+        odp.l01inf_distance(odp.absolute_distance(T="i64")), scale=p["noise_scale"],
+        threshold=p["threshold"])
+    eps, delta = meas.map((1, 1, 1))
+    assert (p["epsilon"], p["delta"]) == (eps, delta)
+    assert eps == pytest.approx(0.9, rel=1e-6) and 0 < delta <= 1e-6
+    assert p["spent_delta"] == delta
+    (src,) = json.loads(ledger.read_text())["sources"].values()
+    assert src["releases"][0]["delta"] == delta
+    assert "c" not in {g["group"] for g in run.doc["input"]["groups"]["race"]}
+    assert all(v.startswith("chosen privately") for v in p["cubes"][0]["domain"].values())
