@@ -87,6 +87,17 @@ def test_publish_declares_mechanism_epsilon_and_every_headline_with_a_ci(small_p
     assert "Published release (differential privacy)" in html and "&epsilon; = 0.8" in html
 
 
+def test_gates_judge_the_published_values_and_intervals(small_path, tmp_path):
+    run = publish(small_path, tmp_path / "l.json", audit=["balance", "distribution"],
+                  fail_under={"balance@ci[sex]": 0.5}, fail_over={"wd[sex]": 0.5})
+    results = {(r["metric"], r["attribute"]): r for r in run.doc["results"]}
+    gates = {g["metric"]: g for g in run.doc["gates"]}
+    assert gates["balance"]["judged"] == results[("balance", "sex")]["ci"][0]
+    assert gates["wd"]["judged"] == results[("wd", "sex")]["value"]
+    assert run.doc["status"] == ("fail" if any(g["status"] == "fail" for g in gates.values())
+                                 else "pass")
+
+
 def test_exact_report_declares_exact_mode(small_path):
     run = fairaudit.audit(str(small_path), sensitive=["race"], labels="segment",
                           audit=["balance"])
