@@ -359,6 +359,14 @@ def prepare(spec: Any, registry: Any) -> Any:
             "a labels column (--labels; segments assigned by a model fitted elsewhere), or accept "
             "a guarantee conditional on the fitted clustering with --dp-fitted conditional "
             "([privacy] fitted = \"conditional\", dp_fitted=\"conditional\")")
+    unknown = sorted(set(spec.privacy.categories) - set(spec.data.sensitive))
+    if unknown:
+        raise ConfigError(f"privacy.categories (--dp-categories): {', '.join(map(repr, unknown))} "
+                          f"is not a sensitive column; expected one of "
+                          f"{', '.join(map(repr, spec.data.sensitive))}")
+    if spec.privacy.clusters is not None and spec.data.labels is None:
+        raise ConfigError("privacy.clusters (--dp-clusters): declares the clusters of a labels "
+                          "column, and the chain has none (data.labels / --labels)")
     if spec.options.bootstrap < 1:
         raise ConfigError("--bootstrap 0: a published release shows every number with its "
                           "interval (noise and sampling); give --bootstrap N > 0 with --publish")

@@ -212,6 +212,7 @@ def test_ledger_lock_serialises_overlapping_runs_and_writes_atomically(tmp_path)
     (["--dp-categories", "race"], "--dp-categories"),
     (["--bootstrap", "0"], "--bootstrap"),
     (["--dp-domain", "private", "--delta", "0.5"], "--delta"),
+    (["--dp-categories", "sex=F,M"], "--dp-categories"),
 ])
 def test_cli_refuses_bad_privacy_values(small_path, run_cli, flags, name):
     res = run_cli("audit", small_path, "-s", "race", "--labels", "segment", "--publish", *flags)
