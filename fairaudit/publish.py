@@ -42,15 +42,6 @@ SCOPE_FITTED = ("clustering fitted by fairaudit on these rows without privacy: t
                 "person could move others between clusters)")
 
 
-def exact_block() -> dict[str, Any]:
-    """``privacy`` of the analyst's (exact) document."""
-    return {
-        "mode": "exact",
-        "note": ("exact values and counts, small groups included: for people allowed to see "
-                 "the data; publish a shareable release with --publish (docs/privacy.md)"),
-    }
-
-
 @dataclasses.dataclass(frozen=True)
 class _Cube:
     labelling: str
@@ -311,7 +302,7 @@ class Release:
             "ledger": None,
         }
 
-    def document(self, doc: dict[str, Any], *, min_cell: int) -> dict[str, Any]:
+    def document(self, doc: dict[str, Any]) -> dict[str, Any]:
         """``doc`` (built from :attr:`joints`) without what is not a function of the noisy
         counts, with the ``privacy`` block."""
         from fairaudit.quality import degenerate_warnings
@@ -331,8 +322,7 @@ class Release:
                              if k != "n_clusters_fitted"}
             sizes = {int(c["cluster"]): int(c["n"]) for c in lab.get("cluster_sizes", [])}
             lab["warnings"] = degenerate_warnings(sizes, params=lab["params"],
-                                                  component=lab.get("component"),
-                                                  min_cell=min_cell)
+                                                  component=lab.get("component"))
         doc["checks"] = []
         doc.pop("timing", None)
         doc["privacy"] = self.block()
