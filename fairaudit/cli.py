@@ -252,6 +252,11 @@ def _default_json(out: Path) -> Path:
               help="CSV field separator [default: ',' (tab for .tsv)].")
 @click.option("--bootstrap", type=click.IntRange(min=0), default=None,
               help="Bootstrap replicates for confidence intervals, 0 = off [default: 200].")
+@click.option("--ci-method", type=click.Choice(["calibrated", "conservative"]), default=None,
+              help="Intervals of the min-of-ratios metrics (balance, fairness_cce, ...): "
+              "'calibrated' (bootstrap of the maximum standardised deviation, close to the "
+              "stated level) or 'conservative' (Bonferroni, covers more often) "
+              "[default: calibrated].")
 @_engine_options
 @click.option("--twins/--no-twins", default=None,
               help="Also fit each fair clusterer with fair=false (its twin) and report the price "
@@ -265,7 +270,7 @@ def _default_json(out: Path) -> Path:
 def audit(data: str, sensitive, labels, features, exclude, chain_file, clusters, k, seed,
           sample, out, json_out, fail_under, fail_over, warn_under, warn_over, audits,
           skip_audits, summary_md, timing, min_cell, no_suppress, on_null, on_nonfinite,
-          separator, bootstrap, engine_name, scheduler, workers, twins, baseline,
+          separator, bootstrap, ci_method, engine_name, scheduler, workers, twins, baseline,
           tolerances, quiet, debug, disabled) -> int:
     """Audit DATA (Parquet file, directory or glob of Parquet files, or CSV)."""
     from fairaudit.chain import chain_from_flags, load_chain, parse_threshold_flag
@@ -286,7 +291,7 @@ def audit(data: str, sensitive, labels, features, exclude, chain_file, clusters,
         exclude=_split(exclude), clusters=clusters, k=k, seed=seed, sample=sample,
         thresholds=thresholds, min_cell=min_cell,
         suppress=None if no_suppress is None else not no_suppress, on_null=on_null,
-        on_nonfinite=on_nonfinite, bootstrap=bootstrap, audits=audits,
+        on_nonfinite=on_nonfinite, bootstrap=bootstrap, ci_method=ci_method, audits=audits,
         skip_audits=_split(skip_audits), timing=timing, base=base, twins=twins,
     )
     if separator is not None:

@@ -368,7 +368,9 @@ class CountingAuditor(Auditor):
         tables of ``table`` (B x groups x clusters), for methods that need them. The host gives
         every other metric that declares ``bootstrap=True`` the percentile interval of
         ``compute_batch`` on the replicates. Override for metrics whose percentile interval is
-        wrong (minima of ratios, distances near 0: docs/metrics.md, "Uncertainty")."""
+        wrong (minima of ratios, distances near 0: docs/metrics.md, "Uncertainty").
+        An override may take a keyword ``method``: the host then passes the user's
+        ``--ci-method`` (``"calibrated"`` or ``"conservative"``)."""
         return {}
 
     def bounds(self, box: Any) -> Mapping[str, Any]:

@@ -766,7 +766,8 @@ def _run_counting(comp: CountingAuditor, lab, joint, tables, boot, spec) -> list
     from fairaudit.counting_audit import run_counting_auditor
 
     return run_counting_auditor(comp, lab.name, joint, tables, boot,
-                                min_cell=spec.options.min_cell, level=spec.options.ci_level)
+                                min_cell=spec.options.min_cell, level=spec.options.ci_level,
+                                ci_method=spec.options.ci_method)
 
 
 # ---------------------------------------------------------------------------- the document

@@ -52,6 +52,17 @@ def _bounds(box: TableBox, metrics: Mapping[str, str | None], *, wd_ground: str 
     return out
 
 
+def _calibrating(replicates: np.ndarray | None, method: str) -> np.ndarray | None:
+    """The replicates that calibrate the min-of-ratios intervals, or None for the conservative
+    method (``--ci-method``; docs/metrics.md, "Uncertainty")."""
+    if method not in intervals.CI_METHODS:
+        raise ValueError(f"The 'method' parameter must be one of {intervals.CI_METHODS}; got "
+                         f"{method!r}.")
+    if method == "conservative" or replicates is None or len(replicates) < 2:
+        return None
+    return replicates
+
+
 def _first(batch: Mapping[str, np.ndarray]) -> dict[str, float]:
     return {k: float(np.asarray(v).reshape(-1)[0]) for k, v in batch.items()}
 
@@ -120,10 +131,11 @@ class BalanceAuditor(CountingAuditor):
             )
         return out
 
-    def intervals(self, table: GroupTable, level: float,
-                  replicates: np.ndarray) -> Mapping[str, Any]:
+    def intervals(self, table: GroupTable, level: float, replicates: np.ndarray, *,
+                  method: str = "calibrated") -> Mapping[str, Any]:
+        reps = _calibrating(replicates, method)
         out: dict[str, Any] = {
-            "balance": intervals.balance_interval(table.counts, level),
+            "balance": intervals.balance_interval(table.counts, level, reps),
             "balance_mean": intervals.balance_mean_interval(table.counts, level),
         }
         if table.n_noise:
@@ -357,13 +369,14 @@ class CapacityAuditor(CountingAuditor):
     def compute(self, table: GroupTable) -> Mapping[str, float]:
         return _first(self.compute_batch(table, table.counts[None]))
 
-    def intervals(self, table: GroupTable, level: float,
-                  replicates: np.ndarray) -> Mapping[str, Any]:
+    def intervals(self, table: GroupTable, level: float, replicates: np.ndarray, *,
+                  method: str = "calibrated") -> Mapping[str, Any]:
+        reps = _calibrating(replicates, method)
         return {
-            "fairness_cce": intervals.fairness_cce_interval(table.counts, level),
+            "fairness_cce": intervals.fairness_cce_interval(table.counts, level, reps),
             "cce": intervals.cce_interval(table.counts, level),
             "fce_fair": intervals.fce_fair_interval(table.counts, level),
-            "balance_prime": intervals.balance_prime_interval(table.counts, level),
+            "balance_prime": intervals.balance_prime_interval(table.counts, level, reps),
         }
 
     def compute_batch(self, table: GroupTable, counts: np.ndarray, *,

@@ -132,21 +132,32 @@ COND = np.array([[0.34, 0.33, 0.33],
                  [0.55, 0.20, 0.25]])  # the 1 % group: about 6 of its 30 people in segment 1
 
 
-def coverage_simulation(draws: int, seed: int, n: int = 3000, level: float = 0.95):
+def coverage_simulation(draws: int, seed: int, n: int = 3000, level: float = 0.95,
+                        calibrated: bool = False, n_boot: int = 200, cond=COND,
+                        metrics=(C.balance_min, C.balance_mean, C.fairness_cce)):
     """Coverage and median width of the 95 % intervals of the headline min-of-ratios metrics
     over ``draws`` samples of n rows from a known population (4 groups, one of 1 %,
-    3 segments). Returns {metric: (coverage, median width, median lower end)}."""
-    P = SHARES[:, None] * COND
+    3 segments). ``calibrated``: the score-max-bootstrap method on ``n_boot`` multinomial
+    replicates of each sample (what the host does), else the conservative score-intersection.
+    Returns {metric: (coverage, median width, median lower end)}."""
+    from fairaudit.metrics.bootstrap import resample_counts
+
+    P = SHARES[:, None] * cond
     rng = np.random.default_rng(seed)
     out = {}
-    for metric, interval in PAIRS[:3]:
+    for metric, interval in PAIRS:
+        if metric not in metrics:
+            continue
         truth = float(metric(P))
         hits, widths, lowers = [], [], []
-        r = np.random.default_rng(rng.integers(2**32))
+        seeds = rng.integers(2**32, size=2)
+        r = np.random.default_rng(seeds[0])
+        r_boot = np.random.default_rng(seeds[1])  # the same samples with and without
         for _ in range(draws):
             T = r.multinomial(n, P.ravel()).reshape(P.shape)
             T = T[T.sum(axis=1) > 0]
-            iv = interval(T, level)
+            reps = resample_counts(T, n_boot, r_boot) if calibrated else None
+            iv = interval(T, level, reps) if calibrated else interval(T, level)
             hits.append(iv.lower <= truth <= iv.upper)
             widths.append(iv.upper - iv.lower)
             lowers.append(iv.lower)
@@ -166,6 +177,72 @@ def test_coverage_simulation_one_percent_group():
         assert cov >= 0.95, (name, cov)
         assert lower > 0.1, (name, lower)
         assert width < 0.8, (name, width)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("cond", ["near-tie", "one-cell"])
+def test_calibrated_coverage_simulation_one_percent_group(cond):
+    """Issue 23: the calibrated intervals (score-max-bootstrap) cover 93-97 % on the 1 %-group
+    population, 400 draws x 200 replicates, and are narrower than the conservative ones on the
+    same draws. 'near-tie': the 1 % group's three cells all lie near the minimum (the population
+    above); 'one-cell': one cell clearly sets it (the lower end is then exact, the upper end
+    carries the calibration). Figures in docs/metrics.md."""
+    c = COND.copy()
+    if cond == "one-cell":
+        c[3] = [0.62, 0.10, 0.28]
+    metrics = (C.balance_min, C.fairness_cce, C.balance_prime)
+    new = coverage_simulation(draws=400, seed=2026, calibrated=True, cond=c, metrics=metrics)
+    old = coverage_simulation(draws=400, seed=2026, cond=c, metrics=metrics)
+    for name, (cov, width, lower) in new.items():
+        if cond == "one-cell" and name != "balance_min":
+            # known shortfall (docs/metrics.md): the pointwise Wilson lower end of a cell of
+            # about 3 people covers less than its one-sided 97.5 %
+            assert cov >= 0.88, (name, cov)
+        else:
+            # the aim is 93-97 %; 400 draws carry +-1.1 % simulation error (one standard error
+            # 0.9 %), and near ties put the true coverage at the top of the aim (about 97 %
+            # over 1,100 draws of three seeds: docs/metrics.md)
+            assert 0.93 <= cov <= 0.985, (name, cov)
+        assert width < old[name][1], (name, width, old[name])
+        assert lower >= old[name][2] - 1e-12, (name, lower, old[name])
+
+
+def test_calibrated_interval_holds_its_estimate_and_sits_inside_the_conservative_one():
+    from fairaudit.metrics.bootstrap import resample_counts
+
+    rng = np.random.default_rng(5)
+    for _ in range(20):
+        T = rng.multinomial(400, (SHARES[:, None] * COND).ravel()).reshape(4, 3)
+        T = T[T.sum(axis=1) > 0]
+        R = resample_counts(T, 100, rng)
+        for metric, interval in PAIRS:
+            if metric not in (C.balance_min, C.fairness_cce, C.balance_prime):
+                continue
+            new, old = interval(T, 0.95, R), interval(T, 0.95)
+            assert new.method == I.CALIBRATED_METHOD and old.method == I.METHOD
+            assert new.lower <= float(metric(T)) <= new.upper
+            assert new.lower == old.lower
+            # at least the pointwise bound of a cell the bootstrap cannot move; never above
+            # the Bonferroni end by more than the bootstrap's own noise
+            assert new.upper <= old.upper + 0.05, (metric.__name__, new, old)
+
+
+def test_max_deviation_critical_value_by_hand():
+    z = np.array([[-1.0, 0.5, -3.0], [0.2, -2.0, 9.0], [np.nan, -0.5, 1.0], [0.0, 0.0, -4.0]])
+    # per replicate, the largest deviation below the estimate over the contact cells {0, 1}:
+    # 1.0, 2.0, 0.5, 0.0 -> the 0.75 quantile of (0, .5, 1, 2) = 1.25
+    assert I.max_deviation_critical_value(z, [True, True, False], 0.25) == pytest.approx(1.25)
+    assert I.max_deviation_critical_value(z, [False, False, False], 0.25) == 0.0
+
+
+def test_calibrated_zero_cell_keeps_its_pointwise_upper_bound():
+    """A cell observed at 0 cannot move in the bootstrap: its upper bound stays pointwise."""
+    from fairaudit.metrics.bootstrap import resample_counts
+
+    T = np.array([[50, 40, 0], [30, 30, 20]])
+    new = I.balance_interval(T, 0.95, resample_counts(T, 200, 1))
+    assert new.upper == pytest.approx(I.balance_interval(T, 0.95).upper)
+    assert new.upper > 0.1
 
 
 # ------------------------------------------------------------------------------ distances
