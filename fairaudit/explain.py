@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from fairaudit.components import MetricSpec
-from fairaudit.explain_text import capitalize, context, excluded, sentence, value_text
+from fairaudit.explain_text import capitalize, context, deciding, excluded, sentence, value_text
 from fairaudit.results import finite
 
 __all__ = [
@@ -151,7 +151,7 @@ def verdicts(
         keyed.setdefault((str(r["labelling"]), str(r["attribute"])), []).append(r)
     out = []
     for (lab, attr), rows in keyed.items():
-        judged, skipped = [], []
+        judged, skipped, by = [], [], []
         for r in rows:
             spec = specs.get((r["auditor"], r["metric"]))
             mv = _metric_verdict(r, spec, n_groups.get(attr, 0))
@@ -161,6 +161,7 @@ def verdicts(
                 skipped.append(f"{r['metric']} ({why})")
             else:
                 judged.append(mv)
+                by.append(r)
         if not judged:
             continue
         found = {v for v, _ in judged}
@@ -173,8 +174,29 @@ def verdicts(
             "verdict": verdict,
             "rule": rule + ("" if not skipped else " Not judged: " + "; ".join(skipped) + "."),
             "reasons": [f"{v}: {why}" for v, why in judged],
+            "decided_by": _decided_by(verdict, judged, by, ctx),
         })
     return out
+
+
+def _decided_by(verdict: str, judged: list[tuple[str, str]], results: list[Mapping[str, Any]],
+                ctx: Any) -> dict[str, Any] | None:
+    """The result that set the verdict (the first metric whose own verdict it is; for "fair",
+    the one closest to its bound is not singled out: the first) and its deciding cell."""
+    for (v, _why), r in zip(judged, results, strict=True):
+        if v != verdict:
+            continue
+        ci = r.get("ci")
+        out: dict[str, Any] = {
+            "metric": r["metric"],
+            "value": finite(r.get("value")),
+            "ci": [finite(ci[0]), finite(ci[1])] if ci else None,
+        }
+        cell = deciding(r, ctx)
+        if cell is not None:
+            out.update(cell)
+        return out
+    return None
 
 
 # ============================================================================ glossary
@@ -215,6 +237,7 @@ def glossary(
             "headline": bool(r.get("headline")),
             "direction": direction,
             "range": None if rng is None else [finite(rng[0]), finite(rng[1])],
+            "range_text": "" if spec is None else spec.range_text,
             "meaning": (spec.meaning or spec.description) if spec is not None else "",
             "good": (spec.good if spec is not None and spec.good
                      else _good_default(spec, direction)),
@@ -267,5 +290,8 @@ def publish_verdicts(exact: list[dict[str, Any]], published: Mapping[str, Any]
                 text = (f"{verdict}: {rule}: judged on the exact value and interval, which are "
                         "withheld by disclosure control (--min-cell)")
             reasons.append(text)
-        out.append({**v, "reasons": reasons})
+        by = v.get("decided_by")
+        if by and (v["labelling"], v["attribute"], by.get("metric")) in withheld:
+            by = {"metric": by.get("metric"), "value": None, "ci": None}
+        out.append({**v, "reasons": reasons, "decided_by": by})
     return out

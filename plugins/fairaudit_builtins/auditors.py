@@ -67,6 +67,9 @@ def _first(batch: Mapping[str, np.ndarray]) -> dict[str, float]:
     return {k: float(np.asarray(v).reshape(-1)[0]) for k, v in batch.items()}
 
 
+_WD_RANGE = "[0, 1] for unordered groups; [0, g \u2212 1] for g ordered groups"
+
+
 class BalanceAuditor(CountingAuditor):
     """Balance (Chierichetti et al.; Bera et al.; FairDen eq. 6-7)."""
 
@@ -194,6 +197,7 @@ class DistributionAuditor(CountingAuditor):
     metrics = (
         MetricSpec(
             "wd", LOWER, "size-weighted mean over clusters of Wd", headline=True, range=None,
+            range_text=_WD_RANGE,
             meaning=(
                 "How far each cluster's group mix is from the whole data's (earth mover's "
                 "distance), averaged over clusters weighted by size. For unordered groups it is "
@@ -216,12 +220,14 @@ class DistributionAuditor(CountingAuditor):
                 "the tolerance of the balance bound, not a legal rule"
             ),
         ),
-        MetricSpec("wd_max", LOWER, "largest per-cluster Wd", range=None,
+        MetricSpec("wd_max", LOWER, "largest per-cluster Wd", range=None, range_text=_WD_RANGE,
                    meaning="Wd of the cluster whose group mix is furthest from the population.",
                    good="0 = every cluster mirrors the population.",
                    choose_threshold="Gate on it when no single cluster may be far off, "
                    "however small."),
         MetricSpec("wd_sum", LOWER, "sum over clusters of Wd", range=None,
+                   range_text="[0, c] for unordered groups (c clusters); [0, c (g \u2212 1)] "
+                   "for g ordered groups",
                    meaning="Wd summed over clusters (FairKM's convention); grows with the "
                    "number of clusters.",
                    good="0 = every cluster mirrors the population.",
@@ -237,6 +243,7 @@ class DistributionAuditor(CountingAuditor):
                    meaning="Ed of the cluster whose group mix is furthest from the population.",
                    good="0 = every cluster mirrors the population."),
         MetricSpec("ed_sum", LOWER, "sum over clusters of Ed", range=None,
+                   range_text="[0, c \u221a2] (c clusters)",
                    meaning="Ed summed over clusters; grows with the number of clusters.",
                    good="0 = every cluster mirrors the population."),
     )
@@ -352,12 +359,13 @@ class CapacityAuditor(CountingAuditor):
                    choose_threshold="Compare clusterings of the same data only; with unequal "
                    "groups it cannot reach 1."),
         MetricSpec("balance_prime", HIGHER, "FUFS Balance': min_k min_g N[g,k]/|k|",
-                   range=None,
+                   range=None, range_text="[0, 1/g] (g groups)",
                    meaning="The smallest share any group has in any cluster (FUFS); no "
                    "comparison with the population.",
                    good="At most 1/g (g groups); higher is better.",
                    choose_threshold="Compare clusterings of the same data only."),
         MetricSpec("proportion", LOWER, "FUFS Proportion: Σ_k max_g N[g,k]/|k|", range=None,
+                   range_text="[c/g, c] (c clusters, g groups)",
                    meaning="Each cluster's largest group share, summed over clusters (FUFS).",
                    good="Between c/g and c (c clusters, g groups); lower is better.",
                    choose_threshold="Compare clusterings with the same c and g only."),

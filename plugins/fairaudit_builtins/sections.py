@@ -516,6 +516,9 @@ def headline_chart(run: Any, auditor: str, metric: str) -> str | None:
 
 
 # ============================================================================ sections
+_OP = {True: "\u2265", False: "\u2264"}
+
+
 class SummarySection(ReportSection):
     name = "summary"
     title = "Summary"
@@ -538,12 +541,29 @@ class SummarySection(ReportSection):
                     charts_out.append({"title": r["metric"], "svg": svg})
         gx = doc.get("checks") or []
         inp = doc.get("input") or {}
+        from fairaudit.answer import answers, overall
+
+        bounds = [
+            f"{g['metric']} {_OP[g.get('direction') == 'higher_is_better']} "
+            f"{g['verdict_bound']:g}"
+            for g in doc.get("glossary") or () if g.get("headline")
+            and g.get("verdict_bound") is not None
+        ]
+        headline = headline_table(run)
         return {
+            "answer": answers(doc),
+            "overall": overall(doc),
+            "default_bounds": list(dict.fromkeys(bounds)),
+            "answer_labellings": list(dict.fromkeys(
+                str(v["labelling"]) for v in doc.get("verdicts") or ())),
+            "n_headline_rows": len(headline.get("rows") or ()),
+            "headline_has_ci": any(c.get("ci") for row in headline.get("rows") or ()
+                                   for c in row.get("cells") or ()),
             "status": doc.get("status", "not_evaluated"),
             "counts": counts,
             "n_checks": len(checks),
             "checks": checks,
-            "headline": headline_table(run),
+            "headline": headline,
             "charts": charts_out[:4],
             "gx_failed": [c for c in gx if not c.get("success")],
             "n_gx": len(gx),
