@@ -62,9 +62,11 @@ def answers(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
         counts = {w: sum(1 for v in vs if v["verdict"] == w) for w in ORDER}
         worst = next(w for w in ORDER if counts[w])
         n = len(vs)
-        word = "segmentation" if n == 1 else "segmentations"
-        if counts[worst] == n:
-            head = f"{worst} in {'the' if n == 1 else 'all ' + str(n)} {word}"
+        word = "segmentations"
+        if n == 1:
+            head = worst
+        elif counts[worst] == n:
+            head = f"{worst} in all {n} {word}"
         else:
             head = f"{worst} in {counts[worst]} of {n} {word}"
             others = [f"{w}: {', '.join(str(v['labelling']) for v in vs if v['verdict'] == w)}"
