@@ -57,13 +57,14 @@ def test_every_interval_contains_its_estimate_and_names_its_method():
             assert lo <= r["value"] <= hi, r
             assert r["detail"]["interval"]["method"] in (
                 "score-intersection", "score-max-bootstrap", "bootstrap-triangle",
-                "bootstrap-percentile")
+                "bootstrap-triangle-max", "bootstrap-percentile")
         methods = {r["metric"]: r["detail"]["interval"]["method"] for r in counted if r["ci"]}
         assert methods["balance"] == "score-max-bootstrap"
         assert methods["fairness_cce"] == "score-max-bootstrap"
         assert methods["balance_prime"] == "score-max-bootstrap"
         assert methods["balance_mean"] == "score-intersection"
         assert methods["wd"] == "bootstrap-triangle"
+        assert methods["wd_max"] == "bootstrap-triangle-max"
 
 
 def test_ci_method_conservative_keeps_the_bonferroni_intervals():

@@ -259,12 +259,14 @@ class DistributionAuditor(CountingAuditor):
     def compute(self, table: GroupTable) -> Mapping[str, float]:
         return _first(self.compute_batch(table, table.counts[None]))
 
-    def intervals(self, table: GroupTable, level: float,
-                  replicates: np.ndarray) -> Mapping[str, Any]:
+    def intervals(self, table: GroupTable, level: float, replicates: np.ndarray, *,
+                  method: str = "calibrated") -> Mapping[str, Any]:
         ground = self._ground(table)
         if ground == "fairkm-compat":  # not a norm of a deviation: percentile interval
             return {}
-        return intervals.distance_intervals(table.counts, replicates, level, ground=ground)
+        calibrated = _calibrating(replicates, method) is not None
+        return intervals.distance_intervals(table.counts, replicates, level, ground=ground,
+                                            calibrated=calibrated)
 
     def compute_batch(self, table: GroupTable, counts: np.ndarray, *,
                       metrics: Collection[str] | None = None) -> Mapping[str, np.ndarray]:

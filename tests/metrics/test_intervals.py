@@ -302,3 +302,43 @@ def test_distance_coverage_simulation(fair):
     res = distance_coverage(draws=300, seed=11 if fair else 12, fair=fair)
     for name, (cov, _) in res.items():
         assert cov >= (0.9 if fair else 0.95), (name, cov)
+
+
+def test_calibrated_max_distance_interval_holds_its_estimate_and_is_no_wider():
+    from fairaudit.metrics.bootstrap import resample_counts
+
+    rng = np.random.default_rng(8)
+    P = SHARES[:, None] * COND * np.array([0.7, 0.2, 0.1])
+    P /= P.sum()
+    for _ in range(10):
+        T = rng.multinomial(3000, P.ravel()).reshape(P.shape)
+        R = resample_counts(T, 200, rng)
+        old = I.distance_intervals(T, R)
+        new = I.distance_intervals(T, R, calibrated=True)
+        for m in ("wd_max", "ed_max"):
+            assert new[m].method == I.DISTANCE_MAX_METHOD
+            assert new[m].lower <= DIST[m](T, "zero-one") <= new[m].upper
+            assert new[m].upper <= old[m].upper + 1e-12  # max of quantiles <= quantile of max
+        for m in ("wd", "ed", "wd_sum", "ed_sum"):
+            assert new[m] == old[m]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fair", [False, True])
+def test_calibrated_max_distance_coverage(fair):
+    """wd_max / ed_max with per-cluster bounds: at least the stated level (conservative where
+    the distance is far from 0, as the shared-error interval); figures in docs/metrics.md."""
+    from fairaudit.metrics.bootstrap import resample_counts
+
+    cond = np.full((4, 3), 1 / 3) if fair else COND
+    P = SHARES[:, None] * cond
+    rng = np.random.default_rng(21 if fair else 22)
+    truth = {m: DIST[m](P, "zero-one") for m in ("wd_max", "ed_max")}
+    hits = {m: [] for m in truth}
+    for _ in range(300):
+        T = rng.multinomial(3000, P.ravel()).reshape(P.shape)
+        ivs = I.distance_intervals(T, resample_counts(T, 200, rng), calibrated=True)
+        for m in truth:
+            hits[m].append(ivs[m].lower <= truth[m] <= ivs[m].upper)
+    for m in truth:
+        assert np.mean(hits[m]) >= (0.92 if fair else 0.95), (m, np.mean(hits[m]))
