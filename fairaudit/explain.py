@@ -279,6 +279,9 @@ def publish_verdicts(exact: list[dict[str, Any]], published: Mapping[str, Any]
     PASS/FAIL, the one thing published about a withheld value (docs/privacy.md)."""
     withheld = {(r.get("labelling"), r.get("attribute"), r.get("metric"))
                 for r in published.get("results") or () if r.get("withheld")}
+    published_results = {(r.get("labelling"), r.get("attribute"), r.get("metric")): r
+                         for r in published.get("results") or ()}
+    ctx = context(published)
     out = []
     for v in exact:
         reasons = []
@@ -291,7 +294,15 @@ def publish_verdicts(exact: list[dict[str, Any]], published: Mapping[str, Any]
                         "withheld by disclosure control (--min-cell)")
             reasons.append(text)
         by = v.get("decided_by")
-        if by and (v["labelling"], v["attribute"], by.get("metric")) in withheld:
-            by = {"metric": by.get("metric"), "value": None, "ci": None}
+        if by:  # the deciding cell as published: suppressed counts stay "fewer than min_cell"
+            key = (v["labelling"], v["attribute"], by.get("metric"))
+            r = published_results.get(key)
+            if key in withheld or r is None:
+                by = {"metric": by.get("metric"), "value": None, "ci": None}
+            else:
+                ci = r.get("ci")
+                by = {"metric": by.get("metric"), "value": finite(r.get("value")),
+                      "ci": [finite(ci[0]), finite(ci[1])] if ci else None,
+                      **(deciding(r, ctx) or {})}
         out.append({**v, "reasons": reasons, "decided_by": by})
     return out

@@ -869,7 +869,8 @@ def _document(*, spec, path, roles, n_input, joint_full, data, sample_info, labe
                                             component=lab.component, min_cell=mc,
                                             suppress=spec.options.suppress,
                                             separation=cluster_silhouettes(results, lab.name),
-                                            memberships=lab.memberships),
+                                            memberships=lab.memberships,
+                                            names=joint.cluster_names),
             "composition": _composition(joint),
             "_joint": joint,  # working data for disclosure.protect(), which removes it
         })
