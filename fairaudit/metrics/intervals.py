@@ -46,6 +46,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -242,15 +243,17 @@ def _alpha(level: float) -> float:
 
 def _min_of(bounds: _Bounds, estimate: NDArray[np.float64], level: float,
             cells: NDArray[np.int64] | None = None,
-            deviations: Callable[[], NDArray[np.float64]] | None = None) -> Interval:
+            deviations: Callable[[NDArray[np.int64]], NDArray[np.float64]] | None = None
+            ) -> Interval:
     """Intersection bounds for min_j theta_j from per-component bounds ``bounds(alpha, side)``.
 
     Lower end: min_j of the pointwise lower bounds at one-sided level alpha = (1 - level) / 2.
     Upper end: min_j of the upper bounds at alpha / J, J = the components whose lower bound lies
     below the Bonferroni upper bound over all components (the estimated contact set).
 
-    With ``deviations`` (a function returning the B x components signed standardised deviations
-    of bootstrap replicates from the estimate), the upper end's one-sided level is instead
+    With ``deviations`` (a function of flat component indices returning the B x len(indices)
+    signed standardised deviations of bootstrap replicates from the estimate; asked only for the
+    contact set), the upper end's one-sided level is instead
     Phi(-c), c the (1 - alpha) quantile of max over the contact set of the deviations below the
     estimate (:func:`max_deviation_critical_value`).
     """
@@ -262,13 +265,13 @@ def _min_of(bounds: _Bounds, estimate: NDArray[np.float64], level: float,
     J = max(1, int(contact.sum()))
     method = METHOD
     if deviations is not None:
-        z = deviations().reshape(-1, est.size)
         # CLR's adaptive selection at the pointwise level: the cells whose lower bound lies
         # below the smallest pointwise upper bound
         contact = lo <= float(np.min(np.maximum(bounds(a, "upper").ravel(), est)))
         J = max(1, int(contact.sum()))
-        c = max_deviation_critical_value(z, contact, a)
-        if np.isnan(z[:, contact]).all(axis=0).any():
+        worst, stuck = _max_below(deviations, np.flatnonzero(contact))
+        c = float(np.quantile(worst, 1.0 - a)) if worst.size else 0.0
+        if stuck:
             # a contact cell the bootstrap cannot move (observed at 0, or holding its whole
             # cluster): it keeps at least its pointwise bound
             c = max(c, _z(a))
@@ -286,6 +289,22 @@ def _min_of(bounds: _Bounds, estimate: NDArray[np.float64], level: float,
         lower=float(lo[i_lo]), upper=float(hi[i_hi]), level=float(level), method=method,
         lower_cell=where(i_lo), upper_cell=where(i_hi), contact_cells=J,
     )
+
+
+def _max_below(deviations: Callable[[NDArray[np.int64]], NDArray[np.float64]],
+               idx: NDArray[np.int64]) -> tuple[NDArray[np.float64], bool]:
+    """Per replicate, max over the cells ``idx`` of the deviation below the estimate, in blocks
+    of cells (B x block stays a few MB however large the contact set); and whether some cell is
+    undefined in every replicate (the bootstrap cannot move it)."""
+    worst: NDArray[np.float64] | None = None
+    stuck = False
+    step = max(1, _BLOCK_ELEMENTS // 256)
+    for i in range(0, idx.size, step):
+        z = deviations(idx[i:i + step])
+        stuck = stuck or bool(np.isnan(z).all(axis=0).any())
+        below = np.maximum(-np.nan_to_num(z, nan=0.0), 0.0).max(axis=1)
+        worst = below if worst is None else np.maximum(worst, below)
+    return (np.zeros(0) if worst is None else worst), stuck
 
 
 def max_deviation_critical_value(z: ArrayLike, contact: ArrayLike, alpha: float) -> float:
@@ -308,8 +327,9 @@ def _one_sided(c: float) -> float:
     return float(min(0.5, max(1e-12, ndtr(-c))))
 
 
-def _replicates(N: NDArray[np.float64], replicates: ArrayLike) -> NDArray[np.float64]:
-    R = np.asarray(replicates, dtype=np.float64)
+def _replicates(N: NDArray[np.float64], replicates: ArrayLike) -> NDArray[Any]:
+    """The replicates as given (no float copy of B x groups x clusters), checked."""
+    R = np.asarray(replicates)
     if R.ndim != 3 or R.shape[1:] != N.shape or len(R) < 2:
         raise ValueError(
             f"The 'replicates' parameter must have shape (B, {N.shape[0]}, {N.shape[1]}) with "
@@ -382,24 +402,39 @@ def _balance_cells(T: NDArray[np.float64]) -> tuple[_Bounds, NDArray[np.float64]
     return bounds, est
 
 
-def _balance_deviations(T: NDArray[np.float64], R: NDArray[np.float64]) -> NDArray[np.float64]:
-    """B x cells signed Koopman score statistics of the replicates' cells at the observed q̂,
-    as deviations of the folded cell value min(q, 1/q)."""
+class _Margins:
+    """Row and column totals of every replicate, computed once; :meth:`at` gives the counts of
+    some cells with their totals, B x len(idx) each, in float64 (only those cells copied)."""
+
+    def __init__(self, R: NDArray[Any]) -> None:
+        self.R = R
+        self.rows = R.sum(axis=2, dtype=np.float64)
+        self.cols = R.sum(axis=1, dtype=np.float64)
+        self.n = self.rows.sum(axis=1)[:, None]
+
+    def at(self, idx: NDArray[np.int64]) -> tuple[NDArray[np.float64], ...]:
+        gi, ki = np.unravel_index(idx, self.R.shape[1:])
+        x = self.R[:, gi, ki].astype(np.float64)
+        return x, self.rows[:, gi], self.cols[:, ki], self.n + 0.0 * x
+
+
+def _balance_deviations(T: NDArray[np.float64], M: _Margins,
+                        idx: NDArray[np.int64]) -> NDArray[np.float64]:
+    """B x len(idx) signed Koopman score statistics of the replicates' cells ``idx`` at the
+    observed q̂, as deviations of the folded cell value min(q, 1/q)."""
     rows = T.sum(axis=1)[:, None]
     n = T.sum()
-    q_hat = T * n / (T.sum(axis=0)[None, :] * rows)
-    s = rows / n
+    q_hat = (T * n / (T.sum(axis=0)[None, :] * rows)).ravel()[idx]
+    s = np.broadcast_to(rows / n, T.shape).ravel()[idx]
     with np.errstate(divide="ignore", invalid="ignore"):
         r_hat = q_hat * (1.0 - s) / (1.0 - q_hat * s)  # the risk ratio at q̂ (inf: x2 = 0)
-    rr = R.sum(axis=2, keepdims=True)
-    cr = R.sum(axis=1, keepdims=True)
-    nr = rr.sum(axis=1, keepdims=True)
-    x1, n1, x2, n2 = R, rr + 0.0 * R, cr - R, nr - rr + 0.0 * R
+    x1, n1, cr, nr = M.at(idx)
+    x2, n2 = cr - x1, nr - n1
     ok = (n1 > 0) & (n2 > 0) & np.isfinite(r_hat)[None] & (r_hat > 0)[None]
     with np.errstate(divide="ignore", invalid="ignore"):
         stat = _koopman_stat(np.where(ok, r_hat[None], 1.0), x1, np.where(n1 > 0, n1, 1.0),
                              x2, np.where(n2 > 0, n2, 1.0))
-        q_rep = R * nr / (cr * rr)
+        q_rep = x1 * nr / (cr * n1)
     z = np.sign(np.nan_to_num(q_rep - q_hat[None])) * np.sqrt(stat)
     # a cell observed at 0 (or holding its whole cluster) has a one-sided score interval: a
     # replicate below it is impossible, so it never sets the critical value
@@ -425,7 +460,8 @@ def balance_interval(N: ArrayLike, level: float = 0.95,
     dev = None
     if replicates is not None:
         R = _replicates(T, replicates)
-        dev = lambda: _balance_deviations(T, R)  # noqa: E731 - computed only when needed
+        M = _Margins(R)
+        dev = lambda idx: _balance_deviations(T, M, idx)  # noqa: E731
     return _min_of(bounds, est, level, _cells(*T.shape), dev)
 
 
@@ -469,9 +505,12 @@ def fairness_cce_interval(N: ArrayLike, level: float = 0.95,
     if replicates is not None:
         R = _replicates(T, replicates)
 
-        def dev():
-            z = _wilson_z(R, R.sum(axis=2, keepdims=True), (T / rows)[None])
-            return _signed_fold(z, x)
+        M = _Margins(R)
+
+        def dev(idx: NDArray[np.int64]) -> NDArray[np.float64]:
+            xr, nr, _, _ = M.at(idx)
+            z = _wilson_z(xr, nr, (T / rows).ravel()[idx][None])
+            return _signed_fold(z, x.ravel()[idx])
 
     return _min_of(bounds, est, level, _cells(*T.shape), dev)
 
@@ -490,7 +529,11 @@ def balance_prime_interval(N: ArrayLike, level: float = 0.95,
     dev = None
     if replicates is not None:
         R = _replicates(T, replicates)
-        dev = lambda: _wilson_z(R, R.sum(axis=1, keepdims=True), (T / cols)[None])  # noqa: E731
+        M = _Margins(R)
+
+        def dev(idx: NDArray[np.int64]) -> NDArray[np.float64]:
+            xr, _, nc, _ = M.at(idx)
+            return _wilson_z(xr, nc, (T / cols).ravel()[idx][None])
     return _min_of(bounds, T / cols, level, _cells(*T.shape), dev)
 
 
