@@ -441,6 +441,25 @@ def _balance_deviations(T: NDArray[np.float64], M: _Margins,
     return np.where(ok, _signed_fold(z, q_hat), np.nan)
 
 
+def _wilson_deviations(T: NDArray[np.float64], replicates: ArrayLike | None,
+                       p: NDArray[np.float64], total: str,
+                       fold: NDArray[np.float64] | None = None
+                       ) -> Callable[[NDArray[np.int64]], NDArray[np.float64]] | None:
+    """The deviations of the calibrated upper end for cells that are binomial shares p of their
+    ``total`` ("row" or "column"): signed Wilson statistics of the replicates' shares at p,
+    folded as min(q, 1/q) of ``fold`` when given. None without replicates."""
+    if replicates is None:
+        return None
+    M = _Margins(_replicates(T, replicates))
+
+    def dev(idx: NDArray[np.int64]) -> NDArray[np.float64]:
+        x, rows, cols, _ = M.at(idx)
+        z = _wilson_z(x, rows if total == "row" else cols, p.ravel()[idx][None])
+        return z if fold is None else _signed_fold(z, fold.ravel()[idx])
+
+    return dev
+
+
 def balance_interval(N: ArrayLike, level: float = 0.95,
                      replicates: ArrayLike | None = None) -> Interval:
     """Interval for ``balance_min``: min over cells of min(q, 1/q), q = N[g,k] n / (|k| |g|).
@@ -501,17 +520,7 @@ def fairness_cce_interval(N: ArrayLike, level: float = 0.95,
         lo, hi = wilson_interval(T, rows, alpha)
         return _fold(c * lo, c * hi, side)
 
-    dev = None
-    if replicates is not None:
-        R = _replicates(T, replicates)
-
-        M = _Margins(R)
-
-        def dev(idx: NDArray[np.int64]) -> NDArray[np.float64]:
-            xr, nr, _, _ = M.at(idx)
-            z = _wilson_z(xr, nr, (T / rows).ravel()[idx][None])
-            return _signed_fold(z, x.ravel()[idx])
-
+    dev = _wilson_deviations(T, replicates, T / rows, "row", fold=x)
     return _min_of(bounds, est, level, _cells(*T.shape), dev)
 
 
@@ -526,14 +535,7 @@ def balance_prime_interval(N: ArrayLike, level: float = 0.95,
     def bounds(alpha: float, side: str):
         return wilson_interval(T, cols, alpha)[0 if side == "lower" else 1]
 
-    dev = None
-    if replicates is not None:
-        R = _replicates(T, replicates)
-        M = _Margins(R)
-
-        def dev(idx: NDArray[np.int64]) -> NDArray[np.float64]:
-            xr, _, nc, _ = M.at(idx)
-            return _wilson_z(xr, nc, (T / cols).ravel()[idx][None])
+    dev = _wilson_deviations(T, replicates, T / cols, "column")
     return _min_of(bounds, T / cols, level, _cells(*T.shape), dev)
 
 
