@@ -43,7 +43,7 @@ _LAZY = {
     "balance_mean_interval": "fairaudit.metrics.intervals",
     "balance_prime_interval": "fairaudit.metrics.intervals",
     "cce_interval": "fairaudit.metrics.intervals",
-    "distance_intervals": "fairaudit.metrics.intervals",
+    "distance_intervals": "fairaudit.metrics.distance_intervals",
     "fairness_cce_interval": "fairaudit.metrics.intervals",
     "fce_fair_interval": "fairaudit.metrics.intervals",
     "ratio_score_interval": "fairaudit.metrics.intervals",

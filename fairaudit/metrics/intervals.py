@@ -39,17 +39,28 @@ standardised deviation gives simultaneous bounds at close to nominal coverage). 
 replaces Bonferroni's worst case by the cells' actual dependence.
 
 All functions take one table ``N`` (groups x clusters, every row and column with a positive
-sum) and return an :class:`Interval`.
+sum) and return an :class:`Interval`. The distances' intervals (Ed, Wd) are in
+:mod:`fairaudit.metrics.distance_intervals`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+
+from fairaudit.metrics.calibrate import (
+    Margins,
+    checked_replicates,
+    max_below,
+    max_deviation_critical_value,
+    one_sided,
+    signed_fold,
+    wilson_z,
+)
+from fairaudit.metrics.score import _koopman_stat, _z, ratio_score_interval, wilson_interval
 
 __all__ = [
     "CALIBRATED_METHOD",
@@ -60,7 +71,6 @@ __all__ = [
     "balance_mean_interval",
     "balance_prime_interval",
     "cce_interval",
-    "distance_intervals",
     "fairness_cce_interval",
     "fce_fair_interval",
     "max_deviation_critical_value",
@@ -76,9 +86,6 @@ CI_METHODS = ("calibrated", "conservative")
 """The user's names of the two methods (``--ci-method``): calibrated -> ``score-max-bootstrap``
 where a metric has it, conservative -> ``score-intersection``."""
 
-_STEPS = 48  # bisection steps over a log-range of 80: 80 / 2**48 < 1e-12
-_BLOCK_ELEMENTS = 1 << 18  # float64 elements per block of replicates (2 MB)
-_DISTINCT_FROM = 64  # from this many cells on, bisect once per distinct (x1, n1, x2, n2)
 
 _Bounds = Callable[[float, str], NDArray[np.float64]]
 """bounds(alpha, side) -> per-component lower (side="lower") or upper bounds at one-sided alpha."""
@@ -100,127 +107,6 @@ class Interval:
     upper_cell: tuple[int, int] | None = None
     contact_cells: int = 1
     """Cells that could set the minimum (the Bonferroni divisor of the upper end)."""
-
-
-# -------------------------------------------------------------------------------- primitives
-def _z(alpha_one_sided: float) -> float:
-    from scipy.special import ndtri
-
-    return float(ndtri(1.0 - alpha_one_sided))
-
-
-def wilson_interval(
-    x: ArrayLike, n: ArrayLike, alpha: float
-) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """Wilson score bounds for binomial proportions x/n, each end at one-sided level ``alpha``.
-
-    Vectorised; ``n`` must be positive. The bounds contain x/n and lie in [0, 1]; x = 0 gives a
-    lower bound of exactly 0 and x = n an upper bound of exactly 1.
-    """
-    x = np.asarray(x, dtype=np.float64)
-    n = np.asarray(n, dtype=np.float64)
-    z = _z(alpha)
-    p = x / n
-    z2n = z * z / n
-    centre = (p + z2n / 2.0) / (1.0 + z2n)
-    half = z * np.sqrt(np.maximum(p * (1.0 - p) / n + z2n / (4.0 * n), 0.0)) / (1.0 + z2n)
-    lo = np.where(x <= 0, 0.0, np.clip(centre - half, 0.0, 1.0))
-    hi = np.where(x >= n, 1.0, np.clip(centre + half, 0.0, 1.0))
-    # rounding can put a bound a few ulps on the wrong side of the estimate
-    return np.minimum(lo, p), np.maximum(hi, p)
-
-
-def _koopman_stat(theta, x1, n1, x2, n2):
-    """Koopman's score statistic for H0: pi1 / pi2 = theta (restricted MLE in closed form)."""
-    N = n1 + n2
-    A = theta * N
-    B = -(theta * n1 + x1 + n2 + theta * x2)
-    C = x1 + x2
-    disc = np.sqrt(np.maximum(B * B - 4.0 * A * C, 0.0))
-    # the smaller root of A p^2 + B p + C = 0, in the cancellation-free form 2C / (-B + disc)
-    p2 = 2.0 * C / (-B + disc)
-    p1 = theta * p2
-    eps = 1e-300
-    p1 = np.clip(p1, eps, 1.0 - 1e-15)
-    p2 = np.clip(p2, eps, 1.0 - 1e-15)
-    return (x1 - n1 * p1) ** 2 / (n1 * p1 * (1.0 - p1)) + (x2 - n2 * p2) ** 2 / (
-        n2 * p2 * (1.0 - p2)
-    )
-
-
-def ratio_score_interval(
-    x1: ArrayLike, n1: ArrayLike, x2: ArrayLike, n2: ArrayLike, alpha: float
-) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """Koopman (1984) score bounds for the ratio pi1 / pi2 of two independent binomial
-    proportions (x1 of n1, x2 of n2), each end at one-sided level ``alpha``.
-
-    Vectorised. x1 = 0 gives a lower bound of 0, x2 = 0 an upper bound of +inf. The bounds
-    contain the estimate (x1/n1) / (x2/n2). Found by bisection on log(theta); each bound errs
-    outwards (conservatively) by a relative 1e-12 at most.
-    """
-    x1, n1, x2, n2 = (
-        np.asarray(v, dtype=np.float64) for v in np.broadcast_arrays(x1, n1, x2, n2)
-    )
-    shape = x1.shape
-    if x1.size > _DISTINCT_FROM:
-        # the bounds are an elementwise function of (x1, n1, x2, n2): with small counts most
-        # cells share their tuple (a table of 10,000 clusters of 2 rows has a few hundred),
-        # so bisect once per distinct tuple (bit for bit the same values)
-        key = np.ascontiguousarray(np.stack([v.ravel() for v in (x1, n1, x2, n2)], axis=1))
-        uniq, inv = np.unique(key.view(np.dtype((np.void, 32))).ravel(), return_inverse=True)
-        u = uniq.view(np.float64).reshape(-1, 4)
-        lo, hi = _ratio_score(*(np.ascontiguousarray(u[:, i]) for i in range(4)), alpha)
-        inv = inv.reshape(-1)
-        return lo[inv].reshape(shape), hi[inv].reshape(shape)
-    lo, hi = _ratio_score(*(v.ravel().copy() for v in (x1, n1, x2, n2)), alpha)
-    return lo.reshape(shape), hi.reshape(shape)
-
-
-def _ratio_score(x1, n1, x2, n2, alpha):
-    """:func:`ratio_score_interval` on flat float64 arrays (one bisection per element)."""
-    crit = _z(alpha) ** 2
-    with np.errstate(divide="ignore", invalid="ignore"):
-        est = (x1 / n1) / (x2 / n2)
-    lo = np.zeros_like(est)
-    hi = np.full_like(est, np.inf)
-
-    def stat_for(m):
-        a1, b1, a2, b2 = x1[m], n1[m], x2[m], n2[m]
-        return lambda t: _koopman_stat(t, a1, b1, a2, b2)
-
-    both = (x1 > 0) & (x2 > 0)
-    if both.any():
-        e = np.log(est[both])
-        lo[both] = _bisect_log(stat_for(both), e - 40.0, e, crit, inside_at_low=False)
-        hi[both] = _bisect_log(stat_for(both), e, e + 40.0, crit, inside_at_low=True)
-    zero = (x1 <= 0) & (x2 > 0)  # estimate 0: the set is [0, U]
-    if zero.any():
-        s0 = np.log((0.5 / n1[zero]) / (x2[zero] / n2[zero])) - 30.0
-        hi[zero] = _bisect_log(stat_for(zero), s0, s0 + 80.0, crit, inside_at_low=True)
-    inf = (x1 > 0) & (x2 <= 0)  # estimate +inf: the set is [L, inf)
-    if inf.any():
-        s1 = np.log((x1[inf] / n1[inf]) / (0.5 / n2[inf])) + 30.0
-        lo[inf] = _bisect_log(stat_for(inf), s1 - 80.0, s1, crit, inside_at_low=False)
-    ok = ~np.isnan(est)
-    lo = np.where(ok, np.minimum(lo, np.where(ok, est, 0.0)), lo)
-    hi = np.where(ok, np.maximum(hi, np.where(ok, est, 0.0)), hi)
-    return lo, hi
-
-
-def _bisect_log(stat, lo_log, hi_log, crit, inside_at_low: bool):
-    """Find the boundary theta where stat(theta) crosses crit between exp(lo_log) and
-    exp(hi_log); ``inside_at_low`` says which end is inside the confidence set."""
-    a, b = lo_log.copy(), hi_log.copy()
-    for _ in range(_STEPS):
-        mid = 0.5 * (a + b)
-        inside = stat(np.exp(mid)) <= crit
-        if inside_at_low:
-            a = np.where(inside, mid, a)
-            b = np.where(inside, b, mid)
-        else:
-            b = np.where(inside, mid, b)
-            a = np.where(inside, a, mid)
-    return np.exp(b) if inside_at_low else np.exp(a)
 
 
 # -------------------------------------------------------------------------------- combining
@@ -269,13 +155,13 @@ def _min_of(bounds: _Bounds, estimate: NDArray[np.float64], level: float,
         # below the smallest pointwise upper bound
         contact = lo <= float(np.min(np.maximum(bounds(a, "upper").ravel(), est)))
         J = max(1, int(contact.sum()))
-        worst, stuck = _max_below(deviations, np.flatnonzero(contact))
+        worst, stuck = max_below(deviations, np.flatnonzero(contact))
         c = float(np.quantile(worst, 1.0 - a)) if worst.size else 0.0
         if stuck:
             # a contact cell the bootstrap cannot move (observed at 0, or holding its whole
             # cluster): it keeps at least its pointwise bound
             c = max(c, _z(a))
-        hi = np.maximum(bounds(_one_sided(c), "upper").ravel(), est)
+        hi = np.maximum(bounds(one_sided(c), "upper").ravel(), est)
         method = CALIBRATED_METHOD
     else:
         hi = hi_all if J == est.size else np.maximum(bounds(a / J, "upper").ravel(), est)
@@ -289,69 +175,6 @@ def _min_of(bounds: _Bounds, estimate: NDArray[np.float64], level: float,
         lower=float(lo[i_lo]), upper=float(hi[i_hi]), level=float(level), method=method,
         lower_cell=where(i_lo), upper_cell=where(i_hi), contact_cells=J,
     )
-
-
-def _max_below(deviations: Callable[[NDArray[np.int64]], NDArray[np.float64]],
-               idx: NDArray[np.int64]) -> tuple[NDArray[np.float64], bool]:
-    """Per replicate, max over the cells ``idx`` of the deviation below the estimate, in blocks
-    of cells (B x block stays a few MB however large the contact set); and whether some cell is
-    undefined in every replicate (the bootstrap cannot move it)."""
-    worst: NDArray[np.float64] | None = None
-    stuck = False
-    step = max(1, _BLOCK_ELEMENTS // 256)
-    for i in range(0, idx.size, step):
-        z = deviations(idx[i:i + step])
-        stuck = stuck or bool(np.isnan(z).all(axis=0).any())
-        below = np.maximum(-np.nan_to_num(z, nan=0.0), 0.0).max(axis=1)
-        worst = below if worst is None else np.maximum(worst, below)
-    return (np.zeros(0) if worst is None else worst), stuck
-
-
-def max_deviation_critical_value(z: ArrayLike, contact: ArrayLike, alpha: float) -> float:
-    """The critical value of the calibrated upper end: the (1 - ``alpha``) quantile over the
-    bootstrap replicates (rows of ``z``) of max_{j in contact} max(0, -z_j), the largest
-    standardised deviation of a contact cell below its estimate (Cherian & Candes 2024).
-    NaN deviations (a cell undefined in a replicate) count as 0."""
-    z = np.asarray(z, dtype=np.float64)
-    keep = np.asarray(contact, dtype=bool).ravel()
-    below = np.maximum(-np.nan_to_num(z.reshape(len(z), -1)[:, keep], nan=0.0), 0.0)
-    if below.size == 0:
-        return 0.0
-    return float(np.quantile(below.max(axis=1), 1.0 - alpha))
-
-
-def _one_sided(c: float) -> float:
-    """The one-sided level Phi(-c) of a critical value, kept inside (1e-12, 0.5]."""
-    from scipy.special import ndtr
-
-    return float(min(0.5, max(1e-12, ndtr(-c))))
-
-
-def _replicates(N: NDArray[np.float64], replicates: ArrayLike) -> NDArray[Any]:
-    """The replicates as given (no float copy of B x groups x clusters), checked."""
-    R = np.asarray(replicates)
-    if R.ndim != 3 or R.shape[1:] != N.shape or len(R) < 2:
-        raise ValueError(
-            f"The 'replicates' parameter must have shape (B, {N.shape[0]}, {N.shape[1]}) with "
-            f"B >= 2; got {R.shape}."
-        )
-    return R
-
-
-def _signed_fold(z: NDArray[np.float64], q_hat: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Deviations of q turned into deviations of min(q, 1/q): the sign flips where q̂ > 1."""
-    return np.where(q_hat[None] > 1.0, -z, z)
-
-
-def _wilson_z(x: NDArray[np.float64], n: NDArray[np.float64],
-              p: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Signed Wilson score statistic (x - n p) / sqrt(n p (1 - p)) of replicate counts x of n at
-    the proportion p (NaN where n = 0; +-inf where p is 0 or 1 and x differs from n p)."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        d = x - n * p
-        z = d / np.sqrt(n * p * (1.0 - p))
-    z = np.where(d == 0, 0.0, z)
-    return np.where(n > 0, z, np.nan)
 
 
 def _cells(g: int, k: int) -> NDArray[np.int64]:
@@ -402,23 +225,7 @@ def _balance_cells(T: NDArray[np.float64]) -> tuple[_Bounds, NDArray[np.float64]
     return bounds, est
 
 
-class _Margins:
-    """Row and column totals of every replicate, computed once; :meth:`at` gives the counts of
-    some cells with their totals, B x len(idx) each, in float64 (only those cells copied)."""
-
-    def __init__(self, R: NDArray[Any]) -> None:
-        self.R = R
-        self.rows = R.sum(axis=2, dtype=np.float64)
-        self.cols = R.sum(axis=1, dtype=np.float64)
-        self.n = self.rows.sum(axis=1)[:, None]
-
-    def at(self, idx: NDArray[np.int64]) -> tuple[NDArray[np.float64], ...]:
-        gi, ki = np.unravel_index(idx, self.R.shape[1:])
-        x = self.R[:, gi, ki].astype(np.float64)
-        return x, self.rows[:, gi], self.cols[:, ki], self.n + 0.0 * x
-
-
-def _balance_deviations(T: NDArray[np.float64], M: _Margins,
+def _balance_deviations(T: NDArray[np.float64], M: Margins,
                         idx: NDArray[np.int64]) -> NDArray[np.float64]:
     """B x len(idx) signed Koopman score statistics of the replicates' cells ``idx`` at the
     observed q̂, as deviations of the folded cell value min(q, 1/q)."""
@@ -438,7 +245,7 @@ def _balance_deviations(T: NDArray[np.float64], M: _Margins,
     z = np.sign(np.nan_to_num(q_rep - q_hat[None])) * np.sqrt(stat)
     # a cell observed at 0 (or holding its whole cluster) has a one-sided score interval: a
     # replicate below it is impossible, so it never sets the critical value
-    return np.where(ok, _signed_fold(z, q_hat), np.nan)
+    return np.where(ok, signed_fold(z, q_hat), np.nan)
 
 
 def _wilson_deviations(T: NDArray[np.float64], replicates: ArrayLike | None,
@@ -450,12 +257,12 @@ def _wilson_deviations(T: NDArray[np.float64], replicates: ArrayLike | None,
     folded as min(q, 1/q) of ``fold`` when given. None without replicates."""
     if replicates is None:
         return None
-    M = _Margins(_replicates(T, replicates))
+    M = Margins(checked_replicates(T, replicates))
 
     def dev(idx: NDArray[np.int64]) -> NDArray[np.float64]:
         x, rows, cols, _ = M.at(idx)
-        z = _wilson_z(x, rows if total == "row" else cols, p.ravel()[idx][None])
-        return z if fold is None else _signed_fold(z, fold.ravel()[idx])
+        z = wilson_z(x, rows if total == "row" else cols, p.ravel()[idx][None])
+        return z if fold is None else signed_fold(z, fold.ravel()[idx])
 
     return dev
 
@@ -478,8 +285,8 @@ def balance_interval(N: ArrayLike, level: float = 0.95,
     bounds, est = _balance_cells(T)
     dev = None
     if replicates is not None:
-        R = _replicates(T, replicates)
-        M = _Margins(R)
+        R = checked_replicates(T, replicates)
+        M = Margins(R)
         dev = lambda idx: _balance_deviations(T, M, idx)  # noqa: E731
     return _min_of(bounds, est, level, _cells(*T.shape), dev)
 
@@ -591,148 +398,3 @@ def cce_interval(N: ArrayLike, level: float = 0.95) -> Interval:
     est = float(sizes.min() / sizes.max())
     return Interval(lower=float(min(lower, est)), upper=float(max(upper, est)),
                     level=float(level), contact_cells=int(sizes.size))
-
-
-# -------------------------------------------------------------------------------- distances
-DISTANCE_METHOD = "bootstrap-triangle"
-"""Name of the distance metrics' interval method in the audit JSON."""
-DISTANCE_MAX_METHOD = "bootstrap-triangle-max"
-"""The calibrated interval of ``wd_max`` / ``ed_max`` (per-cluster bounds, simultaneous lower
-end from the bootstrap of the maximum standardised deviation)."""
-
-
-def _deviations(T: NDArray[np.float64], ground: str) -> NDArray[np.float64]:
-    """Per-cluster deviation vectors v_k (..., m, k) whose norm is the cluster's distance:
-    P_k - P_X (zero-one, Euclidean), or its cumulative sums over the declared order (ordinal)."""
-    rows = T.sum(axis=-1)
-    cols = T.sum(axis=-2)
-    n = rows.sum(axis=-1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        px = rows / n[..., None]
-        pk = T / cols[..., None, :]
-    v = pk - px[..., :, None]
-    if ground == "ordinal":
-        v = np.cumsum(v, axis=-2)[..., :-1, :]
-    return v
-
-
-def _norm(v: NDArray[np.float64], kind: str) -> NDArray[np.float64]:
-    if kind == "ed":
-        return np.sqrt((v * v).sum(axis=-2))
-    return np.abs(v).sum(axis=-2) * (0.5 if kind == "wd-zero-one" else 1.0)
-
-
-def distance_intervals(
-    N: ArrayLike, replicates: ArrayLike, level: float = 0.95, *, ground: str = "zero-one",
-    max_undefined: float = 0.1, calibrated: bool = False,
-) -> dict[str, Interval]:
-    """Intervals for Ed and Wd aggregated over clusters (``ed``, ``ed_max``, ``ed_sum``,
-    ``wd``, ``wd_max``, ``wd_sum``; Wd with the zero-one or ordinal ground metric).
-
-    Each cluster's distance is a norm of a deviation vector v_k (P_k - P_X, or its cumulative
-    sums for the ordinal ground metric), so by the triangle inequality
-    |d(v) - d(v̂)| <= d(v - v̂), and for the aggregates
-
-    * weighted mean  sum_k p_k ||v_k|| = sum_k ||p_k v_k||:  error <= sum_k ||p_k v_k - p̂_k v̂_k||
-    * max            max_k ||v_k||:                          error <= max_k ||v_k - v̂_k||
-    * sum            sum_k ||v_k||:                          error <= sum_k ||v_k - v̂_k||
-
-    The error bound is a smooth function of the estimation error of the table's proportions,
-    which the multinomial bootstrap does approximate well (unlike the distance itself, which is
-    biased upwards near 0: its percentile interval never covers a perfectly fair population).
-    With c the ``level`` quantile of the bootstrap error bound (``replicates``: B tables laid out
-    like ``N``), the interval is [max(0, d̂ - c), d̂ + c]: it contains d̂ and covers the true
-    distance at least as often as the bound holds. Conservative when the true distance is far
-    from 0 (the triangle inequality is then loose).
-
-    ``calibrated`` (``--ci-method calibrated``) gives ``wd_max`` / ``ed_max`` per-cluster bounds
-    instead of one shared error: q_k, the ``level`` quantile of cluster k's bootstrap error
-    ||v*_k - v̂_k||; the upper end is max_k (d̂_k + q_k) (only the cluster that attains the
-    maximum must hold); the lower end max_k (d̂_k - c q_k) with c the ``level`` quantile of the
-    maximum standardised error max_k ||v*_k - v̂_k|| / q_k, so that every cluster's bound holds at
-    once (Cherian & Candès 2024). A small cluster's noise no longer widens the bound of a large
-    one.
-    """
-    T = _table(N)
-    R = np.asarray(replicates)
-    if R.ndim != 3 or R.shape[1:] != T.shape:
-        raise ValueError(
-            f"The 'replicates' parameter must have shape (B, {T.shape[0]}, {T.shape[1]}); got "
-            f"{R.shape}."
-        )
-    if ground not in ("zero-one", "ordinal"):
-        raise ValueError(f"The 'ground' parameter must be 'zero-one' or 'ordinal'; got {ground!r}.")
-    q = float(level)
-    _alpha(q)
-    n_boot = R.shape[0]
-    # with two groups or more, a cluster missing from a replicate makes every error bound of
-    # that replicate NaN (its shares are 0 / 0); when too many replicates lose a cluster
-    # (thousands of tiny clusters), no interval is given: skip the work
-    lost = int((R.sum(axis=1) == 0).any(axis=1).sum()) if T.shape[0] >= 2 else 0
-    if n_boot - lost < 2 or lost > max_undefined * n_boot:
-        return {}
-    pk = T.sum(axis=0) / T.sum()
-    kinds = (("ed", "ed", "zero-one"), ("wd", "wd-" + ground, ground))
-    grounds = sorted({g for _, _, g in kinds})
-    v = {g: _deviations(T, g) for g in grounds}  # Ed always compares the plain shares
-    pkv = {g: (pk * v[g])[None] for g in grounds}
-    parts: dict[str, list[NDArray[np.float64]]] = {}
-    # in blocks of replicates that stay in cache (B x groups x clusters is 160 MB per temporary
-    # at 10,000 clusters): every step is elementwise or reduces within one replicate, in the
-    # stack's own memory layout, so the values are those of the whole stack at once
-    # (fairaudit.metrics.bootstrap.replicate_blocks)
-    from fairaudit.metrics.bootstrap import replicate_blocks
-
-    for b0, b1 in replicate_blocks(n_boot, _BLOCK_ELEMENTS // max(1, T.size)):
-        Rb = np.asarray(R[b0:b1], dtype=np.float64)
-        pkr = Rb.sum(axis=1) / Rb.sum(axis=(1, 2))[:, None]
-        vr = {g: _deviations(Rb, g) for g in grounds}
-        for name, kind, g in kinds:
-            e_norm = _norm(vr[g] - v[g][None], kind)  # (b, k); NaN where a cluster vanished
-            e_weighted = _norm(pkr[:, None, :] * vr[g] - pkv[g], kind)
-            for metric, e in ((name, e_weighted.sum(axis=1)),
-                              (f"{name}_max", e_norm.max(axis=1)),
-                              (f"{name}_sum", e_norm.sum(axis=1))):
-                parts.setdefault(metric, []).append(e)
-            if calibrated:
-                parts.setdefault(f"{name}_per_cluster", []).append(e_norm)
-    out: dict[str, Interval] = {}
-    for name, kind, g in kinds:
-        d = _norm(v[g], kind)  # (k,)
-        estimates = {
-            name: float((pk * d).sum()),
-            f"{name}_max": float(d.max()),
-            f"{name}_sum": float(d.sum()),
-        }
-        for metric, est in estimates.items():
-            e = np.concatenate(parts[metric])
-            ok = np.isfinite(e)
-            if ok.sum() < 2 or (~ok).sum() > max_undefined * e.size:
-                continue
-            c = float(np.quantile(e[ok], q))
-            out[metric] = Interval(lower=max(0.0, est - c), upper=est + c, level=q,
-                                   method=DISTANCE_METHOD, contact_cells=0)
-        if calibrated and f"{name}_max" in out:
-            iv = _max_interval(d, np.concatenate(parts[f"{name}_per_cluster"]), q,
-                               max_undefined)
-            if iv is not None:
-                out[f"{name}_max"] = iv
-    return out
-
-
-def _max_interval(d: NDArray[np.float64], E: NDArray[np.float64], level: float,
-                  max_undefined: float) -> Interval | None:
-    """The calibrated interval of max_k d_k from the per-cluster bootstrap errors ``E``
-    (B x k, NaN where a cluster vanished from a replicate): see :func:`distance_intervals`."""
-    ok = np.isfinite(E).all(axis=1)
-    if ok.sum() < 2 or (~ok).sum() > max_undefined * len(E):
-        return None
-    E = E[ok]
-    qk = np.quantile(E, level, axis=0)  # per cluster: |d_k - d̂_k| <= q_k at the level
-    est = float(d.max())
-    upper = float(np.max(d + qk))
-    scale = np.where(qk > 0, qk, np.inf)  # a cluster without sampling error: bound 0
-    c = float(np.quantile((E / scale).max(axis=1), level))
-    lower = float(max(0.0, np.max(d - c * np.where(np.isfinite(scale), qk, 0.0))))
-    return Interval(lower=min(lower, est), upper=max(upper, est), level=level,
-                    method=DISTANCE_MAX_METHOD, contact_cells=0)

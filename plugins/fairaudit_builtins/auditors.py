@@ -19,6 +19,7 @@ from fairaudit.hookspecs import hookimpl
 from fairaudit.metrics import counting, intervals
 from fairaudit.metrics.bootstrap import in_blocks
 from fairaudit.metrics.bounds import MetricBounds, TableBox, metric_bounds, per_cluster_bounds
+from fairaudit.metrics.distance_intervals import distance_intervals
 
 HIGHER = Direction.HIGHER_IS_BETTER
 LOWER = Direction.LOWER_IS_BETTER
@@ -265,8 +266,8 @@ class DistributionAuditor(CountingAuditor):
         if ground == "fairkm-compat":  # not a norm of a deviation: percentile interval
             return {}
         calibrated = _calibrating(replicates, method) is not None
-        return intervals.distance_intervals(table.counts, replicates, level, ground=ground,
-                                            calibrated=calibrated)
+        return distance_intervals(table.counts, replicates, level, ground=ground,
+                                  calibrated=calibrated)
 
     def compute_batch(self, table: GroupTable, counts: np.ndarray, *,
                       metrics: Collection[str] | None = None) -> Mapping[str, np.ndarray]:

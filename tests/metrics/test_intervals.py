@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from fairaudit.metrics import counting as C
+from fairaudit.metrics import distance_intervals as D
 from fairaudit.metrics import intervals as I
 
 Z975 = 1.959963984540054
@@ -261,7 +262,7 @@ def test_triangle_bound_holds_for_any_two_tables(T, U, ground):
     if T.shape != U.shape:
         return
     # c = the bound for the single replicate U: the interval [d - c, d + c] must contain d(U)
-    ivs = I.distance_intervals(T, np.stack([U, U]), level=0.5, ground=ground)
+    ivs = D.distance_intervals(T, np.stack([U, U]), level=0.5, ground=ground)
     for name, f in DIST.items():
         d_t, d_u = f(T, ground), f(U, ground)
         iv = ivs[name]
@@ -272,7 +273,7 @@ def test_triangle_bound_holds_for_any_two_tables(T, U, ground):
 
 def test_distance_interval_is_a_point_without_sampling_error():
     T = np.array([[30, 10], [10, 30]])
-    ivs = I.distance_intervals(T, np.repeat(T[None], 5, axis=0))
+    ivs = D.distance_intervals(T, np.repeat(T[None], 5, axis=0))
     assert ivs["wd"].lower == ivs["wd"].upper == pytest.approx(C.wd(T))
 
 
@@ -287,7 +288,7 @@ def distance_coverage(draws: int, seed: int, fair: bool, n: int = 3000):
 
     for _ in range(draws):
         T = rng.multinomial(n, P.ravel()).reshape(P.shape)
-        ivs = I.distance_intervals(T, resample_counts(T, 200, rng))
+        ivs = D.distance_intervals(T, resample_counts(T, 200, rng))
         for k in DIST:
             hits[k].append(ivs[k].lower <= truth[k] <= ivs[k].upper)
             widths[k].append(ivs[k].upper - ivs[k].lower)
@@ -313,10 +314,10 @@ def test_calibrated_max_distance_interval_holds_its_estimate_and_is_no_wider():
     for _ in range(10):
         T = rng.multinomial(3000, P.ravel()).reshape(P.shape)
         R = resample_counts(T, 200, rng)
-        old = I.distance_intervals(T, R)
-        new = I.distance_intervals(T, R, calibrated=True)
+        old = D.distance_intervals(T, R)
+        new = D.distance_intervals(T, R, calibrated=True)
         for m in ("wd_max", "ed_max"):
-            assert new[m].method == I.DISTANCE_MAX_METHOD
+            assert new[m].method == D.DISTANCE_MAX_METHOD
             assert new[m].lower <= DIST[m](T, "zero-one") <= new[m].upper
             assert new[m].upper <= old[m].upper + 1e-12  # max of quantiles <= quantile of max
         for m in ("wd", "ed", "wd_sum", "ed_sum"):
@@ -337,7 +338,7 @@ def test_calibrated_max_distance_coverage(fair):
     hits = {m: [] for m in truth}
     for _ in range(300):
         T = rng.multinomial(3000, P.ravel()).reshape(P.shape)
-        ivs = I.distance_intervals(T, resample_counts(T, 200, rng), calibrated=True)
+        ivs = D.distance_intervals(T, resample_counts(T, 200, rng), calibrated=True)
         for m in truth:
             hits[m].append(ivs[m].lower <= truth[m] <= ivs[m].upper)
     for m in truth:
