@@ -157,8 +157,6 @@ def degenerate_warnings(
     params: Mapping[str, Any] | None = None,
     fit: Mapping[str, Any] | None = None,
     component: str | None = None,
-    min_cell: int = 0,
-    suppress: bool = False,
     separation: Mapping[int, float | None] | None = None,
     memberships: Any = None,
     names: Sequence[str] | None = None,
@@ -171,8 +169,6 @@ def degenerate_warnings(
     :func:`cluster_silhouettes`; a tiny cluster reaching :data:`SEPARATED` is forced by the data),
     ``memberships`` the n x c fuzzy memberships of a fuzzy clusterer (or ``None``), ``names``
     the clusters' own names (a labels column of strings), used in the messages.
-    Counts below ``min_cell`` are written as "fewer than min_cell" when
-    ``suppress`` is on, as everywhere else in the document.
     """
     params = params or {}
     fit = fit or {}
@@ -182,14 +178,7 @@ def degenerate_warnings(
     def name(c: int) -> str:
         return cluster_label({"cluster_names": names} if names else None, c)
 
-    def count(n: int) -> str:
-        if suppress and 0 < n < min_cell:
-            return f"fewer than {min_cell}"
-        return f"{n:,}"
-
     def share(n: int, total: int) -> str:
-        if suppress and 0 < n < min_cell:
-            return ""
         return f" ({100.0 * n / total:.1f} %)" if n / total >= 0.001 else " (under 0.1 %)"
 
     total = int(sum(sizes.values()))
@@ -215,7 +204,7 @@ def degenerate_warnings(
         out.append({
             "code": "dominant_cluster", "clusters": [int(big)],
             "message": (
-                f"{name(big)} holds {count(n_big)} of {total:,} clustered rows"
+                f"{name(big)} holds {n_big:,} of {total:,} clustered rows"
                 f"{share(n_big, total)}: one cluster dominates (over "
                 f"{DOMINANT_SHARE:.0%}), so the labelling hardly separates anyone"
             ),
@@ -229,7 +218,7 @@ def degenerate_warnings(
 
     tiny = sorted(c for c, n in sizes.items() if n < bound * total and not separated(c))
     if tiny and k > 1:
-        parts = [f"{name(c)}: {count(sizes[c])} rows{share(sizes[c], total)}" for c in tiny]
+        parts = [f"{name(c)}: {sizes[c]:,} rows{share(sizes[c], total)}" for c in tiny]
         out.append({
             "code": "tiny_cluster", "clusters": [int(c) for c in tiny],
             "message": (

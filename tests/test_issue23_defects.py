@@ -55,3 +55,31 @@ def test_legend_promises_intervals_only_when_shown():
                                                  bootstrap=0))
     assert "confidence intervals in brackets" not in without
     assert "no intervals" in without
+
+
+def test_a_gate_that_could_not_judge_always_says_why():
+    """A gate on a value it could not judge fails with its reason; it never shows "n/a" with
+    ``reason: null`` (console, Markdown and JSON)."""
+    from fairaudit.summary import console_lines, gate_rows, markdown
+
+    rng = np.random.default_rng(0)
+    n = 600
+    race = np.array(["a"] * (n - 5) + ["tiny"] * 5)  # one group below --min-cell: undefined
+    df = pl.DataFrame({"race": race, "segment": rng.integers(0, 3, n),
+                       "sex": rng.choice(["f", "m"], n)})
+    run = fairaudit.audit(df, sensitive=["race", "sex"], labels="segment",
+                          fail_under={"balance@ci": 0.5, "mnce": 0.5})
+    gates = run.doc["gates"]
+    assert any(g["judged"] is None for g in gates)
+    for g in gates:
+        if g["judged"] is None:
+            assert g["status"] == "fail" and g["reason"], g
+    lines = console_lines(run.doc)
+    for i, line in enumerate(lines):
+        if " n/a " in line:
+            assert lines[i + 1].strip().startswith("why: "), lines
+    for r in gate_rows(run.doc):  # the rows of the console and of --summary-md
+        assert r["judged"] != "n/a" or r["reason"], r
+    md = markdown(run.doc)
+    for row in (x for x in md.splitlines() if x.startswith("| **FAIL**") and "| n/a |" in x):
+        assert row.rstrip(" |").rsplit("|", 1)[1].strip(), row  # the Why column is filled
