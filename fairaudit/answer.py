@@ -4,9 +4,9 @@ set it, in words a manager can read — the top of the report, the console and `
 Built from the JSON document alone (its ``verdicts``, each with ``decided_by``:
 :func:`fairaudit.explain.verdicts`), so every place says the same thing:
 
-    race — unfair in 2 of 3 segmentations (fair: fairden)
-        kmeans   unfair   “premium” holds 11 of the 37 “Other” people, 3.3 expected
-                          (balance 0.297 [0.121, 0.640])
+    race — unfair in 2 of 3 segmentations (fair: fairden): kmeans: “premium” holds 11 of the
+        37 “Other” people, 3.3 expected (ratio 0.30; at most 0.55 at 95%); balance 0.303
+        [0.200, 0.554]
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def entry_text(v: Mapping[str, Any]) -> str:
     if by.get("value") is None and by.get("text") is None:
         return f"{by.get('metric')} undefined or not published"
     text = by.get("text")
-    return f"{text} ({_figure(by)})" if text else _figure(by)
+    return f"{text}; {_figure(by)}" if text else _figure(by)
 
 
 def answers(doc: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -191,7 +191,12 @@ def _decided_by(verdict: str, judged: list[tuple[str, str]], results: list[Mappi
             "value": finite(r.get("value")),
             "ci": [finite(ci[0]), finite(ci[1])] if ci else None,
         }
-        cell = deciding(r, ctx)
+        # unfair: the upper end (higher is better) sits below the bound; fair: the lower end
+        # clears it; the cell the interval method names for that end decided it
+        higher = r.get("direction") == "higher_is_better"
+        end = {"unfair": "upper" if higher else "lower",
+               "fair": "lower" if higher else "upper"}.get(verdict)
+        cell = deciding(r, ctx, end)
         if cell is not None:
             out.update(cell)
         return out

@@ -594,11 +594,23 @@ def _q(name: str) -> str:
     return f"\u201c{name}\u201d"
 
 
-def deciding(r: Mapping[str, Any], ctx: Context) -> dict[str, Any] | None:
+def _named(r: Mapping[str, Any], t: Table, end: str) -> tuple[int | None, int | None]:
+    """(cluster index, group index) of the cell the interval method names for ``end``
+    (``detail.interval.{end}_set_by``), or (None, None)."""
+    named = ((r.get("detail") or {}).get("interval") or {}).get(f"{end}_set_by") or {}
+    if str(named.get("group")) in t.groups and named.get("cluster") in t.clusters:
+        return t.clusters.index(named["cluster"]), t.groups.index(str(named["group"]))
+    return None, None
+
+
+def deciding(r: Mapping[str, Any], ctx: Context, end: str | None = None
+             ) -> dict[str, Any] | None:
     """The one cell that sets a headline result, for the answer-first summary: ``{"cluster",
     "cluster_name", "group", "count", "group_total", "expected", "text"}``, ``text`` a clause a
-    manager can read (``“premium” holds 11 of the 37 “Other” people, 3.3 expected``). None when
-    the result has no such cell (undefined, or a metric without a cell reading)."""
+    manager can read (``“premium” holds 11 of the 37 “Other” people, 3.3 expected``). ``end``
+    ("lower" / "upper"): the cell that sets that end of the interval when the interval method
+    names one — what decides a verdict of fair (lower end above the bound) or unfair (upper end
+    below it) — else the cell that sets the value. None when the result has no such cell."""
     value = _finite(r.get("value"))
     t = ctx.table(str(r.get("labelling")), r.get("attribute"))
     if value is None or t is None:
@@ -606,8 +618,10 @@ def deciding(r: Mapping[str, Any], ctx: Context) -> dict[str, Any] | None:
     key = (r.get("auditor"), r.get("metric"))
     try:
         if key in (("balance", "balance"), ("capacity", "fairness_cce")):
-            cells = (balance_cells if key[0] == "balance" else cce_cells)(t, excluded(r))
-            _, k, g = _setting_cell(cells, value, r, t)
+            k, g = _named(r, t, end) if end else (None, None)
+            if k is None or g is None:
+                cells = (balance_cells if key[0] == "balance" else cce_cells)(t, excluded(r))
+                _, k, g = _setting_cell(cells, value, r, t)
             if k is None or g is None:
                 return None
             if key[0] == "balance":
@@ -623,6 +637,13 @@ def deciding(r: Mapping[str, Any], ctx: Context) -> dict[str, Any] | None:
             if ref is not None:
                 text += (f", {_about(ref)} expected" if key[0] == "balance"
                          else f", {_about(ref)} in an even split")
+            ci = r.get("ci")
+            if end and ci and _finite(ci[0 if end == "lower" else 1]) is not None and ref:
+                # the cell that sets this end of the interval: its own ratio and that end
+                own = 0.0 if count == 0 else min(count / ref, ref / count)
+                bound = float(ci[0 if end == "lower" else 1])
+                text += (f" (ratio {own:.2f}; {'at least' if end == 'lower' else 'at most'} "
+                         f"{bound:.2f} at {ctx.level_text})")
         elif key in (("distribution", "wd"), ("distribution", "ed")):
             rows = [(t.clusters.index(row["cluster"]), float(row["value"]))
                     for row in r.get("per_cluster") or ()

@@ -44,7 +44,8 @@ def test_console_gives_the_verdict_and_the_deciding_cell_by_name(run_cli, segmen
     race = next(line for line in out.splitlines() if line.strip().startswith("race \u2014"))
     assert race.strip().startswith("race \u2014 unfair: ")
     assert LINE in race
-    assert re.search(r"\(balance 0\.30\d \[0\.\d+, 0\.\d+\]\)", race), race
+    assert re.search(r"\(ratio 0\.30; at most 0\.\d\d at 95%\); balance 0\.30\d \[0\.\d+, "
+                     r"0\.\d+\]$", race), race
     sex = next(line for line in out.splitlines() if line.strip().startswith("sex \u2014"))
     assert re.match(r"\s*sex \u2014 (fair|borderline): \u201c\w+\u201d holds",
                     sex), sex
