@@ -399,3 +399,22 @@ def test_accelerated_fit_is_a_self_consistent_fixed_point(seed):
     slow = FairFuzzyCMeans(3, random_state=seed, max_iter=3000, tol=1e-13,
                            acceleration="none").fit(X, sensitive=s)
     assert est.n_iter_ < slow.n_iter_
+
+
+@pytest.mark.parametrize("k", [2, 3, 8])
+def test_gap_scale_equals_the_sorted_oracle_bit_for_bit(k):
+    from fairaudit.cluster.ffcm import _gap_scale
+
+    rng = np.random.default_rng(k)
+    X = rng.normal(size=(70_000, 4))
+    X[::3] = np.round(X[::3])  # ties between centres' distances
+    C = np.round(rng.normal(size=(k, 4)))
+    if k > 2:
+        C[1] = C[0]
+    total = 0.0
+    for a in range(0, len(X), 65536):  # the previous code: full sort of each block
+        b = np.einsum("ij,ij->i", X[a:a + 65536], X[a:a + 65536])[:, None] - 2.0 * X[
+            a:a + 65536] @ C.T + np.einsum("ij,ij->i", C, C)
+        b.sort(axis=1)
+        total += float((b[:, 1] - b[:, 0]).sum())
+    assert _gap_scale(X, C) == max(total / len(X), 1e-300)
