@@ -1,0 +1,34 @@
+"""``self_knn`` (queries in the tree's leaf order) against ``cKDTree.query`` in row order."""
+
+import numpy as np
+import pytest
+from scipy.spatial import cKDTree
+
+from fairaudit.cluster import _knn
+from fairaudit.cluster._knn import self_knn
+
+
+@pytest.mark.parametrize("k", [1, 2, 7, 42])
+@pytest.mark.parametrize("kind", ["normal", "grid"])
+def test_self_knn_is_bit_identical_to_the_row_order_query(k, kind, monkeypatch):
+    rng = np.random.default_rng(k)
+    if kind == "grid":  # many exact ties and duplicate rows
+        X = rng.integers(0, 4, size=(3000, 3)).astype(float)
+    else:
+        X = rng.normal(size=(3000, 5))
+    monkeypatch.setattr(_knn, "_CHUNK", 1000)  # several chunks
+    tree = cKDTree(X)
+    d0, i0 = tree.query(X, k=k, workers=-1)
+    d1, i1 = self_knn(tree, X, k)
+    assert d1.shape == d0.shape and i1.shape == i0.shape
+    np.testing.assert_array_equal(d1, d0)
+    np.testing.assert_array_equal(i1, i0)
+
+
+def test_self_knn_more_neighbours_than_rows():
+    X = np.arange(10.0)[:, None]
+    tree = cKDTree(X)
+    d0, i0 = tree.query(X, k=15)
+    d1, i1 = self_knn(tree, X, 15)
+    np.testing.assert_array_equal(d1, d0)
+    np.testing.assert_array_equal(i1, i0)
