@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["self_knn"]
+__all__ = ["leaf_rank", "query_rows", "self_knn"]
 
 _CHUNK = 65_536  # rows per query call: the reordered copy stays small
 
@@ -30,4 +30,27 @@ def self_knn(tree, X: np.ndarray, k: int, workers: int = -1) -> tuple[np.ndarray
         d, i = tree.query(X[rows], k=k, workers=workers)
         dist[rows] = d
         idx[rows] = i
+    return dist, idx
+
+
+def leaf_rank(tree) -> np.ndarray:
+    """Position of each of the tree's points in its leaf order."""
+    perm = np.asarray(tree.indices)
+    rank = np.empty(perm.size, dtype=np.intp)
+    rank[perm] = np.arange(perm.size)
+    return rank
+
+
+def query_rows(tree, X: np.ndarray, rows: np.ndarray, k: int, rank: np.ndarray | None = None,
+               **kw) -> tuple[np.ndarray, np.ndarray]:
+    """``tree.query(X[rows], k=k, **kw)`` for rows of the tree's own data, asked in leaf order
+    (``rank`` from :func:`leaf_rank`, computed when not given); results in the order of
+    ``rows``."""
+    rank = leaf_rank(tree) if rank is None else rank
+    order = np.argsort(rank[rows], kind="stable")
+    d, i = tree.query(X[rows[order]], k=k, **kw)
+    dist = np.empty_like(d)
+    idx = np.empty_like(i)
+    dist[order] = d
+    idx[order] = i
     return dist, idx

@@ -37,7 +37,7 @@ from scipy.sparse import coo_matrix, csr_matrix
 from scipy.sparse.csgraph import connected_components, dijkstra
 from scipy.spatial import cKDTree
 
-from fairaudit.cluster._knn import self_knn
+from fairaudit.cluster._knn import leaf_rank, query_rows, self_knn
 
 __all__ = [
     "MergeTree",
@@ -245,9 +245,10 @@ def _refine_global(
     n = X.shape[0]
     cap = cap or _GLOBAL_CAP
     k = K
+    rank = leaf_rank(tree) if q.size else None
     while q.size and k < min(cap, n):
         k = min(4 * k, cap, n)
-        d, i = tree.query(X[q], k=k, workers=-1)
+        d, i = query_rows(tree, X, q, k, rank, workers=-1)
         i = i.astype(np.int64)
         out = comp[i] != comp[q][:, None]
         r = np.where(out, np.maximum(d, np.maximum(core[q][:, None], core[i])), np.inf)

@@ -32,3 +32,18 @@ def test_self_knn_more_neighbours_than_rows():
     d1, i1 = self_knn(tree, X, 15)
     np.testing.assert_array_equal(d1, d0)
     np.testing.assert_array_equal(i1, i0)
+
+
+@pytest.mark.parametrize("k", [1, 5])
+def test_query_rows_matches_the_plain_query_in_row_order(k):
+    from fairaudit.cluster._knn import leaf_rank, query_rows
+
+    rng = np.random.default_rng(3)
+    X = rng.integers(0, 5, size=(2000, 3)).astype(float)
+    tree = cKDTree(X)
+    rows = rng.choice(2000, size=700, replace=False)
+    d0, i0 = tree.query(X[rows], k=k, workers=-1)
+    for rank in (None, leaf_rank(tree)):
+        d1, i1 = query_rows(tree, X, rows, k, rank, workers=-1)
+        np.testing.assert_array_equal(d1, d0)
+        np.testing.assert_array_equal(i1, i0)
