@@ -12,8 +12,8 @@ with two columns). Fits:
 * LOFKM: ``variant="targeted"`` (default) vs ``"paper"`` vs ``fair=False``.
 * FCE (10 k-means bases): ``lambda2="auto"`` with its escalation vs one explicit weight (the same
   auto value, no escalation) vs ``fair=False``.
-* FFCM: default (targeted, Anderson-accelerated) vs ``variant="paper"`` vs ``fair=False``;
-  ``FFCM-damped``: the targeted form with ``acceleration="none"`` (the rule before 2026-11-26).
+* FFCM: default (targeted, damped sweeps) vs ``variant="paper"`` vs ``fair=False``;
+  ``FFCM-anderson``: the targeted form with ``acceleration="anderson"``.
 """
 
 from __future__ import annotations
@@ -78,8 +78,8 @@ def _runs(X: np.ndarray, s: np.ndarray, k: int, seed: int, n: int) -> dict:
             lambda: FairFuzzyCMeans(k, random_state=seed, variant="paper").fit(X, sensitive=s),
             lambda: FairFuzzyCMeans(k, random_state=seed, fair=False).fit(X, sensitive=s),
         ),
-        "FFCM-damped": (
-            lambda: FairFuzzyCMeans(k, random_state=seed, acceleration="none").fit(
+        "FFCM-anderson": (
+            lambda: FairFuzzyCMeans(k, random_state=seed, acceleration="anderson").fit(
                 X, sensitive=s),
             None,
             lambda: FairFuzzyCMeans(k, random_state=seed, fair=False).fit(X, sensitive=s),
@@ -107,8 +107,8 @@ def main() -> None:
                     help="the synthetic table even when Adult is available (no duplicate rows: "
                     "Adult drawn with replacement beyond 32,561 rows has many, which slows "
                     "FairDen's k-NN)")
-    ap.add_argument("--methods", default="FairDen,LOFKM,FFCM,FFCM-damped,FCE",
-                    help="comma-separated subset of FairDen, LOFKM, FFCM, FFCM-damped, FCE")
+    ap.add_argument("--methods", default="FairDen,LOFKM,FFCM,FFCM-anderson,FCE",
+                    help="comma-separated subset of FairDen, LOFKM, FFCM, FFCM-anderson, FCE")
     args = ap.parse_args()
     wanted = args.methods.split(",")
     print(f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC, {platform.platform()}, "

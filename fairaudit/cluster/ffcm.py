@@ -239,10 +239,11 @@ class FairFuzzyCMeans(ClusterMixin, BaseEstimator):
         term. ``"random"``: random memberships (rows of a uniform Dirichlet), as in the paper.
         An array: initial centres.
     random_state : int, RandomState or None
-    acceleration : {"anderson", "none"}, default="anderson"
-        Targeted form only: ``"anderson"`` extrapolates the damped fair sweeps (centres and
-        penalty table) from the last few sweeps (Anderson acceleration); same fixed point, far
-        fewer sweeps. ``"none"``: the plain damped iteration (the rule before 2026-11-26).
+    acceleration : {"none", "anderson"}, default="none"
+        Targeted form only: ``"none"``, the damped fair sweeps; ``"anderson"`` extrapolates them
+        (centres and penalty table) from the last few sweeps (Anderson acceleration): a fixed
+        point of the same equations in fewer sweeps on most data, but it can settle in another,
+        less fair fixed point than the damped path (docs/methods/ffcm.md).
 
     Attributes
     ----------
@@ -270,7 +271,7 @@ class FairFuzzyCMeans(ClusterMixin, BaseEstimator):
         tol: float = 1e-6,
         init: str | np.ndarray = "k-means++",
         random_state: int | np.random.RandomState | None = None,
-        acceleration: str = "anderson",
+        acceleration: str = "none",
     ) -> None:
         self.n_clusters = n_clusters
         self.fair = fair

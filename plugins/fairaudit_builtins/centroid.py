@@ -123,8 +123,9 @@ class FFCMClusterer(Clusterer):
         "eta_scale": "unit of eta: 'gap' (mean gap between a row's squared distances to its two "
         "nearest centres), 'variance' (total variance), 'none' (raw, as the paper's 1e2..1e7); "
         "'auto' = gap (targeted) / variance (paper)",
-        "acceleration": "targeted form: 'anderson' (default) extrapolates the fair sweeps from "
-        "the last few (same fixed point, fewer sweeps); 'none' = the plain damped sweeps",
+        "acceleration": "targeted form: 'none' (default) = the damped fair sweeps; 'anderson' "
+        "extrapolates them from the last few (fewer sweeps on most data, but it can settle in "
+        "a less fair fixed point)",
     }
 
     def __init__(
@@ -140,7 +141,7 @@ class FFCMClusterer(Clusterer):
         tol: float = 1e-6,
         init: str = "k-means++",
         random_state: int | None = None,
-        acceleration: str = "anderson",
+        acceleration: str = "none",
     ) -> None:
         self.n_clusters = n_clusters
         self.fair = fair
@@ -168,7 +169,7 @@ class FFCMClusterer(Clusterer):
             tol=float(self.tol),
             init=self.init,
             random_state=self.random_state,
-            acceleration=getattr(self, "acceleration", "anderson"),
+            acceleration=getattr(self, "acceleration", "none"),
         )
 
     def _finish(self, est: Any, method: str) -> None:

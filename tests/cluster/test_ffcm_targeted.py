@@ -386,7 +386,8 @@ def test_accelerated_fit_is_a_self_consistent_fixed_point(seed):
     from fairaudit.cluster._ffcm_ops import targeted_penalties
 
     X, s = _correlated(seed, n=400)
-    est = FairFuzzyCMeans(3, random_state=seed, max_iter=3000, tol=1e-13).fit(X, sensitive=s)
+    est = FairFuzzyCMeans(3, random_state=seed, max_iter=3000, tol=1e-13,
+                          acceleration="anderson").fit(X, sensitive=s)
     assert est.converged_ and est.fair_table_ == "soft"
     codes = np.unique(s, return_inverse=True)[1]
     fair = [(codes, 2, np.bincount(codes) / len(codes))]
