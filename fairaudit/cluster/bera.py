@@ -208,6 +208,7 @@ class BeraFairAssignment(ClusterMixin, BaseEstimator):
                     random_state=int(rng.integers(2**31 - 1))).fit(X)
         self.cluster_centers_ = km.cluster_centers_
         self.kmeans_labels_ = km.labels_.astype(np.int64)
+        self.n_iter_ = int(km.n_iter_)
         self.fair_applied_ = bool(attrs is not None and self.fair)
         self.lp_objective_ = None
         self.rounds_ = 0

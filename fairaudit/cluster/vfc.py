@@ -83,8 +83,13 @@ def bound_update(a: np.ndarray, groups: list[tuple[np.ndarray, np.ndarray]], lmb
     for i in range(max_iter):
         S_in = S
         b = lmbda * _fair_grad(S, groups)
-        S = S_in * _softmax_rows((-a - b) / L)
-        S /= S.sum(axis=1, keepdims=True)
+        T = _softmax_rows((-a - b) / L)
+        S = S_in * T
+        tot = S.sum(axis=1, keepdims=True)
+        dead = (tot[:, 0] <= 0) | ~np.isfinite(tot[:, 0])
+        if dead.any():  # underflow of the product: restart those rows from the bound's softmax
+            S[dead], tot[dead] = T[dead], 1.0
+        S /= tot
         E = float(np.nansum(S * np.log(np.maximum(S, 1e-15)) - S * np.log(np.maximum(S_in, 1e-15))
                             + a * S + b * S))
         if i > 1 and abs(E - old) <= tol * abs(old):

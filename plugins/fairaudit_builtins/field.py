@@ -151,10 +151,13 @@ class FairletsClusterer(_FieldClusterer):
         "q": AnyOf((Interval(int, 1, None), Options(("auto",)))),
         "n_init": Interval(int, 1, None),
         "mcf_max_rows": Interval(int, 2, None),
+        "attribute": TypeIs((str,), "a sensitive column name or 'auto'"),
     }
     param_docs = {
         "n_clusters": "number of clusters k",
         "fair": "false: k-median/k-means on the rows, no fairlets (the twin)",
+        "attribute": "the two-group sensitive attribute to balance; 'auto': the only one, or the "
+        "first with two groups (the report names it)",
         "decomposition": "'scalable' (Backurs et al., quadtree) or 'mcf' (Chierichetti et al., "
         "exact min-cost flow; small n only)",
         "objective": "'kmedian' (fairlet medoids, weighted k-medoids) or 'kmeans'",
@@ -169,7 +172,7 @@ class FairletsClusterer(_FieldClusterer):
     def __init__(self, n_clusters: int = 2, *, fair: bool = True,
                  decomposition: str = "scalable", objective: str = "kmedian", p: int = 1,
                  q: int | str = "auto", n_init: int = 10, mcf_max_rows: int = 1000,
-                 random_state: int | None = None) -> None:
+                 attribute: str = "auto", random_state: int | None = None) -> None:
         self.n_clusters = n_clusters
         self.fair = fair
         self.decomposition = decomposition
@@ -178,18 +181,32 @@ class FairletsClusterer(_FieldClusterer):
         self.q = q
         self.n_init = n_init
         self.mcf_max_rows = mcf_max_rows
+        self.attribute = attribute
         self.random_state = random_state
 
-    def _groups(self, data: AuditData) -> np.ndarray:
+    def _attribute(self, data: AuditData) -> int:
         s = data.sensitive_codes()
         sizes = [len(c) for c in s.categories]
-        if len(s.names) != 1 or sizes[0] != 2:
+        if self.attribute != "auto":
+            if self.attribute not in s.names:
+                raise ConfigError(
+                    f"fairlets: attribute={self.attribute!r} is not a sensitive column; the "
+                    f"sensitive columns are {', '.join(s.names)}."
+                )
+            j = s.names.index(self.attribute)
+        else:
+            two = [j for j, g in enumerate(sizes) if g == 2]
+            j = two[0] if two else 0
+        if sizes[j] != 2:
             got = ", ".join(f"{n} ({g} groups)" for n, g in zip(s.names, sizes, strict=True))
             raise InputError(
-                f"fairlets balances exactly one sensitive attribute with two groups; got {got}. "
-                "Name one two-group column with --sensitive, or use fairsc, bera or vfc."
+                f"fairlets balances one sensitive attribute with exactly two groups; got {got}. "
+                "Name a two-group column with --sensitive, or use fairsc, bera or vfc."
             )
-        return s.codes[:, 0]
+        return j
+
+    def _groups(self, data: AuditData) -> np.ndarray:
+        return data.sensitive_codes().codes[:, self._attribute(data)]
 
     def fit(self, data: AuditData) -> FairletsClusterer:
         if self.fair and self.decomposition == "mcf" and data.n_rows > int(self.mcf_max_rows):
@@ -214,9 +231,16 @@ class FairletsClusterer(_FieldClusterer):
                              "decomposition": self.decomposition})
         if est.balance_target_ is not None:
             p, q = est.balance_target_
+            names = data.sensitive_codes().names
+            attr = names[self._attribute(data)]
             self.extras_["balance_target"] = [p, q]
-            self.notes_ = (f"{est.n_fairlets_:,} fairlets ({self.decomposition}), each with "
-                           f"group ratio >= {p}/{q}; every cluster is a union of fairlets.",)
+            self.extras_["attribute"] = attr
+            notes = [f"{est.n_fairlets_:,} fairlets ({self.decomposition}) of {attr}, each with "
+                     f"group ratio >= {p}/{q}; every cluster is a union of fairlets."]
+            if len(names) > 1:
+                others = ", ".join(n for n in names if n != attr)
+                notes.append(f"fairlets balance one attribute: {attr}; {others} not balanced.")
+            self.notes_ = tuple(notes)
 
 
 # ---------------------------------------------------------------------------------- Bera
