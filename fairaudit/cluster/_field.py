@@ -13,7 +13,10 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["check_float", "check_int", "intersect_codes", "nearest", "sensitive_codes", "sq_dist"]
+__all__ = [
+    "check_float", "check_int", "intersect_codes", "nearest", "sensitive_codes", "sq_dist",
+    "start_fit",
+]
 
 
 def check_int(owner: str, param: str, value: Any, lo: int) -> int:
@@ -32,6 +35,20 @@ def check_float(owner: str, param: str, value: Any, lo: float, hi: float | None 
         rng = f">= {lo}" if hi is None else f"in [{lo}, {hi}{')' if open_hi else ']'}"
         raise ValueError(f"The '{param}' parameter of {owner} must be a float {rng}; got {value!r}.")
     return float(value)
+
+
+def start_fit(est: Any, X: Any) -> tuple[str, np.ndarray, int, int]:
+    """``(name, X, n, k)``: X validated (scikit-learn's ``validate_data``, >= 2 rows) and
+    ``n_clusters`` an int in 1..n."""
+    from sklearn.utils.validation import validate_data
+
+    name = type(est).__name__
+    X = validate_data(est, X, dtype=np.float64, ensure_min_samples=2)
+    n = X.shape[0]
+    k = check_int(name, "n_clusters", est.n_clusters, 1)
+    if k > n:
+        raise ValueError(f"The 'n_clusters' parameter of {name} must be <= n_samples = {n}.")
+    return name, X, n, k
 
 
 def sensitive_codes(

@@ -37,7 +37,7 @@ from fairaudit.cluster._fairlet_decomp import (
     mcf_fairlets,
     scalable_fairlets,
 )
-from fairaudit.cluster._field import check_int, nearest, sensitive_codes, sq_dist
+from fairaudit.cluster._field import check_int, nearest, sensitive_codes, sq_dist, start_fit
 
 __all__ = ["FairletClustering", "MCF_MAX_ROWS", "tightest_target", "weighted_kmedoids"]
 
@@ -191,10 +191,7 @@ class FairletClustering(ClusterMixin, BaseEstimator):
     def fit(self, X: Any, y: Any = None, *, sensitive: Any = None) -> FairletClustering:
         from sklearn.cluster import KMeans
 
-        name = type(self).__name__
-        X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
-        n = X.shape[0]
-        k = check_int(name, "n_clusters", self.n_clusters, 1)
+        name, X, n, k = start_fit(self, X)
         check_int(name, "n_init", self.n_init, 1)
         mcf_max = check_int(name, "mcf_max_rows", self.mcf_max_rows, 2)
         if self.decomposition not in ("scalable", "mcf"):

@@ -34,7 +34,7 @@ from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from fairaudit._rng import as_generator
-from fairaudit.cluster._field import check_int, intersect_codes, sensitive_codes
+from fairaudit.cluster._field import check_int, intersect_codes, sensitive_codes, start_fit
 
 __all__ = ["FairSC", "knn_affinity", "fair_spectral_embedding"]
 
@@ -179,12 +179,7 @@ class FairSC(ClusterMixin, BaseEstimator):
         """Fit on X (n x d) with ``sensitive`` groups (1-D, or n x a: their intersection)."""
         from sklearn.cluster import KMeans
 
-        name = type(self).__name__
-        X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
-        n = X.shape[0]
-        k = check_int(name, "n_clusters", self.n_clusters, 1)
-        if k > n:
-            raise ValueError(f"The 'n_clusters' parameter of {name} must be <= n_samples = {n}.")
+        name, X, n, k = start_fit(self, X)
         t = check_int(name, "n_neighbors", self.n_neighbors, 1)
         check_int(name, "n_init", self.n_init, 1)
         check_int(name, "dense_max", self.dense_max, 0)

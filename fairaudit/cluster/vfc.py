@@ -37,7 +37,14 @@ from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from fairaudit._rng import as_generator
-from fairaudit.cluster._field import check_float, check_int, nearest, sensitive_codes, sq_dist
+from fairaudit.cluster._field import (
+    check_float,
+    check_int,
+    nearest,
+    sensitive_codes,
+    sq_dist,
+    start_fit,
+)
 
 __all__ = ["VariationalFairClustering", "LAMBDA_GRID", "bound_update", "fairness_error"]
 
@@ -157,12 +164,7 @@ class VariationalFairClustering(ClusterMixin, BaseEstimator):
     def fit(self, X: Any, y: Any = None, *, sensitive: Any = None) -> VariationalFairClustering:
         from sklearn.cluster import kmeans_plusplus
 
-        name = type(self).__name__
-        X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
-        n = X.shape[0]
-        k = check_int(name, "n_clusters", self.n_clusters, 1)
-        if k > n:
-            raise ValueError(f"The 'n_clusters' parameter of {name} must be <= n_samples = {n}.")
+        name, X, n, k = start_fit(self, X)
         check_int(name, "max_iter", self.max_iter, 1)
         check_float(name, "lipschitz", self.lipschitz, 1e-12)
         if self.lmbda != "auto":
