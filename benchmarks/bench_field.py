@@ -71,15 +71,22 @@ def datasets() -> dict[str, tuple[np.ndarray, np.ndarray]]:
     com = pd.read_csv(DATA / "communities" / "communities.data", names=list(names),
                       na_values="?")
     com["black"] = np.where(com["racepctblack"] > 0.06, "black", "else")
-    drop = ["state", "communityname", "fold", "racePctWhite", "racePctAsian", "racePctHisp",
-            "whitePerCap", "blackPerCap", "indianPerCap", "AsianPerCap", "OtherPerCap",
-            "HispPerCap", "NumIlleg", "PctIlleg", "NumImmig", "PctImmigRecent", "PctImmigRec5",
-            "PctImmigRec8", "PctImmigRec10", "PctRecentImmig", "PctRecImmig5", "PctRecImmig8",
-            "PctRecImmig10", "PctSpeakEnglOnly", "PctNotSpeakEnglWell"]
-    com = com.dropna(axis="columns")
-    com = com.drop(columns=[c for c in drop if c in com.columns])
-    cols = [c for c in com.columns if c not in ("black", "racepctblack", "ViolentCrimesPerPop")
-            and com[c].dtype.kind in "fi"]
+    # the authors' 67 columns (their config/realworld/communities.json)
+    cols = ["population", "householdsize", "agePct12t21", "agePct12t29", "agePct16t24",
+            "agePct65up", "numbUrban", "pctUrban", "medIncome", "pctWWage", "pctWFarmSelf",
+            "pctWSocSec", "pctWRetire", "medFamInc", "perCapInc", "PctLess9thGrade",
+            "PctNotHSGrad", "PctBSorMore", "PctUnemployed", "PctEmploy", "PctEmplManu",
+            "PctEmplProfServ", "PctOccupManu", "PctOccupMgmtProf", "MalePctDivorce",
+            "MalePctNevMarr", "FemalePctDiv", "TotalPctDiv", "PersPerFam", "PctFam2Par",
+            "PctKids2Par", "PctYoungKids2Par", "PctTeen2Par", "PctWorkMomYoungKids",
+            "PctWorkMom", "PctLargHouseFam", "PctLargHouseOccup", "PersPerOccupHous",
+            "PersPerOwnOccHous", "PersPerRentOccHous", "PctPersOwnOccup", "PctPersDenseHous",
+            "PctHousLess3BR", "MedNumBR", "HousVacant", "PctHousOccup", "PctHousOwnOcc",
+            "PctVacantBoarded", "PctVacMore6Mos", "MedYrHousBuilt", "PctHousNoPhone",
+            "PctWOFullPlumb", "OwnOccLowQuart", "OwnOccMedVal", "OwnOccHiQuart", "RentLowQ",
+            "RentMedian", "RentHighQ", "MedRent", "MedRentPctHousInc", "MedOwnCostPctInc",
+            "MedOwnCostPctIncNoMtg", "NumInShelters", "LandArea", "PopDens", "PctUsePubTrans",
+            "LemasPctOfficDrugUn"]
     d = _draw(com, cols, "black", 1900, 42)
     out["communities-black"] = (d[cols].to_numpy(float), d["black"].to_numpy())
     return out
@@ -153,12 +160,21 @@ def scores(X: np.ndarray, lab: np.ndarray, s: np.ndarray) -> dict:
 
 
 # ------------------------------------------------------------------------------------- compare
-def compare(seeds: int, out: Path, only: list[str] | None) -> None:
+def compare(seeds: int, out: Path, only: list[str] | None, which: list[str] | None) -> None:
     import csv
 
     out.mkdir(parents=True, exist_ok=True)
     rows = []
+    if which and (out / "field.csv").exists():  # update: keep the other datasets' rows
+        with open(out / "field.csv") as fh:
+            for r in csv.DictReader(fh):
+                if r["dataset"] not in which:
+                    rows.append({k: v if k in ("dataset", "method") else
+                                 int(v) if k in ("seed", "n") else float(v)
+                                 for k, v in r.items()})
     for dname, (X, s) in datasets().items():
+        if which and dname not in which:
+            continue
         X = (X - X.mean(axis=0)) / np.where(X.std(axis=0) > 0, X.std(axis=0), 1.0)
         for seed in range(seeds):
             for mname, fn in methods(X, s, seed).items():
@@ -268,7 +284,7 @@ def plot(summary: list[dict], path: Path) -> None:
 
 
 # ------------------------------------------------------------------------------------- scale
-def scale(n: int) -> None:
+def scale(n: int, only: list[str] | None = None) -> None:
     from sklearn.cluster import KMeans
 
     from fairaudit.cluster import (
@@ -293,6 +309,8 @@ def scale(n: int) -> None:
     }
     print(f"n = {n:,}, load {os.getloadavg()}")
     for name, fn in fits.items():
+        if only and name.split(" ")[0] not in only:
+            continue
         t = time.perf_counter()
         KMeans(2, n_init=10, random_state=0).fit(X)
         base = time.perf_counter() - t
@@ -311,15 +329,19 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--out", type=Path, default=Path("docs/benchmarks/field"))
     ap.add_argument("--only", default="", help="comma-separated method names")
+    ap.add_argument("--datasets", default="",
+                    help="comma-separated datasets to (re)run; the other rows of an existing "
+                         "field.csv in --out are kept")
     ap.add_argument("--scale", type=int, default=0, help="time the fits on this many rows")
     args = ap.parse_args()
     if not DATA.exists():
         print(f"{DATA} not found: nothing to benchmark")
         return
     if args.scale:
-        scale(args.scale)
+        scale(args.scale, [m for m in args.only.split(",") if m] or None)
         return
-    compare(args.seeds, args.out, [m for m in args.only.split(",") if m] or None)
+    compare(args.seeds, args.out, [m for m in args.only.split(",") if m] or None,
+            [d for d in args.datasets.split(",") if d] or None)
 
 
 if __name__ == "__main__":
