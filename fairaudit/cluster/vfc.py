@@ -60,14 +60,18 @@ def _softmax_rows(Z: np.ndarray) -> np.ndarray:
     return E / E.sum(axis=1, keepdims=True)
 
 
+def _group_sums(S: np.ndarray, codes: np.ndarray, G: int) -> np.ndarray:
+    """V_j^T S_k for every group j and cluster k (G x K)."""
+    return np.stack([np.bincount(codes, weights=S[:, k], minlength=G)
+                     for k in range(S.shape[1])], axis=1)
+
+
 def _fair_grad(S: np.ndarray, groups: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
     """b / lambda: sum over attributes and groups of u_j / 1^T S_k - u_j [p in j] / V_j^T S_k."""
     size = np.maximum(S.sum(axis=0), 1e-15)
     out = np.zeros_like(S)
     for codes, u in groups:
-        VS = np.zeros((u.size, S.shape[1]))
-        np.add.at(VS, codes, S)
-        VS = np.maximum(VS, 1e-15)
+        VS = np.maximum(_group_sums(S, codes, u.size), 1e-15)
         out += (u.sum() / size)[None, :] - (u[:, None] / VS)[codes]
     return out
 
@@ -76,8 +80,7 @@ def _fair_energy(S: np.ndarray, groups: list[tuple[np.ndarray, np.ndarray]]) -> 
     size = np.maximum(S.sum(axis=0), 1e-20)
     tot = 0.0
     for codes, u in groups:
-        VS = np.zeros((u.size, S.shape[1]))
-        np.add.at(VS, codes, S)
+        VS = _group_sums(S, codes, u.size)
         tot += float((u[:, None] * (np.log(size)[None, :] - np.log(np.maximum(VS, 1e-20)))).sum())
     return tot
 
