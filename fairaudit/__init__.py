@@ -10,6 +10,9 @@ from __future__ import annotations
 from fairaudit._lazy import lazy_attributes
 
 __version__ = "0.1.0"
+__distribution__ = "fairaudit-clusters"
+"""The name on the package index: ``pip install fairaudit-clusters`` (it imports as ``fairaudit``;
+the unrelated ``fairaudit`` on the index is another project)."""
 
 _LAZY = {
     "audit": "fairaudit.api",

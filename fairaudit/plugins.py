@@ -34,12 +34,13 @@ from fairaudit.components import (
     Preprocessor,
     ReportSection,
 )
+from fairaudit import __distribution__
 from fairaudit.errors import ConfigError, DuplicateComponentError, PluginError
 
 log = logging.getLogger(__name__)
 
 ENTRY_POINT_GROUP = "fairaudit"
-BUILTIN_DIST = "fairaudit"
+BUILTIN_DIST = __distribution__
 
 DEFAULT_PLUGINS: tuple[tuple[str, str], ...] = (
     ("builtins_io", "fairaudit_builtins.io"),

@@ -26,7 +26,7 @@ def wheel(tmp_path_factory) -> zipfile.ZipFile:
     if proc.returncode != 0 and "No module named" in proc.stderr and "hatchling" in proc.stderr:
         pytest.skip("hatchling is not installed (pip install hatchling)")
     assert proc.returncode == 0, proc.stderr
-    wheels = list(out.glob("fairaudit-*.whl"))
+    wheels = list(out.glob("fairaudit_clusters-*.whl"))
     assert len(wheels) == 1, wheels
     with zipfile.ZipFile(wheels[0]) as zf:
         yield zf
@@ -71,7 +71,8 @@ def test_entry_points(wheel):
 
     assert dict(parser["fairaudit"]) == {name: module for name, module in DEFAULT_PLUGINS}
     assert parser["console_scripts"]["fairaudit"] == "fairaudit.cli:main"
-    assert parser["pytest11"]["fairaudit"] == "fairaudit.testing"
+    # the pytest plugin is opt-in (-p fairaudit.testing): no pytest11 entry point
+    assert "pytest11" not in parser
 
 
 def test_metadata_pins_great_expectations(wheel):
