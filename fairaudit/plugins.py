@@ -26,7 +26,7 @@ from typing import Any
 
 import pluggy
 
-from fairaudit import hookspecs
+from fairaudit import __distribution__, hookspecs
 from fairaudit.components import (
     Auditor,
     Clusterer,
@@ -34,7 +34,6 @@ from fairaudit.components import (
     Preprocessor,
     ReportSection,
 )
-from fairaudit import __distribution__
 from fairaudit.errors import ConfigError, DuplicateComponentError, PluginError
 
 log = logging.getLogger(__name__)
