@@ -54,6 +54,7 @@ DEFAULT_PLUGINS: tuple[tuple[str, str], ...] = (
     ("builtins_fufs", "fairaudit_builtins.fufs"),
     ("builtins_quality", "fairaudit_builtins.quality"),
     ("builtins_comparison", "fairaudit_builtins.comparison"),
+    ("builtins_quality_parity", "fairaudit_builtins.quality_parity"),
 )
 """Built-in plugin modules as ``(plugin name, module)``; the same names as their entry points."""
 
