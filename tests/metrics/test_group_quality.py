@@ -122,3 +122,27 @@ def test_cost_ratio_interval_covers_at_its_rate():
                       n_bootstrap=400, seed=i)
         hits += g.ci[0] <= 2.0 <= g.ci[1]
     assert 0.90 <= hits / reps <= 0.99, hits / reps
+
+
+def test_matches_holisticai_when_installed():
+    """holisticai's two-group clustering metrics: silhouette_diff is half the difference of the
+    group means (so the gap is 2 |silhouette_diff|); social_fairness_ratio is group a's mean
+    distance to the nearest centroid over group b's (for converged k-means the nearest centre is
+    the assigned one, so the cost ratio is max(r, 1/r))."""
+    metrics = pytest.importorskip("holisticai.bias.metrics")
+    from sklearn.cluster import KMeans
+
+    rng = np.random.default_rng(4)
+    n = 400
+    a = (rng.random(n) < 0.4).astype(int)
+    X = rng.normal(size=(n, 2)) * np.where(a == 1, 1.4, 1.0)[:, None]
+    X += rng.integers(0, 3, n)[:, None] * 3.0
+    km = KMeans(3, n_init=4, random_state=0).fit(X)
+    lab, centres = km.labels_, km.cluster_centers_
+    gap = group_gap(silhouette_by_row(X, lab), a, ("b", "a"), n_bootstrap=0)
+    hd = metrics.silhouette_diff(a, 1 - a, X, lab)
+    assert gap.value == pytest.approx(2 * abs(hd), rel=1e-9)
+    ratio = group_gap(centre_distances(X, lab, centres), a, ("b", "a"), kind="ratio",
+                      higher_is_better=False, n_bootstrap=0)
+    r = metrics.social_fairness_ratio(a, 1 - a, X, centres)
+    assert ratio.value == pytest.approx(max(r, 1 / r), rel=1e-9)
