@@ -101,3 +101,19 @@ def test_great_expectations_only_where_input_checks_run(tmp_path):
     proc = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True,
                           text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_shell_completion_as_documented(tmp_path):
+    import os
+    import shutil
+
+    exe = shutil.which("fairaudit", path=os.path.dirname(sys.executable))
+    if exe is None:
+        pytest.skip("the fairaudit script is not installed beside this interpreter")
+    env = {**os.environ, "_FAIRAUDIT_COMPLETE": "bash_source"}
+    script = subprocess.run([exe], env=env, capture_output=True, text=True, timeout=300)
+    assert "_fairaudit_completion()" in script.stdout
+    env = {**os.environ, "_FAIRAUDIT_COMPLETE": "bash_complete", "COMP_WORDS": "fairaudit au",
+           "COMP_CWORD": "1"}
+    words = subprocess.run([exe], env=env, capture_output=True, text=True, timeout=300)
+    assert "plain,audit" in words.stdout.splitlines()
