@@ -57,6 +57,11 @@ _LAZY = {
     "dcsi": "fairaudit.metrics.density_separation",
     "SilhouetteResult": "fairaudit.metrics.quality",
     "silhouette": "fairaudit.metrics.quality",
+    "silhouette_by_row": "fairaudit.metrics.quality",
+    "GroupGap": "fairaudit.metrics.group_quality",
+    "centre_distances": "fairaudit.metrics.group_quality",
+    "cluster_means": "fairaudit.metrics.group_quality",
+    "group_gap": "fairaudit.metrics.group_quality",
     **{n: "fairaudit.metrics.scorers" for n in ("balance_score", "ed_score", "wd_score", "fairness_cce_score", "fairness_scorer")},
 }
 
@@ -174,6 +179,18 @@ if TYPE_CHECKING:  # what type checkers see; at run time the names load lazily (
     from fairaudit.metrics.density_separation import (
         dcsi as dcsi,
     )
+    from fairaudit.metrics.group_quality import (
+        GroupGap as GroupGap,
+    )
+    from fairaudit.metrics.group_quality import (
+        centre_distances as centre_distances,
+    )
+    from fairaudit.metrics.group_quality import (
+        cluster_means as cluster_means,
+    )
+    from fairaudit.metrics.group_quality import (
+        group_gap as group_gap,
+    )
     from fairaudit.metrics.intervals import (
         Interval as Interval,
     )
@@ -215,6 +232,9 @@ if TYPE_CHECKING:  # what type checkers see; at run time the names load lazily (
     )
     from fairaudit.metrics.quality import (
         silhouette as silhouette,
+    )
+    from fairaudit.metrics.quality import (
+        silhouette_by_row as silhouette_by_row,
     )
     from fairaudit.metrics.scorers import (
         balance_score as balance_score,

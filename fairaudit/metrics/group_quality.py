@@ -25,24 +25,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from fairaudit.metrics.quality import silhouette_by_row
+
 __all__ = ["GroupGap", "centre_distances", "cluster_means", "group_gap", "silhouette_by_row"]
-
-
-def silhouette_by_row(X: np.ndarray, labels: np.ndarray) -> np.ndarray:
-    """Silhouette of every row (no noise rows); all NaN when it is undefined (fewer than two
-    clusters, or every row its own cluster). O(n²) time, chunked memory."""
-    from sklearn.metrics import silhouette_samples
-
-    X = np.asarray(X, dtype=np.float64)
-    labels = np.asarray(labels).reshape(-1)
-    if X.shape[0] != labels.size:
-        raise ValueError(f"X has {X.shape[0]} rows but labels has {labels.size}")
-    if (labels < 0).any():
-        raise ValueError("labels contain noise (-1): remove noise rows first")
-    k = np.unique(labels).size
-    if k < 2 or k > labels.size - 1:
-        return np.full(labels.size, np.nan)
-    return np.asarray(silhouette_samples(X, labels, metric="euclidean"), dtype=np.float64)
 
 
 def cluster_means(X: np.ndarray, labels: np.ndarray) -> np.ndarray:
