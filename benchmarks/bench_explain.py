@@ -4,7 +4,7 @@
 
 Builds, for each size (groups x clusters), the audit JSON of one labels column and one
 attribute from seeded random counts (the built-in balance / distribution / capacity auditors,
-counts below min_cell 10 suppressed), then times in the same run:
+exact counts, as in the analyst's report), then times in the same run:
 
 * baseline: `json.dumps(doc)` (the cost of writing the document once);
 * explain: `explain(doc, specs)` (sentences, verdicts, glossary).
@@ -35,14 +35,11 @@ def make_doc(counts: np.ndarray, min_cell: int = 10) -> dict:
     table = GroupTable("group", groups, tuple(range(k)), counts, np.zeros(g, np.int64))
     sizes, pop = counts.sum(axis=0), counts.sum(axis=1) / counts.sum()
 
-    def hide(v: int) -> int | None:
-        return None if 0 < v < min_cell else int(v)
-
     results = []
     for aud in (BalanceAuditor(), DistributionAuditor(), CapacityAuditor()):
         for metric, value in aud.compute(table).items():
             spec = next(m for m in aud.metrics if m.name == metric)
-            rows = [dict({k: v for k, v in r.items() if k != "metric"}, n=hide(r["n"]))
+            rows = [dict({k: v for k, v in r.items() if k != "metric"}, n=int(r["n"]))
                     for r in aud.breakdown_for(table, metric)]
             results.append({
                 "auditor": aud.name, "metric": metric, "labelling": "segment",
@@ -57,13 +54,13 @@ def make_doc(counts: np.ndarray, min_cell: int = 10) -> dict:
         "labellings": [{
             "name": "segment", "origin": "column", "column": "segment", "n_rows": int(sizes.sum()),
             "n_noise": 0,
-            "cluster_sizes": [{"cluster": c, "n": hide(int(s))} for c, s in enumerate(sizes)],
+            "cluster_sizes": [{"cluster": c, "n": int(s)} for c, s in enumerate(sizes)],
             "composition": {"group": {
                 "groups": list(groups), "clusters": list(range(k)),
-                "counts": [[hide(int(v)) for v in row] for row in counts],
+                "counts": counts.tolist(),
                 "population_share": pop.tolist(),
-                "cluster_share": [[None if hide(int(v)) is None else float(v / s)
-                                   for v, s in zip(row, sizes, strict=True)] for row in counts],
+                "cluster_share": [[float(v / s) for v, s in zip(row, sizes, strict=True)]
+                                  for row in counts],
                 "noise": [0] * g}},
         }],
         "results": results,

@@ -6,8 +6,8 @@ default comparison kmeans / fairden / ffcm with their twins, k chosen by k-means
 plus the two other fair clusterers (``lofkm``, ``fce`` with its default bases = the earlier
 labellings) and their twins, all at that k. Auditors: balance, distribution (Ed), capacity
 (fairness_cce), quality (silhouette on a seeded sample) and lcd (AvgLCD); bootstrap off (the
-point values do not depend on it); disclosure control off (``suppress=False``: exact values of
-public tables, where a report would withhold small cells). Each fair method is judged on its own target:
+point values do not depend on it); exact values (the analyst's report). Each fair method is
+judged on its own target:
 
     fairden: balance (minimum over clusters, noise excluded) higher is better
     ffcm:    Ed (size-weighted)                             lower is better
@@ -74,7 +74,7 @@ def _run(path: Path, sep: str, attr: str, seed: int, sample: int | None, rows: i
     if rows is not None and rows < frame.height:  # a seeded extract of the table
         frame = frame.sample(rows, seed=seed)
     run = audit(frame, sensitive=[attr], cluster=clusters, twins=True, seed=seed,
-                bootstrap=0, audit=list(AUDITS), sample=sample, suppress=False,
+                bootstrap=0, audit=list(AUDITS), sample=sample,
                 features=list(features) if features else None)
     doc = run.doc
     labs = {lab["name"]: lab for lab in doc["labellings"]}

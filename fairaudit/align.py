@@ -11,8 +11,9 @@ cluster 2), so clusters are matched by the best one-to-one assignment (Hungarian
   between the two prototypes (each run's own preprocessed feature space);
 * ``composition`` otherwise (always available): for each attribute, a cluster is the vector of its
   group counts as shares of all audited rows (``labellings[i].composition[attr].counts``; groups
-  matched by name; a suppressed count counts as 0). Similarity = 1 − half the L1 distance of the
-  two vectors, averaged over the attributes both audits have. 1 = the same people mix at the same
+  matched by name; a missing count, as in older audits with suppressed cells, counts as 0).
+  Similarity = 1 − half the L1 distance of the two vectors, averaged over the attributes both
+  audits have. 1 = the same people mix at the same
   size; 0 = nothing in common. It uses the size and the group mix of a cluster, never row ids.
 
 Unequal numbers of clusters leave some clusters unmatched; they are listed, never forced.
@@ -30,7 +31,7 @@ __all__ = ["Alignment", "align_clusters", "composition_similarity"]
 
 COMPOSITION_RULE = (
     "group composition: 1 - half the L1 distance between the clusters' group counts as shares of "
-    "all audited rows, averaged over attributes (suppressed counts count as 0)"
+    "all audited rows, averaged over attributes (missing counts count as 0)"
 )
 PROTOTYPE_RULE = "prototype distance: 1 / (1 + Euclidean distance between the cluster prototypes)"
 

@@ -68,12 +68,25 @@ def audit(
     ``baseline`` (an earlier audit: path, JSON document or run) also compares with it and gates on
     both (``run.doc["comparison"]``; ``tolerance`` maps ``METRIC[[ATTR]]`` to an allowed
     worsening); a chain's ``[compare]`` table does the same.
+    ``min_cell`` (>= 1, default 10): groups with fewer rows are too small to judge. The report
+    has exact values, small groups included (for people allowed to see the data);
+    ``suppress`` is retired: ``False`` is accepted with a :class:`FutureWarning`, ``True``
+    raises :class:`~fairaudit.errors.ConfigError`.
     """
-    from fairaudit.chain import chain_from_flags, load_chain, parse_threshold_flag
+    from fairaudit.chain import (
+        chain_from_flags,
+        load_chain,
+        parse_threshold_flag,
+        retired_suppress,
+    )
+    from fairaudit.errors import ConfigError
     from fairaudit.io import from_pandas, is_pandas
     from fairaudit.plugins import Host
     from fairaudit.runner import run_chain
 
+    problem = retired_suppress(suppress, "suppress=")
+    if problem is not None:
+        raise ConfigError(f"suppress: {problem}")
     host = Host.create(blocked=disabled_plugins)
     if isinstance(sensitive, str):
         sensitive = [s.strip() for s in sensitive.split(",") if s.strip()]
@@ -88,7 +101,7 @@ def audit(
     spec = chain_from_flags(
         host.registry, sensitive=sensitive, labels=labels, features=features, exclude=exclude,
         clusters=_component_flags(cluster), k=k, seed=seed, sample=sample,
-        thresholds=thresholds, min_cell=min_cell, suppress=suppress, bootstrap=bootstrap,
+        thresholds=thresholds, min_cell=min_cell, bootstrap=bootstrap,
         on_null=on_null, on_nonfinite=on_nonfinite, audits=_component_flags(audit),
         skip_audits=[skip_audit] if isinstance(skip_audit, str) else skip_audit,
         timing=timing, base=load_chain(chain) if chain else None, twins=twins,
@@ -100,8 +113,6 @@ def audit(
         options = BaselineOptions(baseline, {**(options.tolerance if options else {}),
                                              **(tolerance or {})})
     elif tolerance:
-        from fairaudit.errors import ConfigError
-
         raise ConfigError("tolerance= needs baseline= (or a [compare] table in the chain)")
     if options is not None:
         from fairaudit.compare import load_audit

@@ -12,6 +12,7 @@ import difflib
 import inspect
 import re
 import tomllib
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -31,6 +32,29 @@ DEFAULT_CLUSTERERS: tuple[str, ...] = ("kmeans", "fairden", "ffcm")
 (those installed; each is fitted on a sample when the data exceeds its ``max_rows``)."""
 
 DEFAULT_PREPROCESSORS: tuple[str, ...] = ("encode",)
+
+SUPPRESS_RETIRED = (
+    "cell suppression was retired: the report shows exact values, small groups included, and "
+    "is for people allowed to see the data; for a report you may share, use --publish (a "
+    "differentially private release; docs/privacy.md)"
+)
+
+SUPPRESS_DEPRECATED = ("{name} is deprecated and has no effect: exact values are the default "
+                       "(docs/privacy.md)")
+
+
+def retired_suppress(value: Any, name: str) -> str | None:
+    """Check the retired ``suppress`` option (``--no-suppress``, ``options.suppress``,
+    ``suppress=``). ``None`` (not given) passes. ``False`` asks for what now always happens
+    (exact values): accepted with a :class:`FutureWarning`. Anything else asks for protection
+    that no longer exists: the problem is returned, for the caller to refuse with ``name``
+    (never silently publish exact small counts to someone who asked for them to be hidden)."""
+    if value is None:
+        return None
+    if value is False:
+        warnings.warn(SUPPRESS_DEPRECATED.format(name=name), FutureWarning, stacklevel=3)
+        return None
+    return f"got {value!r}; {SUPPRESS_RETIRED}"
 
 DEFAULT_TWINS = True
 """Whether a chain built from flags (the default comparison, or ``--cluster`` steps named on the
@@ -54,8 +78,8 @@ _DATA_KEYS = {
     "separator": "CSV separator",
 }
 _OPTION_KEYS = {
-    "min_cell": "smallest group / cell size shown exactly",
-    "suppress": "suppress counts below min_cell",
+    "min_cell": "groups with fewer rows are too small to judge (listed as such)",
+    "suppress": "retired (cell suppression); false is accepted and ignored",
     "bootstrap": "bootstrap replicates for confidence intervals (0 = off)",
     "ci_level": "confidence level",
     "k": "number of clusters for clusterers left unset",
@@ -114,7 +138,6 @@ class DataSpec:
 @dataclass(frozen=True)
 class Options:
     min_cell: int = 10
-    suppress: bool = True
     bootstrap: int = 200
     ci_level: float = 0.95
     k: int | None = None
@@ -165,7 +188,6 @@ class ChainSpec:
             "thresholds": [t.to_json() for t in self.thresholds],
             "options": {
                 "min_cell": self.options.min_cell,
-                "suppress": self.options.suppress,
                 "bootstrap": self.options.bootstrap,
                 "ci_level": self.options.ci_level,
                 "k": self.options.k,
@@ -394,8 +416,7 @@ def _parse_data(d: Mapping[str, Any], problems: _Problems) -> DataSpec:
 def _parse_options(d: Mapping[str, Any], problems: _Problems) -> Options:
     kw: dict[str, Any] = {}
     checks = {
-        "min_cell": lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0,
-        "suppress": lambda v: isinstance(v, bool),
+        "min_cell": lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 1,
         "bootstrap": lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0,
         "ci_level": lambda v: isinstance(v, float) and 0.5 <= v < 1,
         "k": lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 2,
@@ -403,8 +424,7 @@ def _parse_options(d: Mapping[str, Any], problems: _Problems) -> Options:
         "twins": lambda v: isinstance(v, bool),
     }
     expected = {
-        "min_cell": "an int >= 0",
-        "suppress": "true or false",
+        "min_cell": "an int >= 1",
         "bootstrap": "an int >= 0",
         "ci_level": "a number in [0.5, 1)",
         "k": "an int >= 2",
@@ -417,6 +437,10 @@ def _parse_options(d: Mapping[str, Any], problems: _Problems) -> Options:
                 kw[key] = d[key]
             else:
                 problems.add(f"options.{key}", f"must be {expected[key]}; got {d[key]!r}")
+    if "suppress" in d:
+        problem = retired_suppress(d["suppress"], "options.suppress")
+        if problem is not None:
+            problems.add("options.suppress", problem)
     return Options(**kw)
 
 
@@ -813,7 +837,6 @@ def chain_from_flags(
     sample: int | None = None,
     thresholds: Sequence[Threshold] = (),
     min_cell: int | None = None,
-    suppress: bool | None = None,
     on_null: str | None = None,
     on_nonfinite: str | None = None,
     bootstrap: int | None = None,
@@ -832,6 +855,10 @@ def chain_from_flags(
     (or, over a chain file, adds to its ``[[audit]]`` steps) and ``skip_audits``
     (``--skip-audit NAME``) leaves auditors out, e.g. the slow ``proxy``.
     """
+    if min_cell is not None and (isinstance(min_cell, bool) or not isinstance(min_cell, int)
+                                 or min_cell < 1):
+        raise ConfigError(f"min_cell: must be an int >= 1 (groups with fewer rows are too "
+                          f"small to judge); got {min_cell!r}")
     audit_steps: list[StepSpec] = []
     for i, text in enumerate(audits):
         name, params = parse_component_flag(text, "--audit")
@@ -866,7 +893,6 @@ def chain_from_flags(
             o,
             k=_given(k, o.k),
             min_cell=_given(min_cell, o.min_cell),
-            suppress=_given(suppress, o.suppress),
             bootstrap=_given(bootstrap, o.bootstrap),
             timing=_given(timing, o.timing),
             twins=_given(twins, o.twins),
@@ -914,7 +940,6 @@ def chain_from_flags(
         ),
         options=Options(
             min_cell=_given(min_cell, 10),
-            suppress=_given(suppress, True),
             bootstrap=_given(bootstrap, 200),
             k=k,
             timing=_given(timing, False),

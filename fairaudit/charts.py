@@ -14,8 +14,8 @@ returns an ``<svg …>…</svg>`` string ready to be inserted into a template wi
 * The XML prolog, doctype, ``<metadata>`` block and namespace URLs are removed, so the page holds
   no ``http(s)://`` string from a chart.
 
-Missing values (``None`` / NaN) are drawn as hatched grey "suppressed / undefined" cells or bars,
-never as 0.
+Missing values (``None`` / NaN) are drawn as hatched grey "undefined" cells or bars, never as
+0.
 """
 
 from __future__ import annotations
@@ -254,8 +254,8 @@ def composition_bars(
 ) -> str:
     """Horizontal 100 % stacked bars: one bar per category (cluster), split by group.
 
-    ``shares[i][g]`` is group ``g``'s share of category ``i`` (``None`` = suppressed). The part of
-    a bar not accounted for by known shares is drawn hatched grey as "suppressed". ``reference``
+    ``shares[i][g]`` is group ``g``'s share of category ``i`` (``None`` = unknown). The part of
+    a bar not accounted for by known shares is drawn hatched grey as "unknown". ``reference``
     names a category (e.g. ``"population"``) that is drawn first and separated by a gap, so each
     cluster can be compared with it.
     """
@@ -295,7 +295,7 @@ def composition_bars(
                 hatch="///",
                 edgecolor="#c4c4c4",
                 linewidth=0.0,
-                label="suppressed / unknown" if not missing_drawn else None,
+                label="unknown" if not missing_drawn else None,
             )
             missing_drawn = True
     ax.set_yticks(ys, [_text(c) for c in categories])
@@ -371,7 +371,7 @@ def heatmap(
     vmax: float = 1.0,
     cmap: str = "RdYlGn",
     fmt: str = "{:.2f}",
-    missing: str = "supp.",
+    missing: str = "n/a",
     colorbar_label: str | None = None,
     width: float | None = None,
 ) -> str:
@@ -586,17 +586,12 @@ def hbar(
     fmt: str = "{:.3g}",
     width: float = 6.0,
     max_bars: int = 40,
-    ranges: Sequence[Sequence[Any] | None] | None = None,
 ) -> str:
     """Horizontal bars, first label on top, each annotated with its value. ``errors[i]`` is an
     interval ``[lo, hi]`` drawn as a whisker (e.g. a bootstrap CI); ``reference`` draws a dashed
-    line (e.g. a threshold). ``ranges[i]`` (for a missing value) is drawn as a hatched span: the
-    bounds of a value withheld by disclosure control. Only the first ``max_bars`` bars are
-    drawn."""
+    line (e.g. a threshold). Only the first ``max_bars`` bars are drawn."""
     labels = list(labels)[:max_bars]
     vals = [_num(v) for v in list(values)[:max_bars]]
-    spans = list(ranges or [])[:max_bars]
-    spans += [None] * (len(labels) - len(spans))
     n = len(labels)
     height = max(1.4, 0.6 + 0.26 * n)
     fig = _figure(width, height)
@@ -609,11 +604,10 @@ def hbar(
         errs.append((lo, hi) if math.isfinite(lo) and math.isfinite(hi) else (math.nan, math.nan))
     finite = [v for v in vals if math.isfinite(v)]
     finite += [x for pair in errs for x in pair if math.isfinite(x)]
-    finite += [_num(x) for sp in spans if sp is not None for x in sp if math.isfinite(_num(x))]
     if reference is not None:
         finite.append(float(reference))
     span = max([abs(v) for v in finite] + [1e-12])
-    for y, v, c, (lo, hi), sp in zip(ys, vals, cols, errs, spans, strict=False):
+    for y, v, c, (lo, hi) in zip(ys, vals, cols, errs, strict=False):
         if math.isfinite(lo):
             ax.plot([lo, hi], [y, y], color="#222222", linewidth=1.0, zorder=3)
             ax.plot([lo, lo], [y - 0.15, y + 0.15], color="#222222", linewidth=1.0, zorder=3)
@@ -622,12 +616,6 @@ def hbar(
             ax.barh(y, v, height=0.66, color=c)
             end = max(v, hi) if math.isfinite(hi) else v
             ax.text(end + span * 0.01, y, " " + fmt.format(v), va="center", fontsize=7.5)
-        elif sp is not None and all(math.isfinite(_num(x)) for x in sp):
-            a, b = _num(sp[0]), _num(sp[1])
-            ax.barh(y, max(b - a, span * 0.004), left=a, height=0.66, color=c, alpha=0.35,
-                    hatch="///", edgecolor=c, linewidth=0)
-            ax.text(b + span * 0.01, y, " withheld: " + fmt.format(a) + "\u2013" + fmt.format(b),
-                    va="center", fontsize=7.5, color="#555555")
         else:
             ax.text(0, y, " undefined", va="center", fontsize=7.5, color="#7a7a7a")
     if reference is not None:

@@ -340,7 +340,6 @@ def _group_specs(
     list_names: bool,
     n_rows: int,
     min_cell: int,
-    suppress: bool,
     order: tuple[Any, ...],
     gx: Any,
     counted_on: str,
@@ -413,9 +412,6 @@ def _group_specs(
             if not list_names:
                 # the names of an ID-like column's groups are identifiers: never list them
                 detail = "names not listed (the attribute looks like an ID)"
-            elif suppress:
-                # names only, alphabetically: neither counts nor their order are disclosed
-                detail = f"{_names(sorted(g for _, g in small))} (exact counts suppressed)"
             else:
                 detail = ", ".join(f"{_q(g)} (n={c:,})" for c, g in small[:_MAX_NAMED])
                 if len(small) > _MAX_NAMED:
@@ -472,7 +468,6 @@ def run_input_checks(
     min_cell: int,
     n_rows: int,
     max_null_fraction: float = 0.05,
-    suppress_small_counts: bool = True,
 ) -> tuple[CheckResult, ...]:
     """Run the input checks through an ephemeral GX context and return their results.
 
@@ -488,8 +483,6 @@ def run_input_checks(
         min_cell: groups with fewer rows are reported (warning).
         n_rows: rows in the full data (for the ID-like rule).
         max_null_fraction: largest tolerated fraction of nulls in a sensitive column.
-        suppress_small_counts: when True (default, disclosure control) the exact counts of groups
-            below ``min_cell`` are not written into the messages, only their names.
 
     Returns:
         The check results, ordered as described in the module docstring.
@@ -517,7 +510,6 @@ def run_input_checks(
             min_cell=min_cell,
             n_rows=n_rows,
             max_null_fraction=max_null_fraction,
-            suppress_small_counts=suppress_small_counts,
             started=started,
         )
     finally:
@@ -535,7 +527,6 @@ def _run_all(
     min_cell: int,
     n_rows: int,
     max_null_fraction: float,
-    suppress_small_counts: bool,
     started: float,
 ) -> tuple[CheckResult, ...]:
     present = set(frame.columns)
@@ -652,7 +643,6 @@ def _run_all(
             list_names=not (id_like & {key, *key.split(_SEPARATOR)}),
             n_rows=n_rows,
             min_cell=min_cell,
-            suppress=suppress_small_counts,
             order=order,
             gx=gx,
             counted_on=counted_on,

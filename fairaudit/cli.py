@@ -259,11 +259,11 @@ def _default_json(out: Path) -> Path:
 @click.option("--timing", is_flag=True, default=None,
               help="Record step timings and the creation time in the JSON (it is then no longer "
               "byte-identical between runs).")
-@click.option("--min-cell", type=click.IntRange(min=0), default=None,
-              help="Groups/cells below this size are flagged and their counts suppressed "
-              "[default: 10].")
-@click.option("--no-suppress", is_flag=True, default=None,
-              help="Show exact counts of small cells.")
+@click.option("--min-cell", type=click.IntRange(min=1), default=None,
+              help="Groups with fewer rows are too small to judge: left out of the metrics and "
+              "listed as such [default: 10].")
+@click.option("--no-suppress", is_flag=True, default=None, hidden=True,
+              help="Deprecated, no effect: exact values are the default.")
 @click.option("--on-null", type=click.Choice(["exclude", "error"]), default=None,
               help="Rows with a null sensitive value or label [default: exclude].")
 @click.option("--on-nonfinite", type=click.Choice(["error", "drop"]), default=None,
@@ -289,7 +289,12 @@ def audit(data: str, sensitive, labels, features, exclude, chain_file, clusters,
           separator, bootstrap, engine_name, scheduler, workers, twins, baseline,
           tolerances, quiet, debug, disabled) -> int:
     """Audit DATA (Parquet file, directory or glob of Parquet files, or CSV)."""
-    from fairaudit.chain import chain_from_flags, load_chain, parse_threshold_flag
+    from fairaudit.chain import (
+        SUPPRESS_DEPRECATED,
+        chain_from_flags,
+        load_chain,
+        parse_threshold_flag,
+    )
     from fairaudit.errors import ConfigError
 
     _setup_logging(debug, quiet)
@@ -298,6 +303,8 @@ def audit(data: str, sensitive, labels, features, exclude, chain_file, clusters,
     thresholds += [parse_threshold_flag(t, "max", "--fail-over") for t in fail_over]
     thresholds += [parse_threshold_flag(t, "min", "--warn-under", "warning") for t in warn_under]
     thresholds += [parse_threshold_flag(t, "max", "--warn-over", "warning") for t in warn_over]
+    if no_suppress:
+        log.warning(SUPPRESS_DEPRECATED.format(name="--no-suppress"))
     base = load_chain(chain_file) if chain_file else None
     sens = _split(sensitive)
     if not sens and (base is None or not base.data.sensitive):
@@ -305,8 +312,7 @@ def audit(data: str, sensitive, labels, features, exclude, chain_file, clusters,
     spec = chain_from_flags(
         host.registry, sensitive=sens, labels=labels, features=_split(features) or None,
         exclude=_split(exclude), clusters=clusters, k=k, seed=seed, sample=sample,
-        thresholds=thresholds, min_cell=min_cell,
-        suppress=None if no_suppress is None else not no_suppress, on_null=on_null,
+        thresholds=thresholds, min_cell=min_cell, on_null=on_null,
         on_nonfinite=on_nonfinite, bootstrap=bootstrap, audits=audits,
         skip_audits=_split(skip_audits), timing=timing, base=base, twins=twins,
     )

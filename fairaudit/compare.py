@@ -266,9 +266,7 @@ def _change(br: Mapping[str, Any], cr: Mapping[str, Any], tol: Mapping[str, floa
     ci = None
     why = None
     if delta is None:
-        side = br if b.value is None else cr
-        why = (("the value is withheld by disclosure control in the " if side.get("withheld")
-                else "the metric is undefined in the ")
+        why = ("the metric is undefined in the "
                + ("baseline" if b.value is None else "current") + " run")
     elif b.ci is None or c.ci is None:
         which = [n for n, s in (("baseline", b), ("current", c)) if s.ci is None]

@@ -371,15 +371,6 @@ class CountingAuditor(Auditor):
         wrong (minima of ratios, distances near 0: docs/metrics.md, "Uncertainty")."""
         return {}
 
-    def bounds(self, box: Any) -> Mapping[str, Any]:
-        """Sure bounds of each metric over every table in ``box`` (a
-        :class:`fairaudit.metrics.bounds.TableBox`: ranges of the counts, group totals and
-        cluster sizes), as ``{metric: MetricBounds}``. Disclosure control publishes them in place
-        of a value it withholds (docs/privacy.md); they must depend on ``box`` alone and contain
-        the value of every table in it. The default gives none (the value is just withheld);
-        :mod:`fairaudit.metrics.bounds` has the interval arithmetic of the built-in metrics."""
-        return {}
-
     def compute_batch(self, table: GroupTable, counts: np.ndarray) -> Mapping[str, np.ndarray]:
         """Metric values for a stack of resampled ``counts`` (B x groups x clusters).
 

@@ -76,18 +76,15 @@ def _too_small_detail(j: Judgeable, min_cell: int) -> dict[str, Any]:
     return {
         "groups": list(j.too_small),
         "min_cell": int(min_cell),
-        # a total below min_cell would publish a small count (e.g. the size of a lone group)
-        "rows": j.too_small_rows if j.too_small_rows >= min_cell else None,
+        "rows": int(j.too_small_rows),
     }
 
 
 def _too_small_note(j: Judgeable, min_cell: int) -> str:
     who = ", ".join(j.too_small[:5]) + (f" and {len(j.too_small) - 5} more"
                                          if len(j.too_small) > 5 else "")
-    people = (f"{j.too_small_rows:,} people" if j.too_small_rows >= min_cell
-              else f"fewer than {min_cell} people")
     return (f"too small to judge, left out (groups below --min-cell {min_cell}): {who} "
-            f"({people})")
+            f"({j.too_small_rows:,} people)")
 
 
 def _hull(lo: float, hi: float, value: float) -> tuple[float, float, bool]:

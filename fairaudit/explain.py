@@ -1,10 +1,9 @@
 """Every headline explained: a plain-word sentence per headline result, a verdict per attribute
 and a glossary of the metrics, added to the audit JSON.
 
-:func:`explain` runs on the finished document, after disclosure control, so it reads only
-published numbers: a suppressed count is ``null`` and is written as "fewer than {min_cell}";
-no hidden count is ever derived (a group's total is named only when every cell of its row is
-published). It adds
+:func:`explain` runs last, on the document the run writes (the exact analyst's report, or the
+released one), and reads nothing else: its sentences and verdicts say no more than the document
+they are part of. It adds
 
 * ``results[i].explanation`` (headline results): which cluster and group set the value, observed
   against expected count, and what sets the conservative end of the interval;
@@ -232,8 +231,8 @@ def explain(
     doc: Mapping[str, Any], specs: Mapping[SpecKey, MetricSpec] | None = None
 ) -> dict[str, Any]:
     """``doc`` with ``results[i].explanation`` (headline results), ``verdicts`` and
-    ``glossary`` added. ``doc`` itself is not changed. Run it on the published (protected)
-    document: it reads nothing else."""
+    ``glossary`` added. ``doc`` itself is not changed. Run it on the document the run writes:
+    it reads nothing else."""
     specs = specs or {}
     ctx = context(doc)
     out = dict(doc)
@@ -246,26 +245,4 @@ def explain(
     out["results"] = results
     out["verdicts"] = verdicts(out, specs)
     out["glossary"] = glossary(out, specs)
-    return out
-
-
-def publish_verdicts(exact: list[dict[str, Any]], published: Mapping[str, Any]
-                     ) -> list[dict[str, Any]]:
-    """Verdicts judged on the exact values (like gates), with the numbers of every result that
-    disclosure control withheld taken out of the reasons: the verdict word is, like a gate's
-    PASS/FAIL, the one thing published about a withheld value (docs/privacy.md)."""
-    withheld = {(r.get("labelling"), r.get("attribute"), r.get("metric"))
-                for r in published.get("results") or () if r.get("withheld")}
-    out = []
-    for v in exact:
-        reasons = []
-        for text in v.get("reasons") or ():
-            verdict, _, rest = text.partition(": ")
-            metric = rest.split(" ", 1)[0]
-            if (v["labelling"], v["attribute"], metric) in withheld:
-                rule = rest.split("): ", 1)[0] + ")" if "): " in rest else metric
-                text = (f"{verdict}: {rule}: judged on the exact value and interval, which are "
-                        "withheld by disclosure control (--min-cell)")
-            reasons.append(text)
-        out.append({**v, "reasons": reasons})
     return out

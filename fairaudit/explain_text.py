@@ -1,12 +1,8 @@
 """The sentences of :mod:`fairaudit.explain`: for each headline result, the cluster and group
 that set its value (observed against expected count) and what sets the conservative end of its
-interval, read from the published composition of the audit JSON.
-
-Only published numbers are used: a suppressed count is written "fewer than {min_cell}", a
-group's total only when every cell of its row is published, and a reference count that would
-reveal a suppressed one (an even split of an unpublished group total) ranks cells but is never
-written out. Formulas and the attribution rule: ``docs/metrics.md`` ("Verdicts and
-explanations").
+interval, read from the composition of the audit JSON alone (the document's own numbers, so
+a sentence never says more than the document it is part of). Formulas and the attribution rule:
+``docs/metrics.md`` ("Verdicts and explanations").
 """
 
 from __future__ import annotations
@@ -52,70 +48,53 @@ def _close(a: float, b: float) -> bool:
     return abs(a - b) <= _REL * max(1.0, abs(a), abs(b))
 
 
-# ============================================================================ published table
+# ============================================================================ composition table
 @dataclass(frozen=True)
 class Table:
-    """The published composition of one labelling x attribute (``None`` = suppressed)."""
+    """The composition of one labelling x attribute."""
 
     unit: str  # "cluster" or the labels column's name
     groups: tuple[str, ...]
     clusters: tuple[Any, ...]
-    counts: tuple[tuple[int | None, ...], ...]  # groups x clusters
+    counts: tuple[tuple[int, ...], ...]  # groups x clusters
     pop: tuple[float | None, ...]  # group share among non-noise rows
     shares: tuple[tuple[float | None, ...], ...]  # share of the group within each cluster
-    sizes: tuple[int | None, ...]  # cluster sizes (non-noise)
-    noise: tuple[int | None, ...]
-    min_cell: int
-    n_clustered: int | None = None  # published rows in clusters (labelling rows minus noise)
+    sizes: tuple[int, ...]  # cluster sizes (non-noise)
+    n_clustered: int | None = None  # rows in clusters (labelling rows minus noise)
 
     def cluster_name(self, k: int) -> str:
         return f"{self.unit} {self.clusters[k]}"
 
     def size_text(self, k: int) -> str:
-        n = self.sizes[k]
-        return f"{_int(n)} rows" if n is not None else f"fewer than {self.min_cell} rows"
+        return f"{_int(self.sizes[k])} rows"
 
     def count_text(self, g: int, k: int) -> str:
-        n = self.counts[g][k]
-        return _int(n) if n is not None else f"fewer than {self.min_cell}"
+        return _int(self.counts[g][k])
 
-    def group_total(self, g: int) -> int | None:
-        """The group's size among the labelling's rows, only when every cell of its row (and
-        its noise count) is published: never a sum that would reveal a suppressed cell."""
-        row = self.counts[g]
-        if any(c is None for c in row):
-            return None
-        noise = self.noise[g] if g < len(self.noise) else 0
-        if noise is None:
-            return None
-        return int(sum(row))  # non-noise rows: the metrics' |g|
+    def group_total(self, g: int) -> int:
+        """The group's size among the labelling's non-noise rows (the metrics' |g|)."""
+        return int(sum(self.counts[g]))
 
     def people(self, g: int, *, article: bool = True) -> str:
-        """``the 311 Amer-Indian-Eskimo people`` (or without the count when it is not published)."""
-        tot = self.group_total(g)
-        name = self.groups[g]
-        if tot is None:
-            return f"the {name} people" if article else f"{name} people"
-        return f"the {_int(tot)} {name} people" if article else f"{_int(tot)} {name} people"
+        """``the 311 Amer-Indian-Eskimo people``."""
+        text = f"{_int(self.group_total(g))} {self.groups[g]} people"
+        return "the " + text if article else text
 
     def expected(self, g: int, k: int) -> float | None:
         """Rows of group g expected in cluster k if it had the population's mix."""
-        n, r = self.sizes[k], self.pop[g]
-        if n is None or r is None:
-            return None
-        return n * r
+        r = self.pop[g]
+        return None if r is None else self.sizes[k] * r
 
     @property
     def c(self) -> int:
         return len(self.clusters)
 
     def count_array(self) -> np.ndarray:
-        """groups x clusters, float, NaN where suppressed."""
-        return np.array([[np.nan if v is None else v for v in row] for row in self.counts],
-                        dtype=float)
+        """groups x clusters, float."""
+        return np.array(self.counts, dtype=float).reshape(len(self.groups), self.c)
 
 
-def _table(lab: Mapping[str, Any], attribute: str, min_cell: int) -> Table | None:
+def _table(lab: Mapping[str, Any], attribute: str) -> Table | None:
     comp = (lab.get("composition") or {}).get(attribute)
     if not comp:
         return None
@@ -123,9 +102,10 @@ def _table(lab: Mapping[str, Any], attribute: str, min_cell: int) -> Table | Non
     clusters = tuple(comp.get("clusters") or ())
     if not groups or not clusters:
         return None
-    counts = tuple(
-        tuple(None if v is None else int(v) for v in row) for row in comp.get("counts") or ()
-    )
+    rows = comp.get("counts") or ()
+    if any(v is None for row in rows for v in row):
+        return None  # an older audit with suppressed cells: the generic sentence
+    counts = tuple(tuple(int(v) for v in row) for row in rows)
     shares = tuple(
         tuple(None if v is None else float(v) for v in row) for row in comp.get("cluster_share") or ()
     )
@@ -134,14 +114,8 @@ def _table(lab: Mapping[str, Any], attribute: str, min_cell: int) -> Table | Non
     if len(shares) != len(groups):
         shares = tuple((None,) * len(clusters) for _ in groups)
     size_of = {s.get("cluster"): s.get("n") for s in lab.get("cluster_sizes") or ()}
-    sizes: list[int | None] = []
-    for k, cl in enumerate(clusters):
-        col = [counts[g][k] for g in range(len(groups))]
-        if cl in size_of:
-            n = size_of[cl]
-            sizes.append(None if n is None else int(n))
-        else:
-            sizes.append(None if any(v is None for v in col) else int(sum(col)))
+    sizes = [int(size_of.get(cl, sum(row[k] for row in counts)))
+             for k, cl in enumerate(clusters)]
     unit = "cluster"
     if lab.get("origin") == "column":
         unit = str(lab.get("column") or lab.get("name") or "cluster")
@@ -153,8 +127,6 @@ def _table(lab: Mapping[str, Any], attribute: str, min_cell: int) -> Table | Non
         pop=tuple(_finite(p) for p in comp.get("population_share") or ()),
         shares=shares,
         sizes=tuple(sizes),
-        noise=tuple(comp.get("noise") or (0,) * len(groups)),
-        min_cell=min_cell,
         n_clustered=(int(lab["n_rows"]) - int(lab.get("n_noise") or 0)
                      if isinstance(lab.get("n_rows"), int) else None),
     )
@@ -179,7 +151,7 @@ class Context:
             return None
         key = (labelling, attribute)
         if key not in self.tables:  # one parse per labelling x attribute, shared by metrics
-            self.tables[key] = _table(lab, attribute, self.min_cell)
+            self.tables[key] = _table(lab, attribute)
         return self.tables[key]
 
 
@@ -203,80 +175,59 @@ class Cell:
 
     g: int
     k: int
-    count: int | None  # None = suppressed (0 < count < min_cell)
+    count: int
     reference: float  # balance: expected count; fairness_cce: |g| / c
-    published: bool = True  # False: ``reference`` would reveal a suppressed count (rank only)
 
 
 @dataclass(frozen=True)
 class Cells:
-    """The candidate cells of a ratio metric as arrays (count NaN = suppressed)."""
+    """The candidate cells of a ratio metric as arrays."""
 
     g: np.ndarray
     k: np.ndarray
     count: np.ndarray
     ref: np.ndarray
-    published: np.ndarray
 
     def __len__(self) -> int:
         return int(self.g.size)
 
     def cell(self, i: int) -> Cell:
-        c = self.count[i]
-        return Cell(int(self.g[i]), int(self.k[i]), None if np.isnan(c) else int(c),
-                    float(self.ref[i]), bool(self.published[i]))
+        return Cell(int(self.g[i]), int(self.k[i]), int(self.count[i]), float(self.ref[i]))
 
     def values(self) -> np.ndarray:
-        """min(count / ref, ref / count); 0 for a zero count; NaN when suppressed."""
+        """min(count / ref, ref / count); 0 for a zero count."""
         with np.errstate(divide="ignore", invalid="ignore"):
             q = self.count / self.ref
             v = np.minimum(q, 1.0 / q)
         return np.where(self.count == 0, 0.0, v)
 
-    def approx_lower(self, z: float, min_cell: int) -> np.ndarray:
-        """A normal-approximation lower end of each cell's ratio, count -/+ z*sqrt(count); for a
-        suppressed count the lowest over the counts it may hold (1 .. min_cell - 1), which is
-        min((1 - z) / ref, ref / (m + z*sqrt(m))) with m = min_cell - 1."""
+    def approx_lower(self, z: float) -> np.ndarray:
+        """A normal-approximation lower end of each cell's ratio, count -/+ z*sqrt(count)."""
         n, r = self.count, self.ref
         with np.errstate(divide="ignore", invalid="ignore"):
             sd = np.sqrt(n)
             lo = np.minimum(np.maximum(0.0, n - z * sd) / r, r / (n + z * sd))
-            m = max(min_cell - 1, 1)
-            hidden = np.minimum(max(0.0, 1.0 - z) / r, r / (m + z * math.sqrt(m)))
-        lo = np.where(np.isnan(n), hidden, lo)
         return np.where(n == 0, 0.0, lo)
 
 
-def _cells(t: Table, ref: np.ndarray, published: np.ndarray, skip: set[str]) -> Cells:
+def _cells(t: Table, ref: np.ndarray, skip: set[str]) -> Cells:
     keep_g = np.array([name not in skip for name in t.groups], dtype=bool)
     ok = np.isfinite(ref) & (ref > 0) & keep_g[:, None]
     g, k = np.nonzero(ok)
-    return Cells(g, k, t.count_array()[g, k], ref[g, k], published[g, k])
+    return Cells(g, k, t.count_array()[g, k], ref[g, k])
 
 
 def balance_cells(t: Table, skip: set[str]) -> Cells:
-    """Reference = expected count |k| * r_g (published cluster size x population share)."""
-    sizes = np.array([np.nan if s is None else s for s in t.sizes], dtype=float)
+    """Reference = expected count |k| * r_g (cluster size x population share)."""
+    sizes = np.array(t.sizes, dtype=float)
     pop = np.array([np.nan if p is None else p for p in t.pop], dtype=float)
-    ref = pop[:, None] * sizes[None, :]
-    return _cells(t, ref, np.ones(ref.shape, dtype=bool), skip)
+    return _cells(t, pop[:, None] * sizes[None, :], skip)
 
 
 def cce_cells(t: Table, skip: set[str]) -> Cells:
-    """Reference = |g| / c. When a group's row has a suppressed cell its total is not
-    published: the reference then comes from its population share, ranks cells only and is
-    never written out."""
-    n = None if any(s is None for s in t.sizes) else sum(t.sizes)  # type: ignore[arg-type]
-    tots, pub = [], []
-    for g in range(len(t.groups)):
-        tot: float | None = t.group_total(g)
-        pub.append(tot is not None)
-        if tot is None and n is not None and t.pop[g] is not None:
-            tot = t.pop[g] * n
-        tots.append(np.nan if tot is None else float(tot))
-    ref = np.repeat((np.array(tots) / t.c)[:, None], t.c, axis=1)
-    published = np.repeat(np.array(pub, dtype=bool)[:, None], t.c, axis=1)
-    return _cells(t, ref, published, skip)
+    """Reference = |g| / c."""
+    tots = np.array([t.group_total(g) for g in range(len(t.groups))], dtype=float)
+    return _cells(t, np.repeat((tots / t.c)[:, None], t.c, axis=1), skip)
 
 
 def excluded(result: Mapping[str, Any]) -> set[str]:
@@ -287,12 +238,11 @@ def excluded(result: Mapping[str, Any]) -> set[str]:
 def _setting_cell(
     cells: Cells, value: float, result: Mapping[str, Any], t: Table
 ) -> tuple[Cell | None, int | None, int | None]:
-    """The cell whose ratio equals ``value`` (published cells first); else the cluster (and
-    group) the per-cluster breakdown names. Returns ``(cell, k, g)``."""
+    """The cell whose ratio equals ``value``; else the cluster (and group) the per-cluster
+    breakdown names. Returns ``(cell, k, g)``."""
     vals = cells.values()
-    usable = cells.published | (cells.count == 0)
     with np.errstate(invalid="ignore"):
-        match = np.isfinite(vals) & usable & (
+        match = np.isfinite(vals) & (
             np.abs(vals - value) <= _REL * np.maximum(1.0, np.maximum(np.abs(vals), abs(value)))
         )
     idx = np.nonzero(match)[0]
@@ -317,12 +267,8 @@ def _setting_cell(
         col = np.nonzero(cells.k == k)[0]
         with np.errstate(invalid="ignore"):
             near = col[np.abs(vals[col] - value) <= 1e-3 * max(1.0, value)]
-        if near.size == 1:  # a published count against an unpublished total
+        if near.size == 1:
             c = cells.cell(int(near[0]))
-            return c, k, c.g
-        hidden = col[np.isnan(cells.count[col])]
-        if hidden.size == 1:  # the only cell of that cluster we cannot see
-            c = cells.cell(int(hidden[0]))
             return c, k, c.g
     return None, k, g
 
@@ -341,7 +287,7 @@ def _limiting_cell(
         at = np.nonzero((cells.g == g) & (cells.k == k))[0]
         if at.size:
             return cells.cell(int(at[0]))
-    lo = np.round(cells.approx_lower(ctx.z, ctx.min_cell), 12)
+    lo = np.round(cells.approx_lower(ctx.z), 12)
     not_setting = np.ones(len(cells), dtype=bool)
     if setting is not None:
         not_setting &= ~((cells.g == setting.g) & (cells.k == setting.k))
@@ -360,19 +306,12 @@ def _ci_lower_sentence(
         return f"{head} reflects sampling noise in the smallest cells."
     ref = cell.reference
     where = t.cluster_name(cell.k)
-    expected = f", {what} about {_about(ref)}" if cell.published else ""
+    expected = f", {what} about {_about(ref)}"
     if cell.count == 0:
-        return (
-            f"{head} is set by {where}, which holds none of {t.people(cell.g)}"
-            + (f" ({what} about {_about(ref)})." if cell.published else ".")
-        )
-    if cell.count is None:
-        return (
-            f"{head} is set by {t.people(cell.g)} in {where} (fewer than {t.min_cell} there"
-            f"{expected}): so few that a resample can lose them all."
-        )
+        return (f"{head} is set by {where}, which holds none of {t.people(cell.g)}"
+                f" ({what} about {_about(ref)}).")
     said = f"{head} is set by {t.people(cell.g)} in {where} ({t.count_text(cell.g, cell.k)} there"
-    if not cell.published or ref <= 0:
+    if ref <= 0:
         return said + ")."
     step = 1.0 / ref
     if ref < 30:
@@ -444,8 +383,8 @@ def _cce_text(r: Mapping[str, Any], t: Table, ctx: Context) -> str:
 def _cce_sizes(t: Table, skip: set[str], value: float | None) -> list[str]:
     """How much of fairness_cce is cluster sizes: the value sizes alone would give (every
     cluster with the population's mix) and the value the group mix alone would give (equal
-    cluster sizes, each cluster's published group shares)."""
-    if any(n is None for n in t.sizes) or t.c < 2:
+    cluster sizes, each cluster's group shares)."""
+    if t.c < 2:
         return []
     n = sum(t.sizes)
     if n <= 0:
@@ -491,11 +430,11 @@ def _distance_text(r: Mapping[str, Any], t: Table, ctx: Context) -> str:
         if v is None or row.get("cluster") not in t.clusters:
             continue
         rows.append((t.clusters.index(row.get("cluster")), v))
-    n = t.n_clustered if t.n_clustered is not None else sum(s for s in t.sizes if s is not None)
+    n = t.n_clustered if t.n_clustered is not None else sum(t.sizes)
     if value is not None and value <= 1e-12:
         return f"Every {t.unit} mirrors the population's group mix ({metric} {value_text(value)})."
     parts = []
-    contrib = [(k, v * t.sizes[k] / n) for k, v in rows if t.sizes[k] is not None and n > 0]
+    contrib = [(k, v * t.sizes[k] / n) for k, v in rows if n > 0]
     if contrib:
         k, share = max(contrib, key=lambda x: (x[1], -x[0]))
         own = dict(rows)[k]
@@ -521,17 +460,12 @@ def _distance_text(r: Mapping[str, Any], t: Table, ctx: Context) -> str:
         parts.append(f"{metric} is {value_text(value)}.")
     ci = r.get("ci")
     if ci and _finite(ci[1]) is not None:
-        known = [(s, k) for k, s in enumerate(t.sizes) if s is not None]
-        hidden = any(s is None for s in t.sizes)
         head = (
             f"The upper end of the {ctx.level_text} interval ({value_text(float(ci[1]))}) reflects "
             f"sampling noise in every cell, which can only add distance"
         )
-        if hidden:
-            parts.append(f"{head}; the least certain {t.unit}s hold fewer than "
-                         f"{ctx.min_cell} rows.")
-        elif known:
-            s, k = min(known)
+        if t.sizes:
+            s, k = min((s, k) for k, s in enumerate(t.sizes))
             parts.append(
                 f"{head}; the least certain is the smallest, {t.cluster_name(k)} ({_int(s)} rows),"
                 f" where one person more or less moves its {name} by up to {1 / s:.3f}."
@@ -552,10 +486,9 @@ def _generic_text(r: Mapping[str, Any], spec: MetricSpec | None, ctx: Context) -
         pick = min if direction == "higher_is_better" else max
         worst = pick(rows, key=lambda row: float(row["value"]))
         size = worst.get("n")
-        size_text = (f"{_int(size)} rows" if isinstance(size, int)
-                     else f"fewer than {ctx.min_cell} rows")
+        size_text = f" ({_int(size)} rows)" if isinstance(size, int) else ""
         parts.append(
-            f"The worst cluster is cluster {worst.get('cluster')} ({size_text}) with "
+            f"The worst cluster is cluster {worst.get('cluster')}{size_text} with "
             f"{value_text(float(worst['value']))}."
         )
     ci = r.get("ci")
@@ -609,19 +542,13 @@ def _too_small_text(r: Mapping[str, Any], ctx: Context) -> str:
 def explain_result(
     result: Mapping[str, Any], doc: Mapping[str, Any], spec: MetricSpec | None = None
 ) -> str:
-    """The plain-word sentence(s) for one result of ``doc`` (published numbers only)."""
+    """The plain-word sentence(s) for one result of ``doc`` (its own numbers only)."""
     return sentence(result, context(doc), spec)
 
 
 def sentence(r: Mapping[str, Any], ctx: Context, spec: MetricSpec | None) -> str:
     metric = r["metric"]
     value = _finite(r.get("value"))
-    if value is None and r.get("withheld"):
-        b = r.get("bounds")
-        where = (f"; from the published counts alone it lies between {value_text(_finite(b[0]))} "
-                 f"and {value_text(_finite(b[1]))}" if b else "")
-        return (f"The exact {metric} is withheld: it depends on counts suppressed for disclosure "
-                f"control (--min-cell){where}." + _too_small_text(r, ctx))
     if value is None:
         notes = "; ".join(str(n) for n in r.get("notes") or ())
         return (f"{metric} is undefined here" + (f" ({notes})" if notes else "") + "."

@@ -25,7 +25,6 @@ COLUMNS: tuple[str, ...] = (
     "attribute", "headline", "value", "ci_lower", "ci_upper", "interval_method", "ci_level",
     "direction", "status", "threshold_bound", "threshold_value", "threshold_on", "n_rows",
     "baseline_delta", "baseline_significant", "baseline_gate",
-    "withheld", "bounds_lower", "bounds_upper",
 )
 """The columns of the export, in order (documented in docs/cli.md)."""
 
@@ -82,10 +81,6 @@ def export_rows(doc: Mapping[str, Any], *, file: str | None = None) -> list[dict
             "n_rows": r.get("n_rows"),
             "baseline_delta": finite(ch.get("delta")), "baseline_significant": ch.get("significant"),
             "baseline_gate": ch.get("gate"),
-            # disclosure control: a withheld value's published range (docs/privacy.md)
-            "withheld": bool(r.get("withheld")),
-            "bounds_lower": finite((r.get("bounds") or [None, None])[0]),
-            "bounds_upper": finite((r.get("bounds") or [None, None])[1]),
         })
     return rows
 

@@ -155,8 +155,6 @@ def degenerate_warnings(
     params: Mapping[str, Any] | None = None,
     fit: Mapping[str, Any] | None = None,
     component: str | None = None,
-    min_cell: int = 0,
-    suppress: bool = False,
     separation: Mapping[int, float | None] | None = None,
     memberships: Any = None,
 ) -> list[dict[str, Any]]:
@@ -167,22 +165,13 @@ def degenerate_warnings(
     :func:`fit_diagnostics`, ``separation`` the mean silhouette per cluster (see
     :func:`cluster_silhouettes`; a tiny cluster reaching :data:`SEPARATED` is forced by the data),
     ``memberships`` the n x c fuzzy memberships of a fuzzy clusterer (or ``None``).
-    Counts below ``min_cell`` are written as "fewer than min_cell" when
-    ``suppress`` is on, as everywhere else in the document.
     """
     params = params or {}
     fit = fit or {}
     who = component or "the clusterer"
     out: list[dict[str, Any]] = []
 
-    def count(n: int) -> str:
-        if suppress and 0 < n < min_cell:
-            return f"fewer than {min_cell}"
-        return f"{n:,}"
-
     def share(n: int, total: int) -> str:
-        if suppress and 0 < n < min_cell:
-            return ""
         return f" ({100.0 * n / total:.1f} %)" if n / total >= 0.001 else " (under 0.1 %)"
 
     total = int(sum(sizes.values()))
@@ -208,7 +197,7 @@ def degenerate_warnings(
         out.append({
             "code": "dominant_cluster", "clusters": [int(big)],
             "message": (
-                f"cluster {big} holds {count(n_big)} of {total:,} clustered rows"
+                f"cluster {big} holds {n_big:,} of {total:,} clustered rows"
                 f"{share(n_big, total)}: one cluster dominates (over "
                 f"{DOMINANT_SHARE:.0%}), so the labelling hardly separates anyone"
             ),
@@ -222,7 +211,7 @@ def degenerate_warnings(
 
     tiny = sorted(c for c, n in sizes.items() if n < bound * total and not separated(c))
     if tiny and k > 1:
-        parts = [f"cluster {c}: {count(sizes[c])} rows{share(sizes[c], total)}" for c in tiny]
+        parts = [f"cluster {c}: {sizes[c]:,} rows{share(sizes[c], total)}" for c in tiny]
         out.append({
             "code": "tiny_cluster", "clusters": [int(c) for c in tiny],
             "message": (

@@ -40,6 +40,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 from fairaudit.io import atomic_write_text
 from fairaudit.results import finite
+from fairaudit.summary import privacy_notice
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +83,7 @@ def fmt_num(x: Any, digits: int = 3) -> str:
 
 
 def fmt_int(x: Any) -> str:
-    """A count with thousands separators; ``—`` for null (e.g. suppressed)."""
+    """A count with thousands separators; ``—`` for null."""
     v = finite(x)
     if v is None:
         return _DASH
@@ -334,6 +335,7 @@ def render_html(
         labellings=[lab.get("name") for lab in doc.get("labellings", [])],
         tool_version=tool.get("version", ""),
         created=(doc.get("timing") or {}).get("created"),
+        privacy_notice=privacy_notice(doc),
         sections=blocks,
     )
     return page.rstrip() + "\n"

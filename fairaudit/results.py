@@ -16,7 +16,7 @@ from typing import Any
 
 from fairaudit.components import Direction
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"
 
 
 class Status(enum.StrEnum):

@@ -35,7 +35,7 @@ from fairaudit.components import (
 from fairaudit.contingency import BootstrapReplicates, JointTable, joint_from_frame, resample_joint
 from fairaudit.data import ROW_ID, AuditData, ColumnRoles, Labelling
 from fairaudit.errors import ConfigError, FairauditError, InputError
-from fairaudit.explain import explain, metric_specs, publish_verdicts, verdicts
+from fairaudit.explain import explain, metric_specs
 from fairaudit.quality import cluster_silhouettes, degenerate_warnings, fit_diagnostics
 from fairaudit.results import (
     SCHEMA_VERSION,
@@ -280,7 +280,6 @@ def _run_validated(spec, host, lf, path, in_memory, roles, clock, progress, star
     # ------------------------------------------------------------ audits
     results: list[MetricResult] = []
     audit_seed = next(seed_iter)
-    counting_auditors: dict[str, CountingAuditor] = {}  # for the bounds of withheld values
     for lab_index, lab in enumerate(labellings):
         joint = joints[lab.name]
         tables = joint.tables()
@@ -293,7 +292,6 @@ def _run_validated(spec, host, lf, path, in_memory, roles, clock, progress, star
                 continue  # about the data, not a clustering: run once
             comp = _instantiate(cls, step, audit_seed, spec)
             if issubclass(cls, CountingAuditor):
-                counting_auditors.setdefault(comp.name, comp)
                 produced = clock.run(
                     "auditor", step.label, lab.name, _run_counting, comp, lab, joint, tables, boot,
                     spec,
@@ -334,20 +332,30 @@ def _run_validated(spec, host, lf, path, in_memory, roles, clock, progress, star
             lab_doc["cluster_names"] = list(names)
     if not spec.options.timing:
         doc.pop("timing", None)  # byte-identical JSON for the same input, seed and version
-    from fairaudit.disclosure import protect, protect_gates  # after the gates: exact values
-
-    specs = metric_specs(host.registry)
-    exact_verdicts = verdicts(doc, specs)  # like gates: judged on the exact values
-    doc = protect(doc, spec.options.min_cell if spec.options.suppress else 0, counting_auditors)
-    protect_gates(doc)
-    # after protect: the price of fairness quotes only published values (a withheld target gives
-    # its published bounds, never the exact value)
+    doc = _release(doc, spec, joints=joints, joint_full=joint_full)
     doc["twins"] = price_of_fairness(doc)
-    doc = explain(doc, specs)  # last: its sentences read only published numbers
-    doc["verdicts"] = publish_verdicts(exact_verdicts, doc)
+    doc = explain(doc, metric_specs(host.registry))  # last: sentences and verdicts
     run = AuditRun(doc)
     host.run_finished(run=run)
     return run
+
+
+# ---------------------------------------------------------------------------- release
+def _release(doc: dict[str, Any], spec: ChainSpec, *, joints: Mapping[str, JointTable],
+             joint_full: JointTable) -> dict[str, Any]:
+    """The document this run writes, made from the exact one (``doc``).
+
+    The one place where what is published is decided; the price of fairness, the sentences and
+    the verdicts are computed afterwards from its result alone. ``joints`` (labelling name ->
+    joint count table, noise as cluster -1) and ``joint_full`` (the input's groups) are the
+    counts every group-related number of ``doc`` derives from.
+
+    The default is the analyst's report: exact values everywhere, small groups included, for
+    people allowed to see the data (``privacy.mode = "exact"``, docs/privacy.md).
+    """
+    del spec, joints, joint_full  # the exact report publishes ``doc`` as it is
+    doc["privacy"] = {"mode": "exact"}
+    return doc
 
 
 # ---------------------------------------------------------------------------- helpers
@@ -753,9 +761,8 @@ def _run_checks(lf, data, roles, joint, spec, n_input) -> list[dict[str, Any]]:
         labels=roles.labels,
         features=feats,
         group_counts=group_counts,
-        min_cell=max(1, spec.options.min_cell),
+        min_cell=spec.options.min_cell,
         n_rows=n_input,
-        suppress_small_counts=spec.options.suppress,
     )
     del pl
     return [r.to_json() for r in results]
@@ -794,8 +801,7 @@ def _json_params(params: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _composition(joint: JointTable) -> dict:
-    """Exact group x cluster tables of a labelling (disclosure control comes later, in
-    :func:`fairaudit.disclosure.protect`)."""
+    """Exact group x cluster tables of a labelling."""
     out = {}
     for attribute, t in joint.tables().items():
         counts = t.counts
@@ -865,12 +871,10 @@ def _document(*, spec, path, roles, n_input, joint_full, data, sample_info, labe
             "extras": _jsonable(lab.extras),
             "fit": _jsonable(lab.fit) if lab.fit else None,
             "warnings": degenerate_warnings(sizes, params=lab.params, fit=lab.fit,
-                                            component=lab.component, min_cell=mc,
-                                            suppress=spec.options.suppress,
+                                            component=lab.component,
                                             separation=cluster_silhouettes(results, lab.name),
                                             memberships=lab.memberships),
             "composition": _composition(joint),
-            "_joint": joint,  # working data for disclosure.protect(), which removes it
         })
     res_docs = []
     for r in results:
@@ -906,14 +910,12 @@ def _document(*, spec, path, roles, n_input, joint_full, data, sample_info, labe
             "exclusions": exclusions,
             "sample": sample_info,
             "groups": groups,
-            "_joint": joint_full,  # working data for disclosure.protect(), which removes it
         },
         "chain": spec.to_json(),
         "preprocessing": preprocessing,
         "labellings": lab_docs,
         "results": res_docs,
         "checks": checks,
-        "suppressed": [],
         "notes": notes,
         "environment": {
             "python": platform.python_version(),

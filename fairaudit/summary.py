@@ -3,6 +3,8 @@
 Built from the JSON document alone (its ``gates``), so ``fairaudit audit`` prints and
 ``--summary-md`` writes exactly what the run judged: the labelling, metric, attribute, the number
 judged (the value or a CI end, and which), the bound and PASS / FAIL / WARN — passes included.
+:func:`privacy_notice` is the line the console, the Markdown summary and the HTML banner give
+about who may read the report.
 """
 
 from __future__ import annotations
@@ -24,9 +26,6 @@ def gate_rows(doc: Mapping[str, Any]) -> list[dict[str, str]]:
         g = gates[i]
         op = ">=" if g["bound"] == "min" else "<="
         judged = "n/a" if g.get("judged") is None else f"{g['judged']:.3f}"
-        if g.get("withheld"):  # disclosure control: only the verdict (and bounds) published
-            b = g.get("bounds")
-            judged = "withheld" + (f" (value in {b[0]:.3f}..{b[1]:.3f})" if b else "")
         on = _ON.get(g.get("judged_on", "value"), g.get("judged_on", ""))
         if g.get("judged_on", "value") != "value" and g.get("value") is not None:
             on += f" (value {g['value']:.3f})"
@@ -42,6 +41,19 @@ def gate_rows(doc: Mapping[str, Any]) -> list[dict[str, str]]:
             "reason": g.get("reason") or "",
         })
     return rows
+
+
+EXACT_NOTICE = (
+    "This report contains exact counts, small groups included: it is for people allowed to see "
+    "the data. For a report you may share, run with --publish (a differentially private release)."
+)
+
+
+def privacy_notice(doc: Mapping[str, Any]) -> str | None:
+    """What the reader must know about the report's privacy (``doc["privacy"]``), or ``None``
+    when the document does not declare its mode (older audits)."""
+    mode = (doc.get("privacy") or {}).get("mode")
+    return EXACT_NOTICE if mode == "exact" else None
 
 
 def _num(x: Any) -> str:
@@ -61,8 +73,12 @@ def headline(doc: Mapping[str, Any]) -> str:
 
 
 def console_lines(doc: Mapping[str, Any]) -> list[str]:
-    """The console summary: a headline, then a fixed-width table of every gate."""
+    """The console summary: a headline, the privacy notice, then a fixed-width table of every
+    gate."""
     lines = [headline(doc)]
+    notice = privacy_notice(doc)
+    if notice:
+        lines.append("note: " + notice)
     rows = gate_rows(doc)
     if not rows:
         return lines
@@ -80,6 +96,9 @@ def markdown(doc: Mapping[str, Any], report: str | None = None,
              json_path: str | None = None) -> str:
     """The same summary as GitHub-flavoured Markdown (e.g. for ``$GITHUB_STEP_SUMMARY``)."""
     out = [f"### fairaudit: {doc['status'].upper()}", "", headline(doc).split("  ", 1)[1], ""]
+    notice = privacy_notice(doc)
+    if notice:
+        out += [f"> {notice}", ""]
     rows = gate_rows(doc)
     if rows:
         out.append("| Status | Labelling | Metric | Attribute | Judged | On | Bound | Severity "

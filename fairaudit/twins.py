@@ -136,39 +136,6 @@ def _target(lab: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
     return FAIRNESS_TARGETS.get(str(lab.get("component")), ()) + (DEFAULT_TARGET,)
 
 
-def _range(res: Mapping[str, Any]) -> tuple[float, float] | None:
-    """A published result's value as a range: (v, v), its published bounds, or None."""
-    v = _finite(res.get("value"))
-    if v is not None and not res.get("withheld"):
-        return (v, v)
-    b = res.get("bounds")
-    if isinstance(b, Sequence) and len(b) == 2:
-        lo, hi = _finite(b[0]), _finite(b[1])
-        if lo is not None and hi is not None:
-            return (lo, hi)
-    return None
-
-
-def _withheld_gain(fair: Mapping[str, Any], twin: Mapping[str, Any], direction: Any
-                   ) -> dict[str, Any]:
-    """For a withheld target (disclosure control): the published bounds of both values and the
-    range of the gain that follows from them alone (interval arithmetic), never an exact value."""
-    f, t = _range(fair), _range(twin)
-    gain_bounds = None
-    if f is not None and t is not None:
-        gain_bounds = ([f[0] - t[1], f[1] - t[0]] if direction == "higher_is_better"
-                       else [t[0] - f[1], t[1] - f[0]])
-    return {
-        "withheld": True,
-        "fair_value": None if fair.get("withheld") else _finite(fair.get("value")),
-        "twin_value": None if twin.get("withheld") else _finite(twin.get("value")),
-        "fair_bounds": None if f is None else list(f),
-        "twin_bounds": None if t is None else list(t),
-        "gain": None,
-        "gain_bounds": gain_bounds,
-    }
-
-
 def price_of_fairness(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
     """One entry per fair labelling, twin and attribute: fairness gained and quality lost.
 
@@ -221,7 +188,5 @@ def price_of_fairness(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
             entry = {**base, "attribute": attribute, "target_auditor": auditor,
                      "target_metric": metric, "direction": direction, "fair_value": fv,
                      "twin_value": tv, "gain": gain}
-            if f_res.get("withheld") or t_res.get("withheld"):
-                entry.update(_withheld_gain(f_res, t_res, direction))
             out.append(entry)
     return out

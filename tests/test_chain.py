@@ -261,11 +261,10 @@ def test_flags_given_with_a_chain_are_not_ignored(run_cli, parquet_path, tmp_pat
     out = tmp_path / "r.html"
     result = run_cli(
         "audit", str(parquet_path), "--chain", str(chain), "--out", str(out),
-        "--no-suppress", "--bootstrap", "0", "--min-cell", "3", "--on-null", "error",
+        "--bootstrap", "0", "--min-cell", "3", "--on-null", "error",
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     options = json.loads(out.with_suffix(".json").read_text(encoding="utf-8"))["chain"]["options"]
-    assert options["suppress"] is False
     assert options["bootstrap"] == 0
     assert options["min_cell"] == 3
     assert options["on_null"] == "error"

@@ -91,8 +91,8 @@ def test_dollar_signs_are_literal_not_mathtext():
 
 
 def test_missing_values_are_marked_not_zero(rendered):
-    assert "suppressed / unknown" in rendered["composition"]
-    assert "supp." in rendered["heatmap"]
+    assert "unknown" in rendered["composition"]
+    assert "n/a" in rendered["heatmap"]
     assert "1 undefined value(s) not shown" in rendered["histogram"]
     assert "undefined" in rendered["hbar"]
     assert "n/a" in rendered["grouped"]

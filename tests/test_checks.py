@@ -263,7 +263,7 @@ def test_binary_attribute_is_never_id_like_even_on_tiny_data():
     assert failing(results) == {}
 
 
-def test_small_groups_are_a_warning_naming_them_with_counts_suppressed():
+def test_small_groups_are_a_warning_naming_them_with_their_counts():
     frame = make_frame()
     counts = counts_of(frame, ["gender", "race"])
     counts["race"] = {"a": 120, "b": 3, "c": 77, "d": 1}  # host's full-data counts
@@ -273,23 +273,11 @@ def test_small_groups_are_a_warning_naming_them_with_counts_suppressed():
     assert set(bad) == {"group_min_cell[race]", "group_min_cell[gender|race]"}
     race = bad["group_min_cell[race]"]
     assert race.severity == WARNING
-    assert race.observed == (
-        "'race': 2 of 4 groups have fewer than 10 rows: 'b', 'd' (exact counts suppressed)"
-    )
-    assert "n=" not in race.observed
+    assert race.observed == "'race': 2 of 4 groups have fewer than 10 rows: 'd' (n=1), 'b' (n=3)"
     assert race.expected == "'race': every group has at least min_cell=10 rows"
     inter = bad["group_min_cell[gender|race]"]
     assert inter.column == "gender|race"
-    assert "'F|b', 'M|b'" in inter.observed
-
-
-def test_small_group_counts_shown_when_not_suppressed():
-    frame = make_frame()
-    counts = counts_of(frame, ["gender", "race"])
-    counts["race"] = {"a": 120, "b": 3, "c": 77}
-    results = run(frame, group_counts=counts, min_cell=10, suppress_small_counts=False)
-    check = by_name(results)["group_min_cell[race]"]
-    assert check.observed == "'race': 1 of 3 groups has fewer than 10 rows: 'b' (n=3)"
+    assert "'M|b' (n=1), 'F|b' (n=2)" in inter.observed
 
 
 def test_null_group_keys_are_ignored():

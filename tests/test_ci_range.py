@@ -23,8 +23,7 @@ def test_intervals_stay_in_the_metric_range(seed):
     area = rng.choice(["U", "R"], size=n, p=[0.7, 0.3])
     seg = rng.integers(0, 3, size=n)  # a fair segmentation: balance near 1
     df = pl.DataFrame({"sex": sex, "area": area, "segment": seg})
-    run = fairaudit.audit(df, sensitive=["sex", "area"], labels="segment", bootstrap=100,
-                          suppress=False)
+    run = fairaudit.audit(df, sensitive=["sex", "area"], labels="segment", bootstrap=100)
     checked = 0
     for r in run.doc["results"]:
         rng_ = RANGES.get(r["metric"])

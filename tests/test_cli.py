@@ -230,45 +230,66 @@ def _small_counts(doc: dict, min_cell: int) -> list:
     return found
 
 
-def test_small_cells_are_suppressed_by_default(audit, small_group_path):
+def test_default_report_shows_exact_small_counts_and_says_so(audit, small_group_path):
     result, doc = audit("--labels", "segment", data=small_group_path)
     assert result.exit_code == 0, result.output
     d = next(g for g in doc["input"]["groups"]["race"] if g["group"] == "d")
-    assert d["n"] is None and d["small"]
-    assert any(s["group"] == "d" for s in doc["suppressed"])
-    assert _small_counts(doc, 10) == []
+    assert d["n"] == 3 and d["small"]  # too small to judge, and listed with its exact size
+    assert 3 in _small_counts(doc, 10)
+    assert doc["privacy"] == {"mode": "exact"}
+    assert "suppressed" not in doc
+    assert not any("withheld" in r or "bounds" in r for r in doc["results"])
+    # the console says who may read it and how to make a shareable one
+    note = next(line for line in result.stdout.splitlines() if line.startswith("note:"))
+    assert "exact counts" in note and "small groups" in note and "--publish" in note
 
 
-def test_no_suppress_shows_exact_counts(audit, small_group_path):
+def test_no_suppress_is_deprecated_and_changes_nothing(audit, small_group_path):
     result, doc = audit("--labels", "segment", "--no-suppress", data=small_group_path)
     assert result.exit_code == 0, result.output
+    assert "--no-suppress is deprecated" in result.stderr
     d = next(g for g in doc["input"]["groups"]["race"] if g["group"] == "d")
     assert d["n"] == 3 and d["small"]
-    assert 3 in _small_counts(doc, 10)
-    # nothing was suppressed, so the report must not list anything as suppressed
-    assert doc["suppressed"] == []
+    assert "suppress" not in doc["chain"]["options"]
+
+
+def test_a_chain_asking_for_suppression_is_refused(run_cli, tmp_path, small_group_path):
+    """Someone who asked for small counts to be hidden must not silently get them exactly."""
+    out = tmp_path / "r.html"
+    chain = tmp_path / "c.toml"
+    chain.write_text('[data]\nsensitive = ["race"]\nlabels = "segment"\n'
+                     '[options]\nsuppress = true\n[[audit]]\nuse = "balance"\n',
+                     encoding="utf-8")
+    result = run_cli("run", str(chain), str(small_group_path), "--out", str(out))
+    assert result.exit_code == 2
+    assert "options.suppress" in result.stderr and "--publish" in result.stderr
+    assert not out.exists() and not out.with_suffix(".json").exists()
+    chain.write_text(chain.read_text(encoding="utf-8").replace("true", "false"),
+                     encoding="utf-8")
+    with pytest.warns(FutureWarning, match="options.suppress is deprecated"):
+        result = run_cli("run", str(chain), str(small_group_path), "--out", str(out))
+    assert result.exit_code == 0, result.output
+    d = next(g for g in _doc(out.with_suffix(".json"))["input"]["groups"]["race"]
+             if g["group"] == "d")
+    assert d["n"] == 3
 
 
 def test_min_cell_controls_what_is_small(audit, small_group_path):
     result, doc = audit("--labels", "segment", "--min-cell", "2", data=small_group_path)
     assert result.exit_code == 0, result.output
     d = next(g for g in doc["input"]["groups"]["race"] if g["group"] == "d")
-    # not small any more; its size may still be withheld as a complementary suppression that
-    # protects its 1-person cells (fairaudit.disclosure)
-    assert not d["small"] and d["n"] in (3, None)
-    assert _small_counts(doc, 2) == []
+    assert not d["small"] and d["n"] == 3
     result, doc = audit("--labels", "segment", "--min-cell", "5000")
     assert result.exit_code == 0, result.output
+    assert all(g["small"] for groups in doc["input"]["groups"].values() for g in groups)
     comp = doc["labellings"][0]["composition"]["sex"]
-    assert all(v is None for row in comp["counts"] for v in row)
+    assert all(isinstance(v, int) for row in comp["counts"] for v in row)
 
 
-def test_min_cell_zero_turns_flagging_off(audit, small_group_path):
+def test_min_cell_below_one_is_refused(audit, small_group_path):
     result, doc = audit("--labels", "segment", "--min-cell", "0", data=small_group_path)
-    assert result.exit_code == 0, result.output
-    d = next(g for g in doc["input"]["groups"]["race"] if g["group"] == "d")
-    assert d["n"] == 3 and not d["small"]
-    assert doc["suppressed"] == []
+    assert result.exit_code == 2 and doc is None
+    assert "--min-cell" in result.stderr
 
 
 def test_sample_fits_clusterers_on_a_seeded_sample(audit):

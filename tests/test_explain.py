@@ -1,4 +1,4 @@
-"""Every headline explained: sentences on hand-made tables, verdict rules, glossary, disclosure.
+"""Every headline explained: sentences on hand-made tables, verdict rules, glossary, small cells.
 
 Expected sentences are written by hand from the tables below (expected count = cluster size x
 the group's share of all rows; an even split = group size / number of clusters)."""
@@ -28,18 +28,14 @@ DATA = Path(__file__).parent / "data"
 
 
 # ----------------------------------------------------------------------------- a small document
-def make_doc(counts, groups=("A", "B"), *, min_cell=10, suppress=True, ci=None, unit="segment"):
+def make_doc(counts, groups=("A", "B"), *, min_cell=10, ci=None, unit="segment"):
     """The audit JSON of one labels column ``unit`` and one attribute ``group``, built the way
-    the runner builds it: values and per-cluster rows from the real auditors, counts below
-    ``min_cell`` written as null."""
+    the runner builds it: values and per-cluster rows from the real auditors, exact counts."""
     n_mat = np.asarray(counts, dtype=np.int64)
     clusters = tuple(range(n_mat.shape[1]))
     table = GroupTable("group", tuple(groups), clusters, n_mat, np.zeros(len(groups), np.int64))
     sizes = n_mat.sum(axis=0)
     pop = n_mat.sum(axis=1) / n_mat.sum()
-
-    def hide(v):
-        return None if suppress and 0 < v < min_cell else int(v)
 
     results = []
     for aud in (BalanceAuditor(), DistributionAuditor(), CapacityAuditor()):
@@ -48,7 +44,7 @@ def make_doc(counts, groups=("A", "B"), *, min_cell=10, suppress=True, ci=None, 
             rows = []
             for r in aud.breakdown_for(table, metric):
                 r = {k: v for k, v in r.items() if k != "metric"}
-                r["n"] = hide(r["n"])
+                r["n"] = int(r["n"])
                 rows.append(r)
             results.append({
                 "auditor": aud.name, "metric": metric, "labelling": unit, "attribute": "group",
@@ -59,26 +55,26 @@ def make_doc(counts, groups=("A", "B"), *, min_cell=10, suppress=True, ci=None, 
                 "notes": [], "per_cluster": rows, "detail": {},
             })
     return {
-        "schema_version": "1.0",
+        "schema_version": "1.1",
         "status": "not_evaluated",
         "input": {"path": "x.parquet", "attributes": ["group"], "rows": int(n_mat.sum()),
                   "rows_audited": int(n_mat.sum()),
-                  "groups": {"group": [{"group": g, "n": hide(int(t)), "share": float(p),
+                  "groups": {"group": [{"group": g, "n": int(t), "share": float(p),
                                         "small": int(t) < min_cell}
                                        for g, t, p in zip(groups, n_mat.sum(axis=1), pop,
                                                           strict=True)]}},
-        "chain": {"options": {"min_cell": min_cell, "suppress": suppress, "ci_level": 0.95}},
+        "chain": {"options": {"min_cell": min_cell, "ci_level": 0.95}},
+        "privacy": {"mode": "exact"},
         "labellings": [{
             "name": unit, "origin": "column", "column": unit, "component": None,
             "n_rows": int(n_mat.sum()), "n_clusters": len(clusters), "n_noise": 0,
-            "cluster_sizes": [{"cluster": k, "n": hide(int(s))} for k, s in zip(clusters, sizes,
-                                                                                 strict=True)],
+            "cluster_sizes": [{"cluster": k, "n": int(s)} for k, s in zip(clusters, sizes,
+                                                                          strict=True)],
             "composition": {"group": {
                 "groups": list(groups), "clusters": list(clusters),
-                "counts": [[hide(v) for v in row] for row in n_mat.tolist()],
+                "counts": n_mat.tolist(),
                 "population_share": [float(p) for p in pop],
-                "cluster_share": [[None if hide(v) is None else v / s for v, s in zip(row, sizes,
-                                                                                      strict=True)]
+                "cluster_share": [[v / s for v, s in zip(row, sizes, strict=True)]
                                   for row in n_mat.tolist()],
                 "noise": [0] * len(groups)}},
         }],
@@ -210,31 +206,27 @@ def test_undefined_value_is_said_so():
 def test_too_small_groups_are_listed():
     doc = make_doc([[150, 150, 0], [350, 250, 100]])
     r = next(r for r in doc["results"] if r["metric"] == "balance")
-    r["detail"] = {"too_small": {"groups": ["Z"], "min_cell": 10, "rows": None}}
+    r["detail"] = {"too_small": {"groups": ["Z"], "min_cell": 10, "rows": 5}}
     assert sentence(doc, "balance").endswith(
-        "Left out as too small to judge (fewer than 10 people each): Z."
+        "Left out as too small to judge (fewer than 10 people each): Z (5 people)."
     )
 
 
-# ----------------------------------------------------------------------------- disclosure
-def test_a_suppressed_count_never_appears_in_a_sentence():
-    # C has 3 people in segment 2 (suppressed, min_cell 10): that cell sets the balance
+# ----------------------------------------------------------------------------- small cells
+def test_a_small_cell_that_sets_the_value_is_named_exactly():
+    # C has 3 people in segment 2 (below min_cell 10, but C's 40 people are judged): that cell
+    # sets the balance, and the analyst's report says so with the exact count
     counts = [[150, 150, 30], [330, 233, 57], [20, 17, 3]]
     doc = make_doc(counts, groups=("A", "B", "C"), ci={"*": (0.1, 0.5)})
-    assert doc["labellings"][0]["composition"]["group"]["counts"][2][2] is None
     out = explain(doc, SPECS)
-    texts = [r["explanation"] for r in out["results"] if r.get("headline")]
-    assert len(texts) == 3
-    for text in texts:
-        assert "3 of" not in text and "3 C" not in text and " 3 people" not in text
-        assert "40 C people" not in text  # C's total would reveal the hidden cell
     bal = next(r["explanation"] for r in out["results"] if r["metric"] == "balance")
-    assert bal.startswith("Segment 2 (90 rows) holds fewer than 10 of the C people, where "
-                          "about 3.6 were expected (balance 0.825).")
+    assert bal.startswith("Segment 2 (90 rows) holds 3 of the 40 C people, where about 3.6 "
+                          "were expected (balance 0.825).")
 
 
-def test_suppressed_cell_through_the_runner(tmp_path):
-    """End to end: a labels column with a 3-person cell; the JSON's sentences never say 3."""
+def test_small_cell_through_the_runner(tmp_path):
+    """End to end: a labels column with a 3-person cell: the value, its interval and the
+    sentence are exact (the analyst's report), the 5-person group is too small to judge."""
     from fairaudit.api import audit
 
     rows = (
@@ -248,16 +240,13 @@ def test_suppressed_cell_through_the_runner(tmp_path):
     doc = run.doc
     heads = [r for r in doc["results"] if r.get("headline")]
     assert heads and all(r.get("explanation") for r in heads)
-    for r in heads:
-        assert "3 of" not in r["explanation"]
+    assert all(r["value"] is not None and r["ci"] is not None for r in heads)
     bal = next(r for r in heads if r["metric"] == "balance")
-    assert bal["detail"]["too_small"]["groups"] == ["D"]
-    # disclosure control (fairaudit.disclosure) withholds the value: balance 0.825 is set by the
-    # 3-person cell and would give it back; the sentence says so instead of quoting it
-    assert bal["value"] is None and bal["withheld"]
-    assert "withheld" in bal["explanation"] and "0.825" not in bal["explanation"]
+    assert bal["detail"]["too_small"] == {"groups": ["D"], "min_cell": 10, "rows": 5}
+    assert bal["value"] == pytest.approx(3 / (90 * 40 / 990))
+    assert "holds 3 of the 40 C people" in bal["explanation"]
     assert bal["explanation"].endswith(
-        "Left out as too small to judge (fewer than 10 people each): D.")
+        "Left out as too small to judge (fewer than 10 people each): D (5 people).")
     assert {(v["labelling"], v["attribute"]) for v in doc["verdicts"]} == {("segment", "group")}
     assert any(g["metric"] == "balance" for g in doc["glossary"])
     _validate(doc)

@@ -86,11 +86,8 @@ def test_tiny_outlier_group_end_to_end(qhost, tmp_path, synthetic):
     assert _codes(run.labellings[0]) == ["tiny_cluster"]
 
 
-def test_tiny_counts_below_min_cell_are_not_revealed():
-    w = degenerate_warnings({0: 500, 1: 496, 2: 4}, min_cell=10, suppress=True)
-    msg = w[0]["message"]
-    assert "fewer than 10" in msg and " 4 " not in msg and "(0.4 %)" not in msg
-    w = degenerate_warnings({0: 500, 1: 496, 2: 4}, min_cell=10, suppress=False)
+def test_tiny_cluster_warning_gives_its_exact_size():
+    w = degenerate_warnings({0: 500, 1: 496, 2: 4})
     assert "cluster 2: 4 rows (0.4 %)" in w[0]["message"]
 
 

@@ -206,16 +206,29 @@ def test_composition_has_charts_for_each_labelling_and_attribute(run, html):
         assert f'id="composition-{lab["name"]}"' in comp
 
 
-def test_suppressed_counts_are_not_shown_and_are_listed(run, html):
+def test_small_groups_are_listed_with_their_exact_sizes(run, html):
     exclusions = section_html(html, "exclusions")
-    assert len(run.doc["suppressed"]) > 0
-    rows = re.findall(
-        r"<tr><td>[^<]*</td><td>[^<]*</td><td>[^<]*</td><td class=\"num\">", exclusions
-    )
-    assert len(rows) == len(run.doc["suppressed"])
-    comp = section_html(html, "composition")
-    assert "supp." in comp
+    small = [(a, g) for a, gs in run.doc["input"]["groups"].items() for g in gs if g["small"]]
+    assert small
+    assert "Groups too small to judge" in exclusions
+    for attribute, g in small:
+        assert (f"<tr><td>{attribute}</td><td>{g['group']}</td>"
+                f"<td class=\"num\">{g['n']:,}</td></tr>") in exclusions
     assert "null value in a sensitive column" in exclusions
+
+
+def test_the_analyst_report_says_who_may_read_it(html):
+    banner = re.search(r'<div class="callout warn privacy-notice" role="note">(.*?)</div>', html)
+    assert banner is not None
+    assert "This report contains exact counts, small groups included" in banner.group(1)
+    assert "for people allowed to see the data" in banner.group(1)
+    assert "--publish" in banner.group(1)
+
+
+def test_no_withheld_values_or_ranges_anywhere(html):
+    page = html.lower()
+    for word in ("withheld", "supp.", "suppressed", "val-bounds"):
+        assert word not in page, word
 
 
 def test_metadata_shows_versions_seed_and_fingerprint(run, html):
@@ -256,7 +269,7 @@ def test_balance_cells_hand_computed():
     cells = builtin_sections.balance_cells(comp)
     assert cells[0] == pytest.approx([0.5, 2 / 3])  # min(.5/.25, .25/.5); min(.5/.75, .75/.5)
     assert cells[1][0] == pytest.approx(0.4)  # min(.3/.75, .75/.3)
-    assert cells[1][1] is None  # suppressed share
+    assert cells[1][1] is None  # undefined share
     assert cells[2] == pytest.approx([0.0, 0.8])  # absent group -> 0; min(.2/.25, .25/.2)
 
 
@@ -516,11 +529,3 @@ def test_failed_write_removes_the_temporary_file(tmp_path, monkeypatch):
     assert _leftovers(tmp_path) == []
 
 
-def test_group_level_suppression_without_labelling_or_cluster():
-    doc = small_doc()
-    doc["labellings"], doc["results"] = [], []
-    doc["suppressed"] = [{"attribute": "race", "group": "d", "labelling": None, "cluster": None}]
-    page = report.render_html(AuditRun.from_json(doc))
-    exclusions = section_html(page, "exclusions")
-    assert "all (group sizes)" in exclusions
-    assert "None" not in " ".join(parse(exclusions).text)

@@ -345,8 +345,8 @@ class FairDen(ClusterMixin, BaseEstimator):
                     "(reported in excluded_)."
                 )
             keep = ~np.isin(group, small)
-            # info, not warning: the sizes are small counts (disclosure control); the fairaudit
-            # report states the exclusion with its published sizes, estimator users read excluded_
+            # info, not warning: the fairaudit report states the exclusion; estimator users
+            # read excluded_
             logger.info("FairDen: excluding %d rows of small groups %s", (~keep).sum(), desc)
         self.excluded_ = ExcludedGroups(
             groups=tuple(names[g] for g in small),

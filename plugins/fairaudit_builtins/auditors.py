@@ -18,7 +18,6 @@ from fairaudit.data import GroupTable
 from fairaudit.hookspecs import hookimpl
 from fairaudit.metrics import counting, intervals
 from fairaudit.metrics.bootstrap import in_blocks
-from fairaudit.metrics.bounds import MetricBounds, TableBox, metric_bounds, per_cluster_bounds
 
 HIGHER = Direction.HIGHER_IS_BETTER
 LOWER = Direction.LOWER_IS_BETTER
@@ -38,18 +37,6 @@ def _wanted(metrics: Collection[str] | None, names: Collection[str]) -> list[str
     """The metrics of ``names`` to compute: all, or those asked for (host: the ones that need a
     percentile interval)."""
     return [m for m in names if metrics is None or m in metrics]
-
-
-def _bounds(box: TableBox, metrics: Mapping[str, str | None], *, wd_ground: str = "zero-one"
-            ) -> dict[str, MetricBounds]:
-    """Bounds of ``metrics`` ({metric: per-cluster kind or None}) over the tables of ``box``."""
-    out: dict[str, MetricBounds] = {}
-    for metric, kind in metrics.items():
-        b = metric_bounds(metric, box, wd_ground=wd_ground)
-        if b is not None:
-            pc = per_cluster_bounds(kind, box) if kind is not None else None
-            out[metric] = MetricBounds(b[0], b[1], pc)
-    return out
 
 
 def _first(batch: Mapping[str, np.ndarray]) -> dict[str, float]:
@@ -143,12 +130,6 @@ class BalanceAuditor(CountingAuditor):
                 lambda c: counting.noise_adjusted_balance(c, table.n_noise))
         want = _wanted(metrics, fns)
         return in_blocks(lambda c: {k: fns[k](c) for k in want}, counts)
-
-    def bounds(self, box: TableBox) -> Mapping[str, MetricBounds]:
-        metrics: dict[str, str | None] = {"balance": "balance", "balance_mean": "balance"}
-        if box.noise_hi > 0:
-            metrics["balance_noise_adjusted"] = None
-        return _bounds(box, metrics)
 
     def breakdown(self, table: GroupTable) -> Sequence[Mapping[str, Any]]:
         pc = counting.balance_per_cluster(table.counts)
@@ -270,15 +251,6 @@ class DistributionAuditor(CountingAuditor):
 
         return in_blocks(block, counts)
 
-    def bounds(self, box: TableBox) -> Mapping[str, MetricBounds]:
-        ground = self.wd_ground if self.wd_ground != "auto" else (
-            "ordinal" if box.ordinal else "zero-one")
-        if ground not in ("zero-one", "ordinal"):
-            return _bounds(box, {m: "ed" for m in ("ed", "ed_max", "ed_sum")})
-        wd = f"wd:{ground}"
-        return _bounds(box, {"wd": wd, "wd_max": wd, "wd_sum": wd,
-                             "ed": "ed", "ed_max": "ed", "ed_sum": "ed"}, wd_ground=ground)
-
     def breakdown(self, table: GroupTable) -> Sequence[Mapping[str, Any]]:
         ed = counting.ed_per_cluster(table.counts)
         wd = counting.wd_per_cluster(table.counts, ground=self._ground(table))
@@ -379,11 +351,6 @@ class CapacityAuditor(CountingAuditor):
         }
         want = _wanted(metrics, fns)
         return in_blocks(lambda c: {k: fns[k](c) for k in want}, counts)
-
-    def bounds(self, box: TableBox) -> Mapping[str, MetricBounds]:
-        return _bounds(box, {"fairness_cce": "fairness_cce", "cce": None, "mnce": "nce",
-                             "ne": None, "fce_fair": "fce_fair", "balance_prime": None,
-                             "proportion": None})
 
     def breakdown(self, table: GroupTable) -> Sequence[Mapping[str, Any]]:
         return (

@@ -85,8 +85,6 @@ class ExplainSection(ReportSection):
                 "direction": r.get("direction"),
                 "value": r.get("value"),
                 "ci": r.get("ci"),
-                "withheld": bool(r.get("withheld")),
-                "bounds": r.get("bounds"),
                 "explanation": str(r["explanation"]),
             })
         glossary = [

@@ -278,17 +278,9 @@ class TwinsSection(ReportSection):
     def context(self, run: Any) -> dict[str, Any]:
         entries = [dict(e) for e in run.doc.get("twins") or ()]
         for e in entries:
-            for key in ("fair_bounds", "twin_bounds", "gain_bounds"):
-                e.setdefault(key, None)
-            e.setdefault("withheld", False)
-            if e["withheld"]:  # disclosure control: only the published range of the gain
-                gb = e["gain_bounds"]
-                e["fairer"] = True if gb and gb[0] > 0 else None
-                e["verdict"] = _withheld_verdict(gb)
-            else:
-                gain, loss = finite(e.get("gain")), finite(e.get("quality_loss"))
-                e["fairer"] = None if gain is None else gain > 0
-                e["verdict"] = _verdict(gain, loss)
+            gain, loss = finite(e.get("gain")), finite(e.get("quality_loss"))
+            e["fairer"] = None if gain is None else gain > 0
+            e["verdict"] = _verdict(gain, loss)
         shown = [e for e in entries if finite(e.get("gain")) is not None]
         svg = None
         if shown:
@@ -300,17 +292,6 @@ class TwinsSection(ReportSection):
                 reference=0.0, fmt="{:+.3f}",
             )
         return {"entries": entries, "svg": svg}
-
-
-def _withheld_verdict(gain_bounds: Any) -> str:
-    if not gain_bounds:
-        return "withheld (disclosure control): not comparable from the published counts"
-    lo, hi = gain_bounds
-    if lo > 0:
-        return "fairer (withheld values; the published bounds show it)"
-    if hi <= 0:
-        return "no fairness gained over the twin (withheld values; the published bounds show it)"
-    return "withheld (disclosure control): the published bounds do not decide"
 
 
 def _verdict(gain: float | None, loss: float | None) -> str:

@@ -17,7 +17,7 @@ composition  300   per labelling: cluster sizes, group share per cluster vs popu
                    heatmap (cluster x group), counts
 metrics      400   every metric side by side for all labellings
 audit_result 600   per auditor without its own section: results and per-cluster breakdown
-exclusions   800   excluded rows and columns, noise, small groups, suppressed cells
+exclusions   800   excluded rows and columns, noise, groups too small to judge
 metadata     900   versions, seed, chain, options, plugins, timings, input fingerprint
 ===========  ====  ==========================================================================
 
@@ -42,9 +42,6 @@ MAX_GROUPS = 20
 MAX_CLUSTERS = 40
 """Charts and tables show at most this many clusters of one labelling (the worst by balance,
 then the largest) with a note "N of M shown"; the JSON keeps all of them."""
-
-MAX_LISTED = 500
-"""The exclusions section lists at most this many suppressed cells (the JSON lists all)."""
 
 STATUS_RANK = {"fail": 0, "warn": 1, "not_applicable": 2, "pass": 3, "not_evaluated": 4}
 
@@ -105,8 +102,6 @@ def result_cell(r: Mapping[str, Any] | None) -> dict[str, Any]:
             "threshold": None,
             "notes": [],
             "best": False,
-            "withheld": False,
-            "bounds": None,
         }
     return {
         "present": True,
@@ -116,8 +111,6 @@ def result_cell(r: Mapping[str, Any] | None) -> dict[str, Any]:
         "threshold": r.get("threshold"),
         "notes": list(r.get("notes") or ()),
         "best": False,
-        "withheld": bool(r.get("withheld")),
-        "bounds": r.get("bounds"),
     }
 
 
@@ -217,9 +210,7 @@ def threshold_checks(run: Any) -> list[dict[str, Any]]:
                 "attribute": r.get("attribute"),
                 "value": r.get("value"),
                 "ci": r.get("ci"),
-                "withheld": bool(r.get("withheld")),
-                "bounds": r.get("bounds"),
-                "judged": None if r.get("withheld") else judged,
+                "judged": judged,
                 "on": th.get("on", "value"),
                 "threshold": th,
                 "severity": th.get("severity", "error"),
@@ -315,7 +306,7 @@ def composition_chart(
 def balance_cells(comp: Mapping[str, Any]) -> list[list[float | None]]:
     """Group x cluster balance ``min(r_g / r_g(k), r_g(k) / r_g)`` from composition shares
     (``r_g`` = population share, ``r_g(k)`` = share of the group within cluster k). 0 when the
-    group is absent from the cluster; ``None`` when the share is suppressed or undefined.
+    group is absent from the cluster; ``None`` when the share is undefined.
     The minimum of a cluster's column over groups is that cluster's balance."""
     pop = comp.get("population_share") or []
     shares = comp.get("cluster_share") or []
@@ -356,7 +347,7 @@ def balance_heatmap(
 
 
 def counts_table(comp: Mapping[str, Any]) -> dict[str, Any]:
-    """Group x cluster counts and shares for a table (``None`` = suppressed)."""
+    """Group x cluster counts and shares for a table."""
     groups = list(comp.get("groups") or ())
     clusters = list(comp.get("clusters") or ())
     counts = comp.get("counts") or []
@@ -436,7 +427,6 @@ def per_cluster_matrix(results: Iterable[Mapping[str, Any]], run: Any,
     keys (e.g. ``worst_group``) are kept as ``extras``."""
     attr_rank = attribute_order(run)
     cells: dict[tuple[str, Any], dict[Any, Any]] = {}
-    bounds: dict[tuple[str, Any], dict[Any, Any]] = {}
     extras: dict[tuple[str, Any], dict[Any, dict[str, Any]]] = {}
     sizes: dict[Any, Any] = {}
     order: dict[tuple[str, Any], tuple[int, int]] = {}
@@ -447,12 +437,10 @@ def per_cluster_matrix(results: Iterable[Mapping[str, Any]], run: Any,
             order.setdefault(key, (len(order), attr_rank.get(r.get("attribute"), 99)))
             c = row.get("cluster")
             cells.setdefault(key, {})[c] = row.get("value")
-            if row.get("bounds") is not None:
-                bounds.setdefault(key, {})[c] = row["bounds"]
             if row.get("n") is not None:
                 sizes.setdefault(c, row.get("n"))
             more = {k: v for k, v in row.items()
-                    if k not in ("metric", "cluster", "value", "n", "withheld", "bounds")}
+                    if k not in ("metric", "cluster", "value", "n")}
             if more:
                 extras.setdefault(key, {})[c] = more
     clusters = sorted({c for d in cells.values() for c in d}, key=lambda c: (str(type(c)), c))
@@ -467,7 +455,6 @@ def per_cluster_matrix(results: Iterable[Mapping[str, Any]], run: Any,
                 "metric": key[0],
                 "attribute": key[1],
                 "values": [cells[key].get(c) for c in clusters],
-                "bounds": [bounds.get(key, {}).get(c) for c in clusters],
                 "extras": [
                     ", ".join(_short(v) for _, v in sorted(extras[key][c].items()))
                     if c in extras.get(key, {})
@@ -507,7 +494,6 @@ def headline_chart(run: Any, auditor: str, metric: str) -> str | None:
         labels,
         [r.get("value") for r in rows],
         errors=[r.get("ci") for r in rows],
-        ranges=[r.get("bounds") if r.get("value") is None else None for r in rows],
         reference=reference,
         reference_label=reference_label,
         colors=colors,
@@ -554,7 +540,6 @@ class SummarySection(ReportSection):
             "labellings": [
                 {"name": lab["name"], "caption": labelling_caption(lab)} for lab in run.labellings
             ],
-            "n_suppressed": len(doc.get("suppressed") or ()),
             "ci_level": ((doc.get("chain") or {}).get("options") or {}).get("ci_level", 0.95),
             "notes": [str(n) for n in doc.get("notes") or ()],
             "degenerate": degenerate_labellings(run),
@@ -640,13 +625,6 @@ THRESHOLD_KEYS = {
     "source": "",
 }
 PLUGIN_KEYS = {"name": "", "package": "", "version": ""}
-SUPPRESSED_KEYS = {
-    "labelling": None,
-    "attribute": None,
-    "group": None,
-    "cluster": None,
-    "reason": "",
-}
 TIMING_KEYS = {"kind": "", "step": "", "labelling": None, "seconds": None}
 
 
@@ -813,8 +791,6 @@ class AuditResultSection(ReportSection):
                     "direction": r.get("direction"),
                     "value": r.get("value"),
                     "ci": r.get("ci"),
-                    "withheld": bool(r.get("withheld")),
-                    "bounds": r.get("bounds"),
                     "status": r.get("status", "not_evaluated"),
                     "threshold": r.get("threshold"),
                     "judged": r.get("judged"),
@@ -848,16 +824,15 @@ class AuditResultSection(ReportSection):
 
 class ExclusionsSection(ReportSection):
     name = "exclusions"
-    title = "Exclusions and suppressed cells"
+    title = "Exclusions and small groups"
     order = 800
     template = "sections/exclusions.html.j2"
-    description = "Rows and columns left out, noise, small groups, and suppressed counts."
+    description = "Rows and columns left out, noise, and groups too small to judge."
 
     def applies(self, run: Any) -> bool:
         c = self.context(run)
         return bool(
             c["exclusions"] or c["excluded_columns"] or c["noise"] or c["small_groups"]
-            or c["suppressed"]
         )  # fmt: skip
 
     def context(self, run: Any) -> dict[str, Any]:
@@ -869,11 +844,6 @@ class ExclusionsSection(ReportSection):
             for g in (inp.get("groups") or {}).get(attr) or ():
                 if g.get("small"):
                     small.append({"attribute": attr, **g})
-        suppressed = [_defaults(s, SUPPRESSED_KEYS) for s in doc.get("suppressed") or ()]
-        by_lab: dict[tuple[Any, Any], int] = {}
-        for s in suppressed:
-            key = (s["labelling"], s["attribute"])
-            by_lab[key] = by_lab.get(key, 0) + 1
         return {
             "exclusions": sorted((inp.get("exclusions") or {}).items()),
             "excluded_columns": sorted((inp.get("excluded_columns") or {}).items()),
@@ -887,13 +857,7 @@ class ExclusionsSection(ReportSection):
                 if finite(lab.get("n_noise"))
             ],
             "small_groups": small,
-            "suppressed": suppressed,
-            "suppressed_summary": [
-                {"labelling": k[0], "attribute": k[1], "cells": v} for k, v in by_lab.items()
-            ],
-            "min_cell": options.get("min_cell"),
-            "suppress": options.get("suppress", True),
-            "max_listed": MAX_LISTED,
+            "min_cell": options.get("min_cell", 10),
         }
 
 

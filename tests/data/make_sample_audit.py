@@ -65,7 +65,6 @@ def make(xss=False):
             "sex|race": v,
         }
 
-    suppressed = []
     labellings = []
     results = []
     thresholds = [
@@ -144,20 +143,6 @@ def make(xss=False):
             share = T / T.sum(0, keepdims=True)
             counts = T.tolist()
             cshare = [[r4(x) for x in row] for row in share]
-            for g in range(T.shape[0]):
-                for c in range(k):
-                    if T[g, c] < min_cell:
-                        counts[g][c] = None
-                        cshare[g][c] = None
-                        suppressed.append(
-                            {
-                                "labelling": name,
-                                "attribute": attr,
-                                "group": groups[g],
-                                "cluster": c,
-                                "reason": f"cell below min_cell={min_cell}",
-                            }
-                        )
             comp[attr] = {
                 "groups": groups,
                 "clusters": list(range(k)),
@@ -390,7 +375,7 @@ def make(xss=False):
         groups_block[attr] = [
             {
                 "group": g,
-                "n": (int(n) if n >= min_cell else None),
+                "n": int(n),
                 "share": r4(n / T.sum()),
                 "small": bool(n < min_cell),
             }
@@ -421,7 +406,7 @@ def make(xss=False):
     if xss:
         cols.append("<script>alert(1)</script>")
     doc = {
-        "schema_version": "1.0",
+        "schema_version": "1.1",
         "tool": {"name": "fairaudit", "version": "0.1.0"},
         "status": overall,
         "input": {
@@ -473,7 +458,6 @@ def make(xss=False):
             "thresholds": thresholds,
             "options": {
                 "min_cell": min_cell,
-                "suppress": True,
                 "bootstrap": 200,
                 "ci_level": 0.95,
                 "on_null": "exclude",
@@ -556,7 +540,7 @@ def make(xss=False):
                 "expected": "finite values",
             },
         ],
-        "suppressed": suppressed,
+        "privacy": {"mode": "exact"},
         "environment": {
             "python": "3.11.7",
             "platform": "Linux-6.1.0-x86_64-with-glibc2.36",
