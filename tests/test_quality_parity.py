@@ -57,7 +57,7 @@ def _results(doc) -> dict[tuple[str, str], dict]:
 def test_api_matches_sklearn_per_group_with_noise_left_out():
     df = _table(noise=25)
     run = fairaudit.audit(df, sensitive=["sex", "race"], labels="segment",
-                          audit=["quality_parity"], min_cell=0)
+                          audit=["quality_parity"])
     got = _results(run.doc)
     ref = _reference(df)
     assert set(got) == set(ref)  # each attribute and the intersection, both metrics
@@ -70,7 +70,9 @@ def test_api_matches_sklearn_per_group_with_noise_left_out():
         assert any("25 noise rows" in n for n in r["notes"])
     sex_cost = got[("cost_ratio", "sex")]
     assert sex_cost["detail"]["worst_group"] == "F"
-    assert sex_cost["notes"][0].startswith("Worse served: 'F' of 'sex'")
+    assert sex_cost["notes"][0].startswith("Worse served: 'F' of 'sex' — mean distance to the own centre")
+    f, m = (g["mean"] for g in sorted(sex_cost["detail"]["groups"], key=lambda g: g["group"]))
+    assert f"{f:.3f}, against {m:.3f} for 'M'" in sex_cost["notes"][0]
     assert sex_cost["detail"]["centres"] == "cluster means"
 
 
@@ -80,7 +82,7 @@ def test_cli_gate_and_sample(tmp_path, cli):
     path = tmp_path / "t.parquet"
     _table().write_parquet(path)
     out = tmp_path / "r.html"
-    args = ["audit", str(path), "--sensitive", "sex", "--labels", "segment", "--min-cell", "0",
+    args = ["audit", str(path), "--sensitive", "sex", "--labels", "segment",
             "--audit", "quality_parity:max_rows=200", "--out", str(out), "-q"]
     res = cli.invoke(main, [*args, "--fail-over", "cost_ratio=1.05"])
     assert res.exit_code == 1, res.output  # F rows are 1.6x as spread: the gate fails
@@ -100,12 +102,12 @@ def test_chain(tmp_path):
         '[data]\nsensitive = ["sex"]\nlabels = "segment"\n\n'
         '[[audit]]\nuse = "quality_parity"\nparams = { squared = true, n_bootstrap = 50 }\n'
     )
-    run = fairaudit.audit(str(path), sensitive=["sex"], chain=chain, min_cell=0)
+    run = fairaudit.audit(str(path), sensitive=["sex"], chain=chain)
     r = _results(run.doc)[("cost_ratio", "sex")]
     assert r["detail"]["squared"] is True and r["detail"]["n_bootstrap"] == 50
     assert r["value"] > 1.5  # squared distances: about 1.6² times as high
 
 
 def test_not_a_default_auditor():
-    run = fairaudit.audit(_table(), sensitive=["sex"], labels="segment", min_cell=0)
+    run = fairaudit.audit(_table(), sensitive=["sex"], labels="segment")
     assert not _results(run.doc)

@@ -202,11 +202,12 @@ class QualityParityAuditor(Auditor):
             own.append(f"Left out of {attribute!r} (fewer than {self.min_group} rows): "
                        + ", ".join(g.left_out) + ".")
         if g.worst is not None and g.best is not None and np.isfinite(g.value):
-            # no numbers here: under disclosure control the value and ``detail`` may be
-            # withheld, the notes are not
-            own.insert(0, f"Worse served: {g.worst!r} of {attribute!r} has the "
-                          + ("lowest " if higher_is_better else "highest ")
-                          + f"{what}; {g.best!r} the best (group means in the detail).")
+            by = dict(zip(g.groups, g.means, strict=True))
+            spread = (f"{g.value:.3f} lower" if kind == "difference"
+                      else f"{g.value:.2f} times as high")
+            own.insert(0, f"Worse served: {g.worst!r} of {attribute!r} — {what} "
+                          f"{by[g.worst]:.3f}, against {by[g.best]:.3f} for {g.best!r} "
+                          f"({spread}).")
         detail = {
             **detail,
             "groups": [{"group": n, "n": s, "mean": finite(m)}
