@@ -48,6 +48,16 @@ def audit(
     twins: bool | None = None,
     baseline: str | Path | Mapping[str, Any] | AuditRun | None = None,
     tolerance: Mapping[str, float] | None = None,
+    publish: bool | None = None,
+    epsilon: float | None = None,
+    privacy_budget: float | None = None,
+    ledger: str | Path | None = None,
+    privacy_source: str | None = None,
+    dp_categories: Mapping[str, Sequence[str]] | None = None,
+    dp_clusters: Sequence[str] | None = None,
+    dp_fitted: str | None = None,
+    dp_domain: str | None = None,
+    delta: float | None = None,
 ) -> AuditRun:
     """Audit ``data`` (a path, directory or glob, a polars DataFrame/LazyFrame, or a pandas
     DataFrame — converted column by column, pyarrow not needed).
@@ -72,8 +82,17 @@ def audit(
     has exact values, small groups included (for people allowed to see the data);
     ``suppress`` is retired: ``False`` is accepted with a :class:`FutureWarning`, ``True``
     raises :class:`~fairaudit.errors.ConfigError`.
+    ``publish=True`` makes a differentially private release instead of the analyst's exact
+    report (docs/privacy.md): ``epsilon`` (default 1.0) is what it spends, ``privacy_budget``
+    the total the ``ledger`` (default ``$XDG_STATE_HOME/fairaudit/ledger.json``) allows for the
+    data source (``privacy_source``, default the input's path); ``dp_categories`` /
+    ``dp_clusters`` declare the public group and cluster names; ``dp_fitted="conditional"``
+    accepts publishing clusterings fitted on the same rows; ``dp_domain="private"`` chooses the
+    released cells privately (a threshold; ``delta``, default 1e-7). They override a chain's
+    ``[privacy]`` table; bad values raise ``ConfigError`` naming the parameter.
     """
     from fairaudit.chain import (
+        API_NAMES,
         chain_from_flags,
         load_chain,
         parse_threshold_flag,
@@ -105,6 +124,13 @@ def audit(
         on_null=on_null, on_nonfinite=on_nonfinite, audits=_component_flags(audit),
         skip_audits=[skip_audit] if isinstance(skip_audit, str) else skip_audit,
         timing=timing, base=load_chain(chain) if chain else None, twins=twins,
+        privacy={"publish": publish, "epsilon": epsilon, "budget": privacy_budget,
+                 "ledger": None if ledger is None else str(ledger), "source": privacy_source,
+                 "categories": None if dp_categories is None else
+                 {str(a): tuple(str(g) for g in v) for a, v in dp_categories.items()},
+                 "clusters": None if dp_clusters is None else tuple(str(c) for c in dp_clusters),
+                 "fitted": dp_fitted, "domain": dp_domain, "delta": delta},
+        privacy_names=API_NAMES,
     )
     from fairaudit.baseline import BaselineOptions, attach_comparison, resolve
 

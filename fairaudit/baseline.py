@@ -94,9 +94,17 @@ def resolve(cli_baseline: str | None, cli_tolerance: Sequence[str], chain_file: 
 
 def attach_comparison(run: Any, options: BaselineOptions) -> Any:
     """The run with ``doc["comparison"]`` added and its status combined (see module doc)."""
-    from fairaudit.compare import compare
+    from fairaudit.compare import compare, load_audit
+    from fairaudit.errors import ConfigError
     from fairaudit.results import AuditRun
 
+    if (run.doc.get("privacy") or {}).get("mode") == "dp":
+        base = load_audit(options.baseline, what="baseline")
+        if (base.get("privacy") or {}).get("mode") != "dp":
+            raise ConfigError(
+                f"{options.source}: a published (--publish) release can only be "
+                "compared with another published release; this baseline holds exact values, "
+                "and the comparison would publish them")
     cmp = compare(options.baseline, run.doc, tolerance=dict(options.tolerance),
                   allow_version_change=options.allow_version_change)
     cmp["current"]["file"] = None

@@ -98,8 +98,23 @@ _ENGINE_KEYS = {
     "workers": "start a local Dask cluster of this many worker processes",
 }
 ENGINE_NAMES = ("local", "dask")
+_PRIVACY_KEYS = {
+    "publish": "true: make a differentially private release (docs/privacy.md)",
+    "epsilon": "privacy loss of one release (pure epsilon-DP), a finite number > 0",
+    "budget": "total epsilon the ledger allows for this data source",
+    "ledger": "path of the privacy ledger (default $XDG_STATE_HOME/fairaudit/ledger.json)",
+    "source": "name of the data source in the ledger (default: the input's absolute path)",
+    "categories": "table: attribute = [its groups], the declared (public) group domain",
+    "clusters": "the declared (public) cluster names of a labels column",
+    "fitted": "'refuse' (default) or 'conditional': publish labellings fitted on these rows",
+    "domain": "'public' (declared or observed groups, every cell noised) or 'private' (cells "
+              "chosen privately by a threshold; needs delta)",
+    "delta": "delta of the 'private' domain (default 1e-7; > 0 and <= 1e-3)",
+}
+FITTED_CHOICES = ("refuse", "conditional")
+DOMAIN_CHOICES = ("public", "private")
 _TOP_KEYS = {"data", "options", "preprocess", "cluster", "audit", "threshold", "compare",
-             "engine"}
+             "engine", "privacy"}
 
 
 @dataclass(frozen=True)
@@ -148,6 +163,89 @@ class Options:
 
 
 @dataclass(frozen=True)
+class PrivacySpec:
+    """The ``[privacy]`` table (``--publish`` ...; ``fairaudit.audit(publish=...)``): whether the
+    run makes a differentially private release, and its parameters (docs/privacy.md)."""
+
+    publish: bool = False
+    epsilon: float = 1.0
+    budget: float | None = None
+    ledger: str | None = None
+    source: str | None = None
+    categories: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    clusters: tuple[str, ...] | None = None
+    fitted: str = "refuse"
+    domain: str = "public"
+    delta: float = 1e-7
+
+    def to_json(self) -> dict[str, Any]:
+        return {"publish": self.publish, "epsilon": self.epsilon, "budget": self.budget,
+                "categories": {k: list(v) for k, v in self.categories.items()},
+                "clusters": None if self.clusters is None else list(self.clusters),
+                "fitted": self.fitted, "domain": self.domain, "delta": self.delta}
+
+
+def privacy_problems(p: PrivacySpec, name: Mapping[str, str]) -> list[tuple[str, str]]:
+    """What is wrong with ``p``: ``(parameter, message)`` pairs, the parameter spelled by
+    ``name`` (``privacy.epsilon`` in a chain, ``--epsilon`` on the command line, ``epsilon=``
+    in the API). The one check of privacy parameters for chain, CLI and API."""
+    import math
+
+    out: list[tuple[str, str]] = []
+
+    def number(v: Any) -> bool:
+        return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+
+    if not number(p.epsilon) or p.epsilon <= 0:
+        out.append((name["epsilon"], f"must be a finite number > 0; got {p.epsilon!r}"))
+    if p.budget is not None:
+        if not number(p.budget) or p.budget <= 0:
+            out.append((name["budget"], f"must be a finite number > 0; got {p.budget!r}"))
+        elif number(p.epsilon) and p.budget < p.epsilon:
+            out.append((name["budget"], f"{p.budget!r} is below one release (epsilon "
+                        f"{p.epsilon!r}): no release could ever be made"))
+    if p.domain not in DOMAIN_CHOICES:
+        out.append((name["domain"], f"must be one of {', '.join(DOMAIN_CHOICES)}; got "
+                    f"{p.domain!r}"))
+    if not number(p.delta) or not 0 < p.delta <= 1e-3:
+        out.append((name["delta"], f"must be a number > 0 and <= 1e-3; got {p.delta!r}"))
+    if p.fitted not in FITTED_CHOICES:
+        out.append((name["fitted"], f"must be one of {', '.join(FITTED_CHOICES)}; got "
+                    f"{p.fitted!r}"))
+    for attr, groups in p.categories.items():
+        if not isinstance(groups, tuple | list) or not groups or len(set(groups)) != len(groups):
+            out.append((f"{name['categories']}.{attr}" if name["categories"].startswith("privacy")
+                        else name["categories"],
+                        f"{attr}: must be a non-empty list of distinct group names"))
+    if p.clusters is not None and (not p.clusters or len(set(p.clusters)) != len(p.clusters)):
+        out.append((name["clusters"], "must be a non-empty list of distinct cluster names"))
+    for key in ("ledger", "source"):
+        v = getattr(p, key)
+        if v is not None and (not isinstance(v, str) or not v.strip()):
+            out.append((name[key], f"must be a non-empty string; got {v!r}"))
+    return out
+
+
+_TOML_NAMES = {k: f"privacy.{k}" for k in _PRIVACY_KEYS}
+FLAG_NAMES = {"publish": "--publish", "epsilon": "--epsilon", "budget": "--privacy-budget",
+              "ledger": "--ledger", "source": "--privacy-source", "categories": "--dp-categories",
+              "clusters": "--dp-clusters", "fitted": "--dp-fitted", "domain": "--dp-domain",
+              "delta": "--delta"}
+API_NAMES = {"publish": "publish=", "epsilon": "epsilon=", "budget": "privacy_budget=",
+             "ledger": "ledger=", "source": "privacy_source=", "categories": "dp_categories=",
+             "clusters": "dp_clusters=", "fitted": "dp_fitted=", "domain": "dp_domain=",
+             "delta": "delta="}
+
+
+def check_privacy(p: PrivacySpec, names: Mapping[str, str] = FLAG_NAMES) -> PrivacySpec:
+    """``p`` if valid, else :class:`ConfigError` naming every bad parameter (exit 2)."""
+    problems = privacy_problems(p, names)
+    if problems:
+        raise ConfigError("; ".join(f"{k}: {m}" for k, m in problems))
+    return p
+
+
+@dataclass(frozen=True)
 class EngineSpec:
     """The ``[engine]`` table: where the passes over every row run (:mod:`fairaudit.engines`).
 
@@ -174,6 +272,7 @@ class ChainSpec:
     problems: tuple[tuple[str, str], ...] = ()
     """Problems found while parsing; reported together with validation's (all at once)."""
     engine: EngineSpec = EngineSpec()
+    privacy: PrivacySpec = PrivacySpec()
 
     def to_json(self) -> dict[str, Any]:
         def step(s: StepSpec) -> dict[str, Any]:
@@ -258,6 +357,7 @@ def parse_chain(doc: Mapping[str, Any], *, source: str = "<chain>") -> ChainSpec
     data = _parse_data(data_doc, problems)
     options = _parse_options(opt_doc, problems)
     engine = _parse_engine(doc.get("engine", {}), problems)
+    privacy = _parse_privacy(doc.get("privacy", {}), problems)
     steps: dict[str, list[StepSpec]] = {}
     thresholds: list[Threshold] = []
     for kind in ("preprocess", "cluster", "audit"):
@@ -308,7 +408,39 @@ def parse_chain(doc: Mapping[str, Any], *, source: str = "<chain>") -> ChainSpec
         thresholds=tuple(thresholds),
         source=source,
         engine=engine,
+        privacy=privacy,
     )
+
+
+def _parse_privacy(d: Any, problems: _Problems) -> PrivacySpec:
+    """``[privacy]``: checked by :func:`privacy_problems`, as the CLI's and the API's values."""
+    if not isinstance(d, Mapping):
+        problems.add("privacy", f"must be a table ([privacy]); got {d!r}")
+        return PrivacySpec()
+    problems.unknown_keys(d, _PRIVACY_KEYS, "privacy")
+    kw: dict[str, Any] = {k: d[k] for k in ("epsilon", "budget", "ledger", "source", "fitted",
+                                            "domain", "delta") if k in d}
+    if "publish" in d:
+        if isinstance(d["publish"], bool):
+            kw["publish"] = d["publish"]
+        else:
+            problems.add("privacy.publish", f"must be true or false; got {d['publish']!r}")
+    if "categories" in d:
+        c = d["categories"]
+        if isinstance(c, Mapping) and all(isinstance(v, list) for v in c.values()):
+            kw["categories"] = {str(k): tuple(str(x) for x in v) for k, v in c.items()}
+        else:
+            problems.add("privacy.categories", "must be a table: attribute = [its groups]")
+    if "clusters" in d:
+        if isinstance(d["clusters"], list):
+            kw["clusters"] = tuple(str(x) for x in d["clusters"])
+        else:
+            problems.add("privacy.clusters", "must be a list of cluster names")
+    spec = PrivacySpec(**kw)
+    bad = privacy_problems(spec, _TOML_NAMES)
+    for path, msg in bad:
+        problems.add(path, msg)
+    return PrivacySpec() if bad else spec
 
 
 def _parse_engine(d: Any, problems: _Problems) -> EngineSpec:
@@ -845,6 +977,8 @@ def chain_from_flags(
     timing: bool | None = None,
     base: ChainSpec | None = None,
     twins: bool | None = None,
+    privacy: Mapping[str, Any] | None = None,
+    privacy_names: Mapping[str, str] = FLAG_NAMES,
 ) -> ChainSpec:
     """Build a chain from ``fairaudit audit`` flags (optionally over a ``--chain`` file).
 
@@ -854,11 +988,22 @@ def chain_from_flags(
     auditors are :data:`DEFAULT_AUDITORS`; ``audits`` (``--audit NAME[:k=v,...]``) replaces them
     (or, over a chain file, adds to its ``[[audit]]`` steps) and ``skip_audits``
     (``--skip-audit NAME``) leaves auditors out, e.g. the slow ``proxy``.
+    ``privacy`` holds the privacy parameters given as flags (``PrivacySpec`` field -> value; a
+    ``None`` value is not given): they override the chain file's ``[privacy]`` table and are
+    checked by :func:`check_privacy`, the parameter named as in ``privacy_names``.
     """
     if min_cell is not None and (isinstance(min_cell, bool) or not isinstance(min_cell, int)
                                  or min_cell < 1):
         raise ConfigError(f"min_cell: must be an int >= 1 (groups with fewer rows are too "
                           f"small to judge); got {min_cell!r}")
+    given_privacy = {k: v for k, v in (privacy or {}).items() if v is not None}
+    unknown = set(given_privacy) - set(PrivacySpec.__dataclass_fields__)
+    if unknown:
+        raise ConfigError(f"unknown privacy parameter(s): {sorted(unknown)}")
+    privacy_spec = check_privacy(
+        replace(base.privacy if base is not None else PrivacySpec(), **given_privacy),
+        privacy_names,
+    )
     audit_steps: list[StepSpec] = []
     for i, text in enumerate(audits):
         name, params = parse_component_flag(text, "--audit")
@@ -902,6 +1047,7 @@ def chain_from_flags(
             base,
             data=data,
             options=opts,
+            privacy=privacy_spec,
             cluster=base.cluster + tuple(cluster_steps),
             audit=_skip(base.audit + tuple(audit_steps), skip),
             thresholds=tuple(thresholds) + base.thresholds,
@@ -950,6 +1096,7 @@ def chain_from_flags(
         audit=tuple(audit),
         thresholds=tuple(thresholds),
         source=source,
+        privacy=privacy_spec,
     )
 
 

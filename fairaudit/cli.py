@@ -183,6 +183,59 @@ def _make_engine(spec: Any, engine_name: str | None, scheduler: str | None,
     return engine_for(spec.engine, name=engine_name, scheduler=scheduler, workers=workers)
 
 
+def _privacy_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """--publish and its parameters (docs/privacy.md); they override the chain's [privacy]."""
+    opts = [
+        click.option("--publish", is_flag=True, default=None,
+                     help="Make a differentially private release (shareable) instead of the "
+                     "analyst's exact report; see docs/privacy.md."),
+        click.option("--epsilon", type=float, default=None, metavar="EPS",
+                     help="Privacy loss of this release (pure epsilon-DP) [default: 1.0]."),
+        click.option("--privacy-budget", type=float, default=None, metavar="EPS",
+                     help="Total epsilon the ledger allows for this data source; a release "
+                     "that would pass it exits 2."),
+        click.option("--ledger", type=click.Path(dir_okay=False), default=None, metavar="PATH",
+                     help="Privacy ledger [default: $XDG_STATE_HOME/fairaudit/ledger.json]."),
+        click.option("--privacy-source", default=None, metavar="NAME",
+                     help="Name of the data source in the ledger [default: the input's path]."),
+        click.option("--dp-categories", multiple=True, metavar="ATTR=G1,G2",
+                     help="Declare the public groups of a sensitive attribute (repeatable); "
+                     "undeclared attributes use the groups observed, assumed public."),
+        click.option("--dp-clusters", default=None, metavar="C1,C2",
+                     help="Declare the public cluster names of the labels column."),
+        click.option("--dp-fitted", type=click.Choice(["refuse", "conditional"]), default=None,
+                     help="Publish clusterings fitted on these rows, with a guarantee "
+                     "conditional on the clustering [default: refuse]."),
+        click.option("--dp-domain", type=click.Choice(["public", "private"]), default=None,
+                     help="public: declared or observed groups, every cell noised (pure DP); "
+                     "private: cells chosen privately by a threshold ((epsilon, delta)-DP) "
+                     "[default: public]."),
+        click.option("--delta", type=float, default=None, metavar="DELTA",
+                     help="delta of --dp-domain private [default: 1e-7]."),
+    ]
+    for opt in reversed(opts):
+        fn = opt(fn)
+    return fn
+
+
+def _privacy_flags(publish, epsilon, budget, ledger, source, categories, clusters, fitted,
+                   domain, delta) -> dict[str, Any]:
+    from fairaudit.errors import ConfigError
+
+    cats: dict[str, tuple[str, ...]] | None = None
+    if categories:
+        cats = {}
+        for text in categories:
+            attr, sep, groups = text.partition("=")
+            if not sep or not attr.strip():
+                raise ConfigError(f"--dp-categories: expected ATTR=G1,G2,...; got {text!r}")
+            cats[attr.strip()] = _split([groups])
+    return {"publish": publish, "epsilon": epsilon, "budget": budget, "ledger": ledger,
+            "source": source, "categories": cats,
+            "clusters": None if clusters is None else _split([clusters]), "fitted": fitted,
+            "domain": domain, "delta": delta}
+
+
 def _host(disabled: Sequence[str]) -> Any:
     from fairaudit.plugins import Host
 
@@ -281,13 +334,15 @@ def _default_json(out: Path) -> Path:
               help="Also compare with this earlier audit and gate on it (see `fairaudit compare`).")
 @click.option("--tolerance", "tolerances", multiple=True, metavar="METRIC[[ATTR]]=DELTA",
               help="With --baseline: allowed worsening of a headline metric [default: 0].")
+@_privacy_options
 @_common
 @_handle_errors
 def audit(data: str, sensitive, labels, features, exclude, chain_file, clusters, k, seed,
           sample, out, json_out, fail_under, fail_over, warn_under, warn_over, audits,
           skip_audits, summary_md, timing, min_cell, no_suppress, on_null, on_nonfinite,
           separator, bootstrap, engine_name, scheduler, workers, twins, baseline,
-          tolerances, quiet, debug, disabled) -> int:
+          tolerances, quiet, debug, disabled, publish, epsilon, privacy_budget, ledger,
+          privacy_source, dp_categories, dp_clusters, dp_fitted, dp_domain, delta) -> int:
     """Audit DATA (Parquet file, directory or glob of Parquet files, or CSV)."""
     from fairaudit.chain import (
         SUPPRESS_DEPRECATED,
@@ -315,6 +370,8 @@ def audit(data: str, sensitive, labels, features, exclude, chain_file, clusters,
         thresholds=thresholds, min_cell=min_cell, on_null=on_null,
         on_nonfinite=on_nonfinite, bootstrap=bootstrap, audits=audits,
         skip_audits=_split(skip_audits), timing=timing, base=base, twins=twins,
+        privacy=_privacy_flags(publish, epsilon, privacy_budget, ledger, privacy_source,
+                               dp_categories, dp_clusters, dp_fitted, dp_domain, delta),
     )
     if separator is not None:
         if len(separator) != 1:

@@ -114,12 +114,15 @@ def run_counting_auditor(
     *,
     min_cell: int,
     level: float,
+    own_intervals: bool = True,
 ) -> list[MetricResult]:
     """All metric results of one counting auditor for one labelling (every attribute).
 
     ``boot`` holds the bootstrap replicates of the joint table's cells (B x cells, or a
     :class:`BootstrapReplicates` shared by the auditors of a labelling so that each attribute's
     replicate tables are built once), or ``None`` when intervals are off (``--bootstrap 0``).
+    ``own_intervals=False`` takes every interval from the replicates (a published release: the
+    auditors' own intervals know only sampling, the replicates also carry the noise).
     """
     from fairaudit.metrics.bootstrap import percentile_interval
 
@@ -142,7 +145,7 @@ def run_counting_auditor(
         batch = None
         if replicates is not None and any(specs[m].bootstrap for m in values if m in specs):
             counts = replicates.tables(attribute, j.group_rows, j.cluster_cols)
-            own = comp.intervals(table, level, counts)
+            own = comp.intervals(table, level, counts) if own_intervals else {}
             wanted = [m for m in values if m in specs and specs[m].bootstrap and m not in own]
             if wanted:
                 batch = _compute_batch(comp, table, counts, wanted)

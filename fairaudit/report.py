@@ -337,6 +337,7 @@ def render_html(
         created=(doc.get("timing") or {}).get("created"),
         privacy_notice=privacy_notice(doc),
         sections=blocks,
+        privacy=doc.get("privacy"),
     )
     return page.rstrip() + "\n"
 

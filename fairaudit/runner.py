@@ -141,7 +141,26 @@ def run_chain(
                 spec, audit=tuple(s for s in spec.audit if s not in dropped), preprocess=()
             )
             log.info("no feature columns: skipped %s", ", ".join(s.use for s in dropped))
-    warm = _prewarm_imports()
+    if spec.privacy.publish:
+        from fairaudit.publish import prepare, run_published
+
+        spec = prepare(spec, host.registry)
+        return run_published(
+            spec, path, lambda: _frame_fingerprint(path) if in_memory else _fingerprint(path),
+            lambda: _run_warm(spec, host, lf, path, in_memory, roles, clock, progress, started,
+                              engine),
+        )
+    return _run_warm(spec, host, lf, path, in_memory, roles, clock, progress, started, engine)
+
+
+def _fingerprint(path: Any) -> str:
+    from fairaudit.io import fingerprint
+
+    return fingerprint(path)
+
+
+def _run_warm(spec, host, lf, path, in_memory, roles, clock, progress, started, engine):
+    warm = _prewarm_imports() if not spec.privacy.publish else None  # no input checks
     try:
         return _run_validated(spec, host, lf, path, in_memory, roles, clock, progress, started,
                               warm, engine)
@@ -192,7 +211,7 @@ def _run_validated(spec, host, lf, path, in_memory, roles, clock, progress, star
     # ------------------------------------------------------------ input checks (GX)
     if warm is not None:
         warm.join()  # never import GX from two threads at once (its imports are circular)
-    checks = clock.run(
+    checks = [] if spec.privacy.publish else clock.run(  # a release publishes no input check
         "checks", "great_expectations", None,
         lambda: _run_checks(lf, data, roles, joint_full, spec, n_input),
     )
@@ -277,6 +296,16 @@ def _run_validated(spec, host, lf, path, in_memory, roles, clock, progress, star
             sample_info, spec, clock, progress,
         )
 
+    # ------------------------------------------------------------ the release (--publish)
+    release = None
+    if spec.privacy.publish:  # noise once; from here on every count is a noisy one
+        from fairaudit.publish import Release
+
+        release = clock.run("publish", "noise", None, Release, labellings, joints, spec.privacy,
+                            roles.ordinal)
+        joints = dict(release.joints)
+        joint_full = release.joint_full
+
     # ------------------------------------------------------------ audits
     results: list[MetricResult] = []
     audit_seed = next(seed_iter)
@@ -286,7 +315,9 @@ def _run_validated(spec, host, lf, path, in_memory, roles, clock, progress, star
         boot = None
         if spec.options.bootstrap > 0:
             rng = np.random.default_rng([audit_seed, lab_index])
-            boot = BootstrapReplicates(joint, resample_joint(joint, spec.options.bootstrap, rng))
+            boot = (release.replicates(lab.name, spec.options.bootstrap, rng) if release
+                    else BootstrapReplicates(joint,
+                                             resample_joint(joint, spec.options.bootstrap, rng)))
         for step, cls in zip(spec.audit, audit_classes, strict=True):
             if not cls.per_labelling and lab_index > 0:
                 continue  # about the data, not a clustering: run once
@@ -313,6 +344,10 @@ def _run_validated(spec, host, lf, path, in_memory, roles, clock, progress, star
             results.extend(produced)
 
     results, gates = _gates(spec, audit_classes, labellings, joints, joint_full, results)
+    if release is not None:  # the data's own notes quote exact counts
+        from fairaudit.publish import published_notes
+
+        notes = published_notes()
     notes.extend(_all_noise_notes(labellings, joints))
     status = overall_status(results, gates)
     doc = _document(
@@ -332,7 +367,7 @@ def _run_validated(spec, host, lf, path, in_memory, roles, clock, progress, star
             lab_doc["cluster_names"] = list(names)
     if not spec.options.timing:
         doc.pop("timing", None)  # byte-identical JSON for the same input, seed and version
-    doc = _release(doc, spec, joints=joints, joint_full=joint_full)
+    doc = _release(doc, spec, joints=joints, joint_full=joint_full, release=release)
     doc["twins"] = price_of_fairness(doc)
     doc = explain(doc, metric_specs(host.registry))  # last: sentences and verdicts
     run = AuditRun(doc)
@@ -342,7 +377,7 @@ def _run_validated(spec, host, lf, path, in_memory, roles, clock, progress, star
 
 # ---------------------------------------------------------------------------- release
 def _release(doc: dict[str, Any], spec: ChainSpec, *, joints: Mapping[str, JointTable],
-             joint_full: JointTable) -> dict[str, Any]:
+             joint_full: JointTable, release: Any = None) -> dict[str, Any]:
     """The document this run writes, made from the exact one (``doc``).
 
     The one place where what is published is decided; the price of fairness, the sentences and
@@ -352,8 +387,13 @@ def _release(doc: dict[str, Any], spec: ChainSpec, *, joints: Mapping[str, Joint
 
     The default is the analyst's report: exact values everywhere, small groups included, for
     people allowed to see the data (``privacy.mode = "exact"``, docs/privacy.md).
+    With ``--publish``, ``release`` (:class:`fairaudit.publish.Release`) made ``joints`` and
+    ``joint_full`` from noisy counts before anything was computed from them; its document drops
+    what is not a function of those counts and declares ``privacy.mode = "dp"``.
     """
-    del spec, joints, joint_full  # the exact report publishes ``doc`` as it is
+    if release is not None:
+        return release.document(doc)
+    del joints, joint_full  # the exact report publishes ``doc`` as it is
     doc["privacy"] = {"mode": "exact"}
     return doc
 
@@ -773,7 +813,9 @@ def _run_counting(comp: CountingAuditor, lab, joint, tables, boot, spec) -> list
     from fairaudit.counting_audit import run_counting_auditor
 
     return run_counting_auditor(comp, lab.name, joint, tables, boot,
-                                min_cell=spec.options.min_cell, level=spec.options.ci_level)
+                                min_cell=spec.options.min_cell, level=spec.options.ci_level,
+                                # a release's intervals must carry the noise: the bootstrap's
+                                own_intervals=not spec.privacy.publish)
 
 
 # ---------------------------------------------------------------------------- the document

@@ -72,6 +72,23 @@ def headline(doc: Mapping[str, Any]) -> str:
             f"{', '.join(inp['attributes'])}; gates: {gates})")
 
 
+def privacy_lines(doc: Mapping[str, Any]) -> list[str]:
+    """What a published (differentially private) release spent; nothing for an exact one."""
+    p = doc.get("privacy") or {}
+    if p.get("mode") != "dp":
+        return []
+    led = p.get("ledger") or {}
+    budget = p.get("budget")
+    spent = p.get("spent")
+    return [
+        f"  published release (differential privacy): {p.get('mechanism')}, epsilon "
+        f"{p.get('epsilon'):.6g} per release; every number is computed from noisy counts",
+        f"  ledger {led.get('path')}: source {led.get('source')!r} has spent epsilon "
+        + (f"{spent:.6g}" if spent is not None else "?")
+        + (f" of its budget {budget:.6g}" if budget is not None else " (no budget set)"),
+    ]
+
+
 def console_lines(doc: Mapping[str, Any]) -> list[str]:
     """The console summary: a headline, the privacy notice, then a fixed-width table of every
     gate."""
@@ -79,6 +96,7 @@ def console_lines(doc: Mapping[str, Any]) -> list[str]:
     notice = privacy_notice(doc)
     if notice:
         lines.append("note: " + notice)
+    lines.extend(privacy_lines(doc))
     rows = gate_rows(doc)
     if not rows:
         return lines
@@ -99,6 +117,8 @@ def markdown(doc: Mapping[str, Any], report: str | None = None,
     notice = privacy_notice(doc)
     if notice:
         out += [f"> {notice}", ""]
+    out += [f"> {line.strip()}" for line in privacy_lines(doc)]
+    out += [""] if privacy_lines(doc) else []
     rows = gate_rows(doc)
     if rows:
         out.append("| Status | Labelling | Metric | Attribute | Judged | On | Bound | Severity "
