@@ -82,7 +82,7 @@ class _Clock:
         dt = time.perf_counter() - t0
         self.timings.append(StepTiming(kind, step, labelling, dt))
         self.host.step_finished(step=step, kind=kind, labelling=labelling, seconds=dt)
-        log.debug("%s %s (%s): %.3fs", kind, step, labelling, dt)
+        log.info("%s %s%s: %.3f s", kind, step, f" on {labelling}" if labelling else "", dt)
         return out
 
 
