@@ -12,7 +12,8 @@ with two columns). Fits:
 * LOFKM: ``variant="targeted"`` (default) vs ``"paper"`` vs ``fair=False``.
 * FCE (10 k-means bases): ``lambda2="auto"`` with its escalation vs one explicit weight (the same
   auto value, no escalation) vs ``fair=False``.
-* FFCM: default vs ``fair=False``.
+* FFCM: default (targeted, damped sweeps) vs ``variant="paper"`` vs ``fair=False``;
+  ``FFCM-anderson``: the targeted form with ``acceleration="anderson"``.
 """
 
 from __future__ import annotations
@@ -29,14 +30,16 @@ DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "adult" / "adul
 COLS = ("age", "fnlwgt", "education-num", "capital-gain", "capital-loss", "hours-per-week")
 
 
-def _table(n: int, seed: int) -> tuple[np.ndarray, np.ndarray, str]:
-    if DATA.exists():
+def _table(n: int, seed: int, synthetic: bool = False) -> tuple[np.ndarray, np.ndarray, str]:
+    if DATA.exists() and not synthetic:
         import polars as pl
 
-        df = pl.read_csv(DATA).sample(n, seed=seed)
+        df = pl.read_csv(DATA)
+        df = df.sample(n, seed=seed, with_replacement=n > df.height)
         X = df.select(COLS).to_numpy().astype(float)
         s = df["sex"].to_numpy()
-        src = f"Adult numeric columns, {n:,} rows"
+        src = f"Adult numeric columns, {n:,} rows" + (" (drawn with replacement)"
+                                                        if n > 32_561 else "")
     else:
         rng = np.random.default_rng(seed)
         s = np.where(rng.random(n) < 0.33, "F", "M")
@@ -72,6 +75,12 @@ def _runs(X: np.ndarray, s: np.ndarray, k: int, seed: int, n: int) -> dict:
         ),
         "FFCM": (
             lambda: FairFuzzyCMeans(k, random_state=seed).fit(X, sensitive=s),
+            lambda: FairFuzzyCMeans(k, random_state=seed, variant="paper").fit(X, sensitive=s),
+            lambda: FairFuzzyCMeans(k, random_state=seed, fair=False).fit(X, sensitive=s),
+        ),
+        "FFCM-anderson": (
+            lambda: FairFuzzyCMeans(k, random_state=seed, acceleration="anderson").fit(
+                X, sensitive=s),
             None,
             lambda: FairFuzzyCMeans(k, random_state=seed, fair=False).fit(X, sensitive=s),
         ),
@@ -94,16 +103,25 @@ def main() -> None:
     ap.add_argument("--rows", default="5000,20000")
     ap.add_argument("--k", type=int, default=4)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--synthetic", action="store_true",
+                    help="the synthetic table even when Adult is available (no duplicate rows: "
+                    "Adult drawn with replacement beyond 32,561 rows has many, which slows "
+                    "FairDen's k-NN)")
+    ap.add_argument("--methods", default="FairDen,LOFKM,FFCM,FFCM-anderson,FCE",
+                    help="comma-separated subset of FairDen, LOFKM, FFCM, FFCM-anderson, FCE")
     args = ap.parse_args()
+    wanted = args.methods.split(",")
     print(f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC, {platform.platform()}, "
           f"python {platform.python_version()}, k = {args.k}, seed {args.seed}")
     print("| rows | method | fair (default) s | paper form s | twin s | fair / paper | fair / twin |")
     print("|---|---|---|---|---|---|---|")
     k, seed = args.k, args.seed
     for n in (int(x) for x in args.rows.split(",")):
-        X, s, src = _table(n, seed)
+        X, s, src = _table(n, seed, args.synthetic)
         runs = _runs(X, s, k, seed, n)
         for name, (fair, paper, twin) in runs.items():
+            if name not in wanted:
+                continue
             tf = _time(fair)
             tp = _time(paper) if paper else float("nan")
             tt = _time(twin)

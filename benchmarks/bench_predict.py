@@ -3,7 +3,9 @@
 Fits k-means (scikit-learn), LOFKM, FCM and FFCM on a 20,000-row seeded sample, then assigns
 ``--n`` new rows (default 2,000,000 x 10, k = 8) with BLAS limited to one thread
 (threadpoolctl), so rows/s is per core. Baseline in the same run: scikit-learn's
-``KMeans.predict`` on the same rows. Goal (issue 15): >= 1M rows/s per core.
+``KMeans.predict`` on the same rows. Goals: issue 15, >= 1M rows/s per core; issue 25, >= 2M
+rows/s per core for the centroid methods and >= 200k rows/s per core for FairDen (``--fairden-n``
+rows assigned by FairDen fitted on the same 20,000 rows; CPU time over all cores).
 
     .venv/bin/python benchmarks/bench_predict.py [--n 2000000] [--d 10] [--k 8] [--repeat 3]
 """
@@ -50,6 +52,8 @@ def main() -> None:
     ap.add_argument("--k", type=int, default=8)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--fairden-n", type=int, default=200_000,
+                    help="rows FairDen assigns (fitted on the same 20,000 rows); 0 = skip")
     args = ap.parse_args()
     print(f"date: {dt.datetime.now(dt.UTC).isoformat(timespec='seconds')}")
     print(f"machine: {platform.platform()} | python {platform.python_version()} | "
@@ -80,9 +84,29 @@ def main() -> None:
                   f"{args.n / wall / 1e6:6.2f} M rows/s wall  {args.n / cpu / 1e6:6.2f} M rows/s "
                   f"cpu  ratio to baseline {wall / base:5.2f}")
             assert out.shape[0] == args.n
+    if args.fairden_n:
+        _fairden(Xf, sf, Xn[: args.fairden_n], sn[: args.fairden_n], args.k, args.repeat)
     agree = float((nearest_centre(Xn, km.cluster_centers_) == km.predict(Xn)).mean())
     print(f"nearest_centre agrees with KMeans.predict on {agree:.6%} of rows")
     print(f"load average after: {os.getloadavg()}")
+
+
+def _fairden(Xf: np.ndarray, sf: np.ndarray, Xn: np.ndarray, sn: np.ndarray, k: int,
+             repeat: int) -> None:
+    """FairDen's nearest-fitted-row rule (k-d tree k-NN on all cores): rows/s per core is rows
+    over CPU seconds. Goal (issue 25): >= 200k rows/s per core."""
+    from fairaudit.cluster import FairDen
+
+    t0 = time.perf_counter()
+    fd = FairDen(k, random_state=0).fit(Xf, sensitive=sf)
+    print(f"FairDen fitted on {Xf.shape[0]:,} rows in {time.perf_counter() - t0:.1f} s "
+          f"(min_pts {fd.min_pts_}, {fd.n_clusters_} clusters); assigning {Xn.shape[0]:,} rows")
+    for name, fn in (("FairDen predict (group-blind)", lambda: fd.predict(Xn)),
+                     ("FairDen predict (with groups)", lambda: fd.predict(Xn, sensitive=sn))):
+        wall, cpu, out = timed(fn, repeat)
+        print(f"{name:36s} wall {wall:6.3f} s  cpu {cpu:6.3f} s  "
+              f"{Xn.shape[0] / wall / 1e3:8.1f} k rows/s wall  {Xn.shape[0] / cpu / 1e3:8.1f} k "
+              "rows/s cpu (per core)")
 
 
 if __name__ == "__main__":

@@ -37,6 +37,7 @@ def audit(
     min_cell: int | None = None,
     suppress: bool | None = None,
     bootstrap: int | None = None,
+    ci_method: str | None = None,
     on_null: str | None = None,
     on_nonfinite: str | None = None,
     timing: bool | None = None,
@@ -74,7 +75,9 @@ def audit(
     ``warn_under`` / ``warn_over`` (reported, exit code 0) map ``METRIC[@ci][[attribute]]`` to a
     bound, as on the CLI. ``timing=True`` adds the timing block to the JSON (not reproducible).
     ``twins`` (default: on, except over a ``chain`` file, which keeps its own setting) also fits
-    each fair clusterer with ``fair=False`` (the price of fairness).
+    each fair clusterer with ``fair=False`` (the price of fairness). ``ci_method``
+    (``"calibrated"``, the default, or ``"conservative"``) chooses the intervals of the
+    min-of-ratios metrics (docs/metrics.md, "Uncertainty").
     Returns the :class:`~fairaudit.results.AuditRun` (its ``exit_code`` is what the CLI exits with).
     ``scheduler`` (a Dask scheduler address) or ``workers`` (a local Dask cluster of that many
     processes) count and assign every row on Dask (``pip install 'fairaudit[dask]'``); the
@@ -113,7 +116,8 @@ def audit(
     # every parameter checked in one place (fairaudit.params) before any work
     v = params.check_all({
         "sensitive": sensitive, "labels": labels, "features": features, "exclude": exclude,
-        "seed": seed, "sample": sample, "k": k, "min_cell": min_cell, "bootstrap": bootstrap, "on_null": on_null, "on_nonfinite": on_nonfinite,
+        "seed": seed, "sample": sample, "k": k, "min_cell": min_cell, "bootstrap": bootstrap,
+        "ci_method": ci_method, "on_null": on_null, "on_nonfinite": on_nonfinite,
         "timing": timing, "twins": twins, "fail_under": fail_under, "fail_over": fail_over,
         "warn_under": warn_under, "warn_over": warn_over, "tolerance": tolerance,
         "cluster": cluster, "audit": audit, "skip_audit": skip_audit,
@@ -138,7 +142,7 @@ def audit(
         host.registry, sensitive=v["sensitive"], labels=v["labels"], features=v["features"],
         exclude=v["exclude"], clusters=v["cluster"], k=v["k"], seed=v["seed"],
         sample=v["sample"], thresholds=thresholds, min_cell=v["min_cell"],
-        bootstrap=v["bootstrap"], on_null=v["on_null"],
+        bootstrap=v["bootstrap"], ci_method=v["ci_method"], on_null=v["on_null"],
         on_nonfinite=v["on_nonfinite"], audits=v["audit"], skip_audits=v["skip_audit"],
         timing=v["timing"], base=load_chain(chain) if chain else None, twins=v["twins"],
         privacy={"publish": publish, "epsilon": epsilon, "budget": privacy_budget,

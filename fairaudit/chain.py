@@ -82,6 +82,7 @@ _OPTION_KEYS = {
     "suppress": "retired (cell suppression); false is accepted and ignored",
     "bootstrap": "bootstrap replicates for confidence intervals (0 = off)",
     "ci_level": "confidence level",
+    "ci_method": "'calibrated' (bootstrap critical value) or 'conservative' (Bonferroni) intervals",
     "k": "number of clusters for clusterers left unset",
     "timing": "record step timings and the creation time in the JSON (not reproducible)",
     "twins": "also fit every fair clusterer with fair = false (its twin) for the price of fairness",
@@ -155,6 +156,8 @@ class Options:
     min_cell: int = 10
     bootstrap: int = 200
     ci_level: float = 0.95
+    ci_method: str = "calibrated"
+    """Interval method of the min-of-ratios metrics (docs/metrics.md, "Uncertainty")."""
     k: int | None = None
     timing: bool = False
     """Put the ``timing`` block (creation time, seconds per step) in the JSON. Off by default so
@@ -289,6 +292,7 @@ class ChainSpec:
                 "min_cell": self.options.min_cell,
                 "bootstrap": self.options.bootstrap,
                 "ci_level": self.options.ci_level,
+                "ci_method": self.options.ci_method,
                 "k": self.options.k,
                 "timing": self.options.timing,
                 "twins": self.options.twins,
@@ -532,7 +536,7 @@ def _parse_data(d: Mapping[str, Any], problems: _Problems) -> DataSpec:
 
 def _parse_options(d: Mapping[str, Any], problems: _Problems) -> Options:
     kw: dict[str, Any] = {}
-    for key in ("min_cell", "bootstrap", "ci_level", "k", "timing", "twins"):
+    for key in ("min_cell", "bootstrap", "ci_level", "ci_method", "k", "timing", "twins"):
         _checked(d, key, key, f"options.{key}", problems, kw)
     if "suppress" in d:
         problem = retired_suppress(d["suppress"], "options.suppress")
@@ -957,6 +961,7 @@ def chain_from_flags(
     on_null: str | None = None,
     on_nonfinite: str | None = None,
     bootstrap: int | None = None,
+    ci_method: str | None = None,
     audits: Sequence[str | tuple[str, Mapping[str, Any]]] = (),
     skip_audits: Sequence[str] = (),
     timing: bool | None = None,
@@ -1023,6 +1028,7 @@ def chain_from_flags(
             k=_given(k, o.k),
             min_cell=_given(min_cell, o.min_cell),
             bootstrap=_given(bootstrap, o.bootstrap),
+            ci_method=_given(ci_method, o.ci_method),
             timing=_given(timing, o.timing),
             twins=_given(twins, o.twins),
         )
@@ -1071,6 +1077,7 @@ def chain_from_flags(
         options=Options(
             min_cell=_given(min_cell, 10),
             bootstrap=_given(bootstrap, 200),
+            ci_method=_given(ci_method, "calibrated"),
             k=k,
             timing=_given(timing, False),
             twins=_given(twins, DEFAULT_TWINS),

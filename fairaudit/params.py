@@ -199,6 +199,8 @@ PARAMS: dict[str, Param] = {p.name: p for p in (
     Param("bootstrap", "--bootstrap", "options.bootstrap",
           f"an int in [0, {MAX_BOOTSTRAP:,}] (0 = no intervals)",
           optional(integer(0, MAX_BOOTSTRAP))),
+    Param("ci_method", "--ci-method", "options.ci_method", "'calibrated' or 'conservative'",
+          optional(choice("calibrated", "conservative"))),
     Param("ci_level", None, "options.ci_level", "a number in [0.5, 1)",
           number(0.5, 1.0, hi_open=True)),
     Param("timing", "--timing", "options.timing", "true or false", optional(boolean)),

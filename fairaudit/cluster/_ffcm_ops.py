@@ -265,3 +265,48 @@ def nearest_centre(X: np.ndarray, C: np.ndarray) -> np.ndarray:
         D += cc
         out[a : a + step] = D.argmin(axis=1)
     return out
+
+
+class Anderson:
+    """Anderson acceleration (type II, Walker & Ni 2011) of a fixed-point map x -> G(x) on a
+    small state vector (here the centres and the targeted penalty table, not the n x k
+    memberships).
+
+    :meth:`next` takes the current iterate x_t and its image G(x_t) and returns x_{t+1} =
+    G(x_t) - dG·gamma, gamma the least-squares fit of the last ``memory`` residual differences to
+    the current residual f_t = G(x_t) - x_t. A fixed point of G is a fixed point of the
+    accelerated iteration (f = 0 gives x_{t+1} = G(x_t) = x_t). Safeguard: when the residual
+    grows past ``restart`` times the smallest one seen, the history is dropped and the plain
+    step G(x_t) is taken.
+    """
+
+    def __init__(self, memory: int = 5, restart: float = 10.0) -> None:
+        self.memory = memory
+        self.restart = restart
+        self._g: list[np.ndarray] = []
+        self._f: list[np.ndarray] = []
+        self._best = np.inf
+
+    def next(self, x: np.ndarray, g: np.ndarray) -> np.ndarray:
+        f = g - x
+        norm = float(np.linalg.norm(f))
+        if not np.isfinite(norm):
+            self._g.clear()
+            self._f.clear()
+            return g
+        if norm > self.restart * self._best:
+            self._g.clear()
+            self._f.clear()
+            self._best = norm
+        self._best = min(self._best, norm)
+        self._g.append(g)
+        self._f.append(f)
+        if len(self._f) > self.memory + 1:
+            del self._g[0], self._f[0]
+        if len(self._f) < 2 or norm == 0.0:
+            return g
+        dF = np.diff(np.asarray(self._f), axis=0).T  # (state, memory)
+        dG = np.diff(np.asarray(self._g), axis=0).T
+        gamma = np.linalg.lstsq(dF, f, rcond=1e-10)[0]
+        out = g - dG @ gamma
+        return out if np.isfinite(out).all() else g

@@ -42,6 +42,10 @@ def mutual_reachability_assign(
         return out
     tree = cKDTree(fit_X)
     q = max(int(min_pts) - 1, 1)
+    # rows are answered independently: ask them in a spatially coherent order (the leaf order
+    # of a k-d tree over the new rows), so consecutive queries walk the same nodes of ``tree``
+    spatial = np.asarray(cKDTree(X).indices) if X.shape[0] > 1 else np.arange(X.shape[0])
+    X = X[spatial]
     for lo in range(0, X.shape[0], _BATCH):
         rows = np.arange(lo, min(lo + _BATCH, X.shape[0]))
         K = int(min(n_fit, max(_FIRST_K, 2 * q)))
@@ -66,4 +70,6 @@ def mutual_reachability_assign(
             out[rows[done]] = fit_labels[best[done]]
             rows = rows[~done]
             K = int(min(n_fit, 2 * K))
-    return out
+    res = np.empty_like(out)
+    res[spatial] = out
+    return res

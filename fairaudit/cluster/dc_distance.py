@@ -37,6 +37,8 @@ from scipy.sparse import coo_matrix, csr_matrix
 from scipy.sparse.csgraph import connected_components, dijkstra
 from scipy.spatial import cKDTree
 
+from fairaudit.cluster._knn import leaf_rank, query_rows, self_knn
+
 __all__ = [
     "MergeTree",
     "closest_pair",
@@ -87,7 +89,7 @@ def core_distances(X: np.ndarray, min_pts: int) -> np.ndarray:
     min_pts = _check_min_pts(min_pts, X.shape[0])
     if min_pts == 1:
         return np.zeros(X.shape[0])
-    d, _ = cKDTree(X).query(X, k=min_pts, workers=-1)
+    d, _ = self_knn(cKDTree(X), X, min_pts)
     return np.ascontiguousarray(d[:, min_pts - 1])
 
 
@@ -148,7 +150,7 @@ def _mst_boruvka(
     tree = cKDTree(X) if knn is None else knn[0]
     K = int(min(n, max(n_neighbors, 2)))
     if knn is None:
-        knn_d, knn_i = tree.query(X, k=K, workers=-1)
+        knn_d, knn_i = self_knn(tree, X, K)
     else:
         _, knn_d, knn_i = knn
         K = knn_d.shape[1]
@@ -243,9 +245,10 @@ def _refine_global(
     n = X.shape[0]
     cap = cap or _GLOBAL_CAP
     k = K
+    rank = leaf_rank(tree) if q.size else None
     while q.size and k < min(cap, n):
         k = min(4 * k, cap, n)
-        d, i = tree.query(X[q], k=k, workers=-1)
+        d, i = query_rows(tree, X, q, k, rank, workers=-1)
         i = i.astype(np.int64)
         out = comp[i] != comp[q][:, None]
         r = np.where(out, np.maximum(d, np.maximum(core[q][:, None], core[i])), np.inf)
@@ -480,7 +483,7 @@ def closest_pair(A: np.ndarray, B: np.ndarray, *, graph_k: int = 8) -> tuple[flo
     best = (np.inf, -1, -1)
     if m > _PIVOT_MIN_QUERY:
         k = min(graph_k, m - 1)
-        kd, ki = cKDTree(A).query(A, k=k + 1, workers=-1)
+        kd, ki = self_knn(cKDTree(A), A, k + 1)
         rows = np.repeat(np.arange(m), k)
         cols = ki[:, 1:].ravel().astype(np.int64)
         wts = kd[:, 1:].ravel()
@@ -566,7 +569,7 @@ def mutual_reachability_mst(
         return _mst_prim(X, core)
     K = int(min(n, max(2 * min_pts, 16)))
     tree = cKDTree(X)
-    knn_d, knn_i = tree.query(X, k=K, workers=-1)
+    knn_d, knn_i = self_knn(tree, X, K)
     if core is None:
         core = np.ascontiguousarray(knn_d[:, min_pts - 1]) if min_pts > 1 else np.zeros(n)
     return _mst_boruvka(X, core, K, knn=(tree, knn_d, knn_i))
@@ -705,7 +708,7 @@ def merge_tree(
     if algorithm == "boruvka" and n > 1:
         K = int(min(n, max(2 * min_pts, 16)))
         tree = cKDTree(X)
-        knn_d, knn_i = tree.query(X, k=K, workers=-1)
+        knn_d, knn_i = self_knn(tree, X, K)
         core = np.ascontiguousarray(knn_d[:, min_pts - 1]) if min_pts > 1 else np.zeros(n)
         mst = _mst_boruvka(X, core, K, knn=(tree, knn_d, knn_i))
     else:

@@ -28,6 +28,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from fairaudit.cluster._ffcm_ops import nearest_centre
+from fairaudit.cluster._knn import self_knn
 from fairaudit.cluster.ffcm import _check_constant, _check_X
 
 __all__ = ["LOFKMeans", "local_outlier_factor", "lof_weights"]
@@ -64,7 +65,7 @@ def local_outlier_factor(
     workers = -1 if n_jobs is None else int(n_jobs)
     tree = cKDTree(X)
     kq = min(t + 2, n)  # the row itself, t others, and one more to detect ties
-    dist, ind = tree.query(X, k=kq, workers=workers)
+    dist, ind = self_knn(tree, X, kq, workers=workers)
     # rows are distinct, so each row is its own unique nearest neighbour (distance 0): column 0
     dist, ind = dist[:, 1:], ind[:, 1:]
     kdist = dist[:, t - 1]

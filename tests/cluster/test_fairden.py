@@ -440,6 +440,24 @@ def test_predict_matches_brute_force_oracle(seed):
     assert np.array_equal(f.predict(new), want)
 
 
+@pytest.mark.parametrize("min_pts", [2, 4, 9])
+def test_assignment_rule_with_ties_matches_brute_force(min_pts):
+    # integer grid: many rows at equal distances and exact duplicates (ties in r and in d); the
+    # rule asks the rows in a spatial order, the labels must still be the row-order oracle's
+    from fairaudit.cluster._mr_assign import mutual_reachability_assign
+    from fairaudit.cluster.dc_distance import core_distances
+
+    rng = np.random.default_rng(min_pts)
+    fit_X = rng.integers(0, 6, size=(300, 2)).astype(float)
+    labels = rng.integers(-1, 4, size=300)
+    core = core_distances(fit_X, min_pts)
+    new = np.vstack([rng.integers(-1, 7, size=(400, 2)).astype(float),
+                     rng.integers(0, 12, size=(200, 2)) / 2.0])
+    want = brute_assign(fit_X, core, labels, new, min_pts)
+    np.testing.assert_array_equal(
+        mutual_reachability_assign(fit_X, core, labels, new, min_pts), want)
+
+
 def test_predict_on_training_rows_reproduces_labels():
     X, s = blobs(seed=8)
     X = np.vstack([X, [[30.0, 30.0]]])  # one isolated row, noise after the noise rule

@@ -129,7 +129,8 @@ def _correlated(seed=0, n=60):
 def test_targeted_fit_matches_loop_oracle():
     X, s = _correlated(1, n=40)
     init = np.array([[0.2, 0.5], [0.8, 0.5], [0.5, 0.9]])
-    est = FairFuzzyCMeans(3, eta=3.0, init=init, max_iter=60, tol=1e-8).fit(X, sensitive=s)
+    est = FairFuzzyCMeans(3, eta=3.0, init=init, max_iter=60, tol=1e-8,
+                           acceleration="none").fit(X, sensitive=s)
     # the oracle runs one fair phase at the eta the fit kept (step 4 may try several)
     factor = est.eta_reductions_[-1]
     assert factor > 0
@@ -311,7 +312,8 @@ def test_hard_table_fit_matches_loop_oracle():
     X = rng.normal(size=(60, 3))
     s = (rng.random(60) < 0.4).astype(int)
     init = X[[0, 1]]
-    est = FairFuzzyCMeans(2, init=init, max_iter=80, tol=1e-8).fit(X, sensitive=s)
+    est = FairFuzzyCMeans(2, init=init, max_iter=80, tol=1e-8, acceleration="none").fit(
+        X, sensitive=s)
     twin = FairFuzzyCMeans(2, fair=False, init=init, max_iter=80, tol=1e-8).fit(X, sensitive=s)
     assert est.fair_table_ == "hard"
     assert ed_score(est.labels_, s) < ed_score(twin.labels_, s)
@@ -350,3 +352,70 @@ def test_strictly_fairer_than_the_twin_on_random_tables():
         assert np.bincount(fair.labels_, minlength=k).min() > 0
         forms.append(fair.fair_table_)
     assert "hard" in forms and "soft" in forms
+
+
+def test_anderson_finds_the_fixed_point_of_a_contraction_faster():
+    from fairaudit.cluster._ffcm_ops import Anderson
+
+    rng = np.random.default_rng(0)
+    Q = np.linalg.qr(rng.normal(size=(6, 6)))[0]
+    A = Q @ np.diag([0.98, 0.95, 0.9, 0.5, 0.2, 0.1]) @ Q.T  # slow linear contraction
+    b = rng.normal(size=6)
+    fixed = np.linalg.solve(np.eye(6) - A, b)
+
+    def steps(accelerate):
+        aa, x = Anderson(5), np.zeros(6)
+        for t in range(1, 2000):
+            g = A @ x + b
+            if np.linalg.norm(g - x) < 1e-10:
+                return t, x
+            x = aa.next(x, g) if accelerate else g
+        return 2000, x
+
+    t_plain, x_plain = steps(False)
+    t_aa, x_aa = steps(True)
+    np.testing.assert_allclose(x_aa, fixed, atol=1e-8)
+    np.testing.assert_allclose(x_plain, fixed, atol=1e-7)
+    assert t_aa < t_plain / 10
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_accelerated_fit_is_a_self_consistent_fixed_point(seed):
+    # at convergence the table the final memberships were computed with is the penalty of those
+    # memberships, and the centres are their weighted means: the damped iteration's fixed point
+    from fairaudit.cluster._ffcm_ops import targeted_penalties
+
+    X, s = _correlated(seed, n=400)
+    est = FairFuzzyCMeans(3, random_state=seed, max_iter=3000, tol=1e-13,
+                          acceleration="anderson").fit(X, sensitive=s)
+    assert est.converged_ and est.fair_table_ == "soft"
+    codes = np.unique(s, return_inverse=True)[1]
+    fair = [(codes, 2, np.bincount(codes) / len(codes))]
+    pen = targeted_penalties(fair, est.memberships_, None, (2,))[0]
+    np.testing.assert_allclose(est.fairness_penalty_[0] / est.eta_raw_, pen, atol=1e-6)
+    W = est.memberships_**2
+    np.testing.assert_allclose(
+        est.cluster_centers_, (W.T @ X) / W.sum(0)[:, None], atol=1e-6
+    )
+    slow = FairFuzzyCMeans(3, random_state=seed, max_iter=3000, tol=1e-13,
+                           acceleration="none").fit(X, sensitive=s)
+    assert est.n_iter_ < slow.n_iter_
+
+
+@pytest.mark.parametrize("k", [2, 3, 8])
+def test_gap_scale_equals_the_sorted_oracle_bit_for_bit(k):
+    from fairaudit.cluster.ffcm import _gap_scale
+
+    rng = np.random.default_rng(k)
+    X = rng.normal(size=(70_000, 4))
+    X[::3] = np.round(X[::3])  # ties between centres' distances
+    C = np.round(rng.normal(size=(k, 4)))
+    if k > 2:
+        C[1] = C[0]
+    total = 0.0
+    for a in range(0, len(X), 65536):  # the previous code: full sort of each block
+        b = np.einsum("ij,ij->i", X[a:a + 65536], X[a:a + 65536])[:, None] - 2.0 * X[
+            a:a + 65536] @ C.T + np.einsum("ij,ij->i", C, C)
+        b.sort(axis=1)
+        total += float((b[:, 1] - b[:, 0]).sum())
+    assert _gap_scale(X, C) == max(total / len(X), 1e-300)

@@ -1,0 +1,260 @@
+"""Bera, Chakrabarty, Flores and Negahbani, "Fair Algorithms for Clustering" (NeurIPS 2019):
+k-means centres, then the *fair assignment* linear program and its iterative rounding.
+
+Given centres c_1..c_k (scikit-learn k-means), the LP chooses fractional assignments
+x_ij >= 0 with sum_i x_ij = 1 minimising sum_ij x_ij ||x_j - c_i||^2 subject to, for every
+attribute, group g and centre i,
+
+    beta_g sum_j x_ij  <=  sum_{j in g} x_ij  <=  alpha_g sum_j x_ij,
+    beta_g = r_g (1 - delta),  alpha_g = r_g / (1 - delta),
+
+with r_g the group's share of the rows (the paper's delta; its experiments use delta = 0.2).
+Groups of several attributes may overlap (a row belongs to one group per attribute). Solved with
+scipy's HiGHS.
+
+Rounding (Bera et al. Section 4; the authors' ``iterative_rounding.py``): rows the LP assigns
+integrally are fixed; on the fractional rest an LP with the same costs keeps, for every centre and
+every (centre, group), the total fractional assignment between its floor and its ceiling —
+each such constraint only while it has more than 2 Delta fractional variables (Delta = number of
+attributes + 1, as in their code) — and is re-solved (a vertex solution), fixing new integral
+rows, until none is fractional. The result violates each bound by a small additive amount
+(the paper's 4 Delta + 3).
+
+``fair=False`` returns the k-means labels of the same centres (the twin). ``predict(X)`` gives
+the nearest centre; ``predict(X, sensitive=S)`` solves the fair assignment for the new rows
+(seeded chunks of ``chunk_size`` rows, each satisfying the bounds, so their union does).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClusterMixin
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from fairaudit._rng import as_generator
+from fairaudit.cluster._field import (
+    check_float,
+    check_int,
+    nearest,
+    sensitive_codes,
+    sq_dist,
+    start_fit,
+)
+
+__all__ = ["BeraFairAssignment", "fair_assignment_lp", "iterative_rounding"]
+
+logger = logging.getLogger(__name__)
+
+INT_TOL = 1e-6
+"""An LP value above 1 - INT_TOL is an integral assignment."""
+
+
+def _bounds(attrs: list[np.ndarray], shares: list[np.ndarray], delta: float
+            ) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    return [(codes, s * (1.0 - delta), s / (1.0 - delta)) for codes, s in zip(attrs, shares,
+                                                                            strict=True)]
+
+
+def fair_assignment_lp(
+    cost: np.ndarray, attrs: list[tuple[np.ndarray, np.ndarray, np.ndarray]]
+) -> tuple[np.ndarray, float]:
+    """Solve the fair assignment LP. ``cost``: n x k; ``attrs``: per attribute (codes, beta,
+    alpha) with codes in 0..G-1. Returns (x as n x k, objective). Raises ValueError when
+    infeasible."""
+    import scipy.sparse as sp
+    from scipy.optimize import linprog
+
+    n, k = cost.shape
+    var = np.arange(n * k).reshape(n, k)
+    rows, cols, vals = [], [], []
+    r = 0
+    for codes, beta, alpha in attrs:
+        G = beta.size
+        for g in range(G):
+            ing = (codes == g).astype(float)
+            for i in range(k):
+                # sum_{j in g} x_ij - alpha_g sum_j x_ij <= 0
+                rows.append(np.full(n, r))
+                cols.append(var[:, i])
+                vals.append(ing - alpha[g])
+                # beta_g sum_j x_ij - sum_{j in g} x_ij <= 0
+                rows.append(np.full(n, r + 1))
+                cols.append(var[:, i])
+                vals.append(beta[g] - ing)
+                r += 2
+    A_ub = sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+                         shape=(r, n * k))
+    A_eq = sp.csr_matrix((np.ones(n * k), (np.repeat(np.arange(n), k), var.ravel())),
+                         shape=(n, n * k))
+    res = linprog(cost.ravel(), A_ub=A_ub, b_ub=np.zeros(r), A_eq=A_eq, b_eq=np.ones(n),
+                  bounds=(0, 1), method="highs-ds")
+    if res.status != 0:
+        raise ValueError(f"the fair assignment LP has no solution ({res.message.strip()})")
+    return res.x.reshape(n, k), float(res.fun)
+
+
+def iterative_rounding(
+    x: np.ndarray, cost: np.ndarray, attrs: list[np.ndarray], *, max_rounds: int = 100
+) -> tuple[np.ndarray, int]:
+    """Bera et al.'s iterative rounding of an LP assignment ``x`` (n x k). ``attrs``: group
+    codes per attribute. Returns (labels, rounds)."""
+    import scipy.sparse as sp
+    from scipy.optimize import linprog
+
+    n, k = x.shape
+    labels = np.full(n, -1, dtype=np.int64)
+    big = 2 * (len(attrs) + 1)
+    rounds = 0
+    while True:
+        integral = x.max(axis=1) > 1 - INT_TOL
+        labels[integral] = x[integral].argmax(axis=1)
+        frac = np.flatnonzero(labels < 0)
+        if frac.size == 0 or rounds >= max_rounds:
+            break
+        rounds += 1
+        xf = x[frac]
+        support = xf > INT_TOL
+        jj, ii = np.nonzero(support)
+        nv = jj.size
+        c = cost[frac][jj, ii]
+        A_eq = sp.csr_matrix((np.ones(nv), (jj, np.arange(nv))), shape=(frac.size, nv))
+        rows, cols, vals, lo, hi = [], [], [], [], []
+        r = 0
+        masks = [np.ones(nv, dtype=bool)]
+        for codes in attrs:
+            cg = codes[frac][jj]
+            masks += [cg == g for g in np.unique(cg)]
+        for mask in masks:
+            for i in range(k):
+                sel = np.flatnonzero(mask & (ii == i))
+                if sel.size <= big:
+                    continue
+                tot = float(xf[jj[sel], ii[sel]].sum())
+                rows.append(np.full(sel.size, r))
+                cols.append(sel)
+                vals.append(np.ones(sel.size))
+                lo.append(np.floor(tot + 1e-9))
+                hi.append(np.ceil(tot - 1e-9))
+                r += 1
+        kw: dict[str, Any] = {}
+        if r:
+            M = sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+                              shape=(r, nv))
+            kw = {"A_ub": sp.vstack([M, -M]).tocsr(),
+                  "b_ub": np.concatenate([np.array(hi), -np.array(lo)])}
+        res = linprog(c, A_eq=A_eq, b_eq=np.ones(frac.size), bounds=(0, 1), method="highs-ds",
+                      **kw)
+        new = np.zeros_like(xf)
+        if res.status == 0:
+            new[jj, ii] = res.x
+        if res.status != 0 or (new.max(axis=1) > 1 - INT_TOL).sum() == 0:
+            # no progress (never seen): the rest go to their cheapest supported centre
+            logger.warning("iterative rounding made no progress; %d rows rounded greedily",
+                           frac.size)
+            cf = np.where(support, cost[frac], np.inf)
+            labels[frac] = cf.argmin(axis=1)
+            break
+        x = x.copy()
+        x[frac] = new
+    return labels, rounds
+
+
+class BeraFairAssignment(ClusterMixin, BaseEstimator):
+    """Bera et al.'s fair assignment over k-means centres; ``fair=False`` is k-means.
+
+    Parameters
+    ----------
+    n_clusters : int, default=2
+    fair : bool, default=True
+    delta : float in [0, 1), default=0.2
+        Bounds beta_g = r_g (1 - delta), alpha_g = r_g / (1 - delta) (the paper's delta).
+    n_init, max_iter : k-means starts and iterations for the centres.
+    chunk_size : int, default=20000
+        ``predict`` with groups solves the assignment in seeded chunks of this many rows.
+    random_state : int, Generator or None
+    """
+
+    def __init__(
+        self,
+        n_clusters: int = 2,
+        *,
+        fair: bool = True,
+        delta: float = 0.2,
+        n_init: int = 10,
+        max_iter: int = 300,
+        chunk_size: int = 20_000,
+        random_state: Any = None,
+    ) -> None:
+        self.n_clusters = n_clusters
+        self.fair = fair
+        self.delta = delta
+        self.n_init = n_init
+        self.max_iter = max_iter
+        self.chunk_size = chunk_size
+        self.random_state = random_state
+
+    def fit(self, X: Any, y: Any = None, *, sensitive: Any = None) -> BeraFairAssignment:
+        from sklearn.cluster import KMeans
+
+        name, X, n, k = start_fit(self, X)
+        check_int(name, "n_init", self.n_init, 1)
+        check_int(name, "max_iter", self.max_iter, 1)
+        check_int(name, "chunk_size", self.chunk_size, 2)
+        check_float(name, "delta", self.delta, 0.0, 1.0, open_hi=True)
+        rng = as_generator(self.random_state)
+        attrs = sensitive_codes(sensitive, n, name, fair=bool(self.fair))
+        km = KMeans(k, n_init=int(self.n_init), max_iter=int(self.max_iter),
+                    random_state=int(rng.integers(2**31 - 1))).fit(X)
+        self.cluster_centers_ = km.cluster_centers_
+        self.kmeans_labels_ = km.labels_.astype(np.int64)
+        self.n_iter_ = int(km.n_iter_)
+        self.fair_applied_ = bool(attrs is not None and self.fair)
+        self.lp_objective_ = None
+        self.rounds_ = 0
+        if not self.fair_applied_:
+            self.labels_ = self.kmeans_labels_
+            return self
+        codes = [c for _, c in attrs]
+        self.group_shares_ = [np.bincount(c, minlength=len(g)) / n for g, c in attrs]
+        self.labels_, self.lp_objective_, self.rounds_ = self._assign(X, codes, self.group_shares_)
+        return self
+
+    def _assign(self, X: np.ndarray, codes: list[np.ndarray], shares: list[np.ndarray]
+                ) -> tuple[np.ndarray, float, int]:
+        cost = sq_dist(X, self.cluster_centers_)
+        x, obj = fair_assignment_lp(cost, _bounds(codes, shares, float(self.delta)))
+        labels, rounds = iterative_rounding(x, cost, codes)
+        return labels, obj, rounds
+
+    def fit_predict(self, X: Any, y: Any = None, *, sensitive: Any = None) -> np.ndarray:
+        return self.fit(X, sensitive=sensitive).labels_
+
+    def predict(self, X: Any, sensitive: Any = None) -> np.ndarray:
+        """Nearest centre; with ``sensitive`` (the fit's attributes) the fair assignment of the
+        new rows to the fitted centres, bounds from the new rows' own group shares."""
+        check_is_fitted(self, "cluster_centers_")
+        X = validate_data(self, X, dtype=np.float64, reset=False)
+        if sensitive is None or not self.fair_applied_:
+            return nearest(X, self.cluster_centers_)
+        from fairaudit.cluster.ffcm import encode_sensitive
+
+        n = X.shape[0]
+        attrs = encode_sensitive(sensitive, n, type(self).__name__)
+        codes = [c for _, c in attrs]
+        shares = [np.bincount(c, minlength=len(g)) / n for g, c in attrs]
+        order = np.random.default_rng(0).permutation(n)
+        m = max(1, int(np.ceil(n / int(self.chunk_size))))
+        out = np.empty(n, dtype=np.int64)
+        for part in np.array_split(order, m):
+            part = np.sort(part)
+            try:
+                lab, _, _ = self._assign(X[part], [c[part] for c in codes], shares)
+            except ValueError:  # a chunk's groups too far from the shares: its own shares
+                own = [np.bincount(c[part], minlength=len(g)) / part.size
+                       for (g, _), c in zip(attrs, codes, strict=True)]
+                lab, _, _ = self._assign(X[part], [c[part] for c in codes], own)
+            out[part] = lab
+        return out
