@@ -535,8 +535,13 @@ def _too_small_text(r: Mapping[str, Any], ctx: Context) -> str:
     mc = small.get("min_cell") or ctx.min_cell
     rows = small.get("rows")
     who = f" ({_int(rows)} people)" if isinstance(rows, int) else ""
-    return (f" Left out as too small to judge (fewer than {mc} people each): "
-            f"{', '.join(groups)}{who}.")
+    unknown = [str(g) for g in small.get("unreleased") or ()]
+    below = [g for g in groups if g not in set(unknown)]
+    parts = [f"fewer than {mc} people each): {', '.join(below)}"] if below else []
+    if unknown:
+        why = small.get("unreleased_reason") or "cells below the private release threshold"
+        parts.append(f"{why}, so their counts are unknown, not zero): {', '.join(unknown)}")
+    return f" Left out as too small to judge ({'; ('.join(parts)}{who}."
 
 
 def explain_result(

@@ -227,6 +227,31 @@ class Release:
             out[int(i)][int(j)] = v
         return out
 
+    def unreleased(self, labelling: str) -> dict[str, frozenset[str]]:
+        """attribute (and the ``a|b`` intersection) -> groups with a cell of this labelling's
+        cube that a private-domain release did not publish: that cell's count is unknown (below
+        the threshold), not zero, so every margin of the group is unknown and the group is too
+        small to judge for this labelling. Empty for a public domain (every cell released)."""
+        from fairaudit.contingency import INTERSECTION_SEP
+
+        if not self.private_domain:
+            return {}
+        cube = next(c for c in self.cubes if c.labelling == labelling)
+        arr = self.dense[labelling].reshape(cube.shape)
+        if arr.size == 0:
+            return {}
+        zero = arr <= 0
+        out: dict[str, frozenset[str]] = {}
+        for j, a in enumerate(cube.attributes):
+            axes = tuple(d for d in range(arr.ndim) if d != j + 1)
+            out[a] = frozenset(cube.categories[j][i] for i in np.flatnonzero(zero.any(axis=axes)))
+        if len(cube.attributes) > 1:
+            partial = zero.any(axis=0) & (arr.sum(axis=0) > 0)
+            out[INTERSECTION_SEP.join(cube.attributes)] = frozenset(
+                INTERSECTION_SEP.join(cube.categories[j][int(i)] for j, i in enumerate(idx))
+                for idx in zip(*np.nonzero(partial), strict=True))
+        return out
+
     @property
     def joint_full(self) -> JointTable:
         """Group sizes of the release: the first labelling's cube (no extra noise spent)."""
@@ -285,7 +310,9 @@ class Release:
                 for c in self.cubes
             ],
             "post_processing": (
-                "cells below the threshold are published as 0; every margin, metric, interval, "
+                "cells below the threshold are not released: their counts are unknown, not "
+                "zero, and a group with such a cell in a labelling is too small to judge there "
+                "(listed with the reason 'cells below the private release threshold'); every margin, metric, interval, "
                 "verdict and gate is computed from the released cells alone" if private else
                 "each noisy cube projected onto non-negative tables with its noisy total "
                 "(Euclidean projection onto the simplex), rounded to integers by largest "

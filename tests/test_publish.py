@@ -577,3 +577,36 @@ def test_private_domain_accounting_is_opendps(small_path, tmp_path):
     assert src["releases"][0]["delta"] == delta
     assert "c" not in {g["group"] for g in run.doc["input"]["groups"]["race"]}
     assert all(v.startswith("chosen privately") for v in p["cubes"][0]["domain"].values())
+
+
+def _rare_cell_table(groups: tuple[str, ...] = ("a", "b", "c")) -> pl.DataFrame:
+    """Group 'c' holds 57 people in segment 0 and 3 in segment 1 (below any release threshold)."""
+    rng = np.random.default_rng(5)
+    big = [g for g in groups if g != "c"]
+    race = list(rng.choice(big, size=2400)) + ["c"] * 60
+    segment = list(rng.integers(0, 3, size=2400)) + [0] * 57 + [1] * 3
+    return pl.DataFrame({"race": race, "segment": segment})
+
+
+@pytest.mark.parametrize("groups", [("a", "b", "c"), ("a", "c")])
+def test_private_domain_unreleased_cell_is_unknown_not_zero(tmp_path, groups):
+    """A cell below the threshold is not released: its group is too small to judge for that
+    labelling (never computed as 0, never called absent); with fewer than two groups left the
+    verdict is too little data."""
+    path = tmp_path / "rare.parquet"
+    _rare_cell_table(groups).write_parquet(path)
+    run = fairaudit.audit(str(path), sensitive=["race"], labels="segment", audit=["balance"],
+                          publish=True, dp_domain="private", delta=1e-6, bootstrap=100,
+                          ledger=str(tmp_path / "l.json"))
+    (res,) = [r for r in run.doc["results"] if r["metric"] == "balance"]
+    small = res["detail"]["too_small"]
+    assert small["unreleased"] == ["c"] and "c" in small["groups"]
+    assert small["unreleased_reason"] == "cells below the private release threshold"
+    assert "absent" not in res["explanation"] and "holds 0" not in res["explanation"]
+    if len(groups) == 3:
+        assert res["value"] > 0.3 and res["ci"][0] > 0  # a versus b only
+    else:
+        assert res["value"] is None or math.isnan(res["value"])
+        assert any("too little data" in n for n in res["notes"])
+        assert "cells below the private release threshold" in res["explanation"]
+    assert "unknown, not zero" in res["explanation"]
