@@ -425,8 +425,9 @@ def run_published(spec: Any, path: Any, fingerprint: Any, compute: Any) -> Any:
         "chain": spec.to_json(), "privacy": privacy.to_json(), "fairaudit": __version__,
         "reader": dict(spec.data.reader_options), "input": str(path),
     })
-    with ledger.open_ledger(path_of_ledger) as book:
+    with ledger.open_ledger(path_of_ledger, create_folder=privacy.ledger is None) as book:
         fp = fingerprint()
+        book.check_same_data(key, fp)
         stored = book.find(key, fp, options)
         if stored is not None:
             log.warning("unchanged data and options: the stored release of %s is returned; "

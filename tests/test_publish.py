@@ -610,3 +610,23 @@ def test_private_domain_unreleased_cell_is_unknown_not_zero(tmp_path, groups):
         assert any("too little data" in n for n in res["notes"])
         assert "cells below the private release threshold" in res["explanation"]
     assert "unknown, not zero" in res["explanation"]
+
+
+def test_another_source_name_does_not_start_a_fresh_budget(small_path, tmp_path, run_cli):
+    ledger = tmp_path / "l.json"
+    args = [small_path, "-s", "race,sex", "--labels", "segment", "--publish", "--ledger",
+            ledger, "--privacy-budget", "1", "--epsilon", "1", "-q", "--bootstrap", "50"]
+    assert run_cli("audit", *args).exit_code == 0
+    res = run_cli("audit", *args, "--privacy-source", "other")
+    assert res.exit_code == 2, res.output
+    assert str(ledger) in res.output and "'other'" in res.output
+    assert repr(str(small_path)) in res.output
+    assert list(json.loads(ledger.read_text())["sources"]) == [str(small_path)]
+
+
+def test_named_ledger_in_a_missing_folder_exits_2(small_path, tmp_path, run_cli):
+    ledger = tmp_path / "nonexistent" / "l.json"
+    res = run_cli("audit", small_path, "-s", "race", "--labels", "segment", "--publish",
+                  "--ledger", ledger, "-q", "--bootstrap", "50")
+    assert res.exit_code == 2 and str(ledger.parent) in res.output
+    assert not ledger.parent.exists()
