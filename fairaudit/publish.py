@@ -432,7 +432,9 @@ def run_published(spec: Any, path: Any, fingerprint: Any, compute: Any) -> Any:
         if stored is not None:
             log.warning("unchanged data and options: the stored release of %s is returned; "
                         "no privacy budget spent (ledger %s)", key, book.path)
-            return AuditRun(copy.deepcopy(stored["document"]))
+            return AuditRun(copy.deepcopy(stored["document"]),
+                            ledger_now=_ledger_now(book, key, privacy.budget,
+                                                   stored.get("created")))
         book.check_budget(key, privacy.epsilon, privacy.budget)
         run = compute()
         block = run.doc["privacy"]
@@ -444,4 +446,12 @@ def run_published(spec: Any, path: Any, fingerprint: Any, compute: Any) -> Any:
                            "releases": len(book.source(key)["releases"]) + 1}
         book.record(key, fingerprint=fp, options=options, epsilon=float(block["epsilon"]),
                     delta=float(block["delta"]), budget=privacy.budget, document=run.to_json())
-        return run
+        return AuditRun(run.doc, ledger_now=_ledger_now(book, key, privacy.budget, None))
+
+
+def _ledger_now(book: Any, key: str, budget: float | None, stored: str | None) -> dict[str, Any]:
+    """The ledger's current totals of ``key`` (what the console states after a run)."""
+    src = book.source(key)
+    return {"path": str(book.path), "source": key, "spent": book.spent(key),
+            "spent_delta": book.spent_delta(key), "releases": len(src["releases"]),
+            "budget": budget if budget is not None else src.get("budget"), "stored": stored}

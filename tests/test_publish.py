@@ -630,3 +630,25 @@ def test_named_ledger_in_a_missing_folder_exits_2(small_path, tmp_path, run_cli)
                   "--ledger", ledger, "-q", "--bootstrap", "50")
     assert res.exit_code == 2 and str(ledger.parent) in res.output
     assert not ledger.parent.exists()
+
+
+def test_free_republish_says_the_ledger_s_current_totals(small_path, tmp_path, run_cli):
+    """A stored release is returned byte-identical (its privacy.spent is as of that release);
+    the console states the ledger's totals now."""
+    ledger = tmp_path / "l.json"
+    args = ["-s", "race,sex", "--labels", "segment", "--publish", "--ledger", ledger,
+            "--privacy-budget", "3", "--epsilon", "1", "--bootstrap", "50"]
+    first = run_cli("audit", small_path, *args, "-o", tmp_path / "a.html")
+    assert first.exit_code == 0, first.output
+    assert "has spent epsilon 1 of its budget 3" in first.output
+    second = tmp_path / "other.parquet"
+    small_group_table(seed=11).write_parquet(second)
+    assert run_cli("audit", second, *args, "--privacy-source", str(small_path), "-o",
+                   tmp_path / "b.html").exit_code == 0
+    again = run_cli("audit", small_path, *args, "-o", tmp_path / "c.html")
+    assert again.exit_code == 0, again.output
+    assert (tmp_path / "c.json").read_text() == (tmp_path / "a.json").read_text()
+    out = " ".join(again.output.split())
+    assert "returned the stored release of" in out and "at no cost" in out
+    assert "privacy.spent 1 is as of that release" in out
+    assert "has now spent epsilon 2 of its budget 3 (2 release(s))" in out
