@@ -177,6 +177,9 @@ class PrivacySpec:
     fitted: str = "refuse"
     domain: str = "public"
     delta: float = 1e-7
+    given: frozenset[str] = field(default=frozenset(), compare=False, repr=False)
+    """The parameters (other than ``publish``) set explicitly: without ``publish`` they are
+    refused, never silently ignored."""
 
     def to_json(self) -> dict[str, Any]:
         return {"publish": self.publish, "epsilon": self.epsilon, "budget": self.budget,
@@ -192,6 +195,13 @@ def privacy_problems(p: PrivacySpec, name: Mapping[str, str]) -> list[tuple[str,
     import math
 
     out: list[tuple[str, str]] = []
+    if not p.publish:
+        publish = name["publish"] + (" = true" if name["publish"].startswith("privacy") else "")
+        for k in sorted(p.given - {"publish"}):
+            out.append((name.get(k, k), f"needs {publish}: without it the run makes the "
+                        "analyst's exact report and this privacy option would be ignored"))
+        if out:
+            return out
 
     def number(v: Any) -> bool:
         return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
@@ -436,7 +446,7 @@ def _parse_privacy(d: Any, problems: _Problems) -> PrivacySpec:
             kw["clusters"] = tuple(str(x) for x in d["clusters"])
         else:
             problems.add("privacy.clusters", "must be a list of cluster names")
-    spec = PrivacySpec(**kw)
+    spec = PrivacySpec(**kw, given=frozenset(k for k in d if k in _PRIVACY_KEYS) - {"publish"})
     bad = privacy_problems(spec, _TOML_NAMES)
     for path, msg in bad:
         problems.add(path, msg)
@@ -1000,8 +1010,10 @@ def chain_from_flags(
     unknown = set(given_privacy) - set(PrivacySpec.__dataclass_fields__)
     if unknown:
         raise ConfigError(f"unknown privacy parameter(s): {sorted(unknown)}")
+    base_privacy = base.privacy if base is not None else PrivacySpec()
     privacy_spec = check_privacy(
-        replace(base.privacy if base is not None else PrivacySpec(), **given_privacy),
+        replace(base_privacy, **given_privacy,
+                given=base_privacy.given | (set(given_privacy) - {"publish"})),
         privacy_names,
     )
     audit_steps: list[StepSpec] = []

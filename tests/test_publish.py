@@ -652,3 +652,30 @@ def test_free_republish_says_the_ledger_s_current_totals(small_path, tmp_path, r
     assert "returned the stored release of" in out and "at no cost" in out
     assert "privacy.spent 1 is as of that release" in out
     assert "has now spent epsilon 2 of its budget 3 (2 release(s))" in out
+
+
+@pytest.mark.parametrize(("flags", "name"), [
+    (["--epsilon", "0.5"], "--epsilon"),
+    (["--privacy-budget", "2", "--ledger", "l.json"], "--ledger"),
+    (["--dp-domain", "private"], "--dp-domain"),
+    (["--dp-categories", "race=a,b,c"], "--dp-categories"),
+])
+def test_privacy_options_without_publish_exit_2(small_path, run_cli, flags, name):
+    res = run_cli("audit", small_path, "-s", "race", "--labels", "segment", "-q", *flags)
+    assert res.exit_code == 2, res.output
+    assert name in res.output and "needs --publish" in res.output
+
+
+def test_chain_and_api_privacy_keys_without_publish_are_refused(small_path, tmp_path, run_cli):
+    chain = tmp_path / "c.toml"
+    chain.write_text('[data]\nsensitive = ["race"]\nlabels = "segment"\n[[audit]]\n'
+                     'use = "balance"\n[privacy]\nepsilon = 0.5\n')
+    res = run_cli("run", chain, small_path, "-q")
+    assert res.exit_code == 2 and "privacy.epsilon" in res.output
+    assert "needs privacy.publish = true" in res.output
+    with pytest.raises(ConfigError, match="dp_domain=: needs publish="):
+        fairaudit.audit(str(small_path), sensitive=["race"], labels="segment",
+                        dp_domain="private")
+    with pytest.raises(ConfigError, match="epsilon=: needs publish="):
+        fairaudit.audit(str(small_path), sensitive=["race"], labels="segment", publish=False,
+                        epsilon=0.5)
