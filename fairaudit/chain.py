@@ -223,10 +223,14 @@ def privacy_problems(p: PrivacySpec, name: Mapping[str, str]) -> list[tuple[str,
         out.append((name["fitted"], f"must be one of {', '.join(FITTED_CHOICES)}; got "
                     f"{p.fitted!r}"))
     for attr, groups in p.categories.items():
+        where = (f"{name['categories']}.{attr}" if name["categories"].startswith("privacy")
+                 else name["categories"])
         if not isinstance(groups, tuple | list) or not groups or len(set(groups)) != len(groups):
-            out.append((f"{name['categories']}.{attr}" if name["categories"].startswith("privacy")
-                        else name["categories"],
-                        f"{attr}: must be a non-empty list of distinct group names"))
+            out.append((where, f"{attr}: must be a non-empty list of distinct group names"))
+        elif len(groups) < 2:
+            out.append((where, f"{attr}: declares {len(groups)} group ({groups[0]!r}); declare "
+                        "at least two (every group of the attribute): a release of one group "
+                        "compares nothing, and the rows of the other groups would be left out"))
     if p.clusters is not None and (not p.clusters or len(set(p.clusters)) != len(p.clusters)):
         out.append((name["clusters"], "must be a non-empty list of distinct cluster names"))
     for key in ("ledger", "source"):

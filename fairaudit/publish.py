@@ -323,11 +323,26 @@ class Release:
                 "fresh noise of the release's distribution, the same post-processing; "
                 "percentile intervals cover sampling and the noise"),
             "left_out": list(LEFT_OUT),
+            "outside_declared": self.outside_declared(),
             "spent": None,
             "spent_delta": None,
             "budget": self.privacy.budget,
             "ledger": None,
         }
+
+    def outside_declared(self) -> str | None:
+        """The statement that rows outside the declared groups or clusters are left out, made
+        whenever groups or clusters are declared: whether any row was actually outside is not
+        published (a function of the rows, not of the noisy counts: it could reveal one
+        person)."""
+        declared = {k for c in self.cubes for k, v in c.domain.items() if v.startswith(DECLARED)}
+        what = [f"the declared groups of {a}" for a in sorted(declared - {"clusters"})]
+        if "clusters" in declared:
+            what.append("the declared clusters")
+        if not what:
+            return None
+        return (f"rows outside {' or '.join(what)} are left out of this release (whether there "
+                "were any is not published)")
 
     def document(self, doc: dict[str, Any]) -> dict[str, Any]:
         """``doc`` (built from :attr:`joints`) without what is not a function of the noisy

@@ -92,6 +92,8 @@ def privacy_lines(doc: Mapping[str, Any], ledger_now: Mapping[str, Any] | None =
         f"  published release (differential privacy): {p.get('mechanism')}, epsilon "
         f"{p.get('epsilon'):.6g} per release; every number is computed from noisy counts",
     ]
+    if p.get("outside_declared"):
+        lines.append(f"  {p['outside_declared']}")
     if now.get("stored"):
         lines.append(
             f"  unchanged data and options: returned the stored release of {now['stored']} at "

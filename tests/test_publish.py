@@ -679,3 +679,25 @@ def test_chain_and_api_privacy_keys_without_publish_are_refused(small_path, tmp_
     with pytest.raises(ConfigError, match="epsilon=: needs publish="):
         fairaudit.audit(str(small_path), sensitive=["race"], labels="segment", publish=False,
                         epsilon=0.5)
+
+
+def test_one_declared_group_is_refused(small_path, run_cli):
+    res = run_cli("audit", small_path, "-s", "race,sex", "--labels", "segment", "--publish",
+                  "--dp-categories", "sex=F", "-q")
+    assert res.exit_code == 2 and "--dp-categories" in res.output
+    assert "at least two" in res.output
+
+
+def test_declared_groups_say_rows_outside_are_left_out(small_path, tmp_path, run_cli):
+    """Declared groups leave rows out (race 'c'): the privacy block, console and banner say so,
+    with no count; the statement is made whether or not any row is outside (data-independent)."""
+    res = run_cli("audit", small_path, "-s", "race,sex", "--labels", "segment", "--publish",
+                  "--dp-categories", "race=a,b", "--ledger", tmp_path / "l.json",
+                  "--bootstrap", "50", "-o", tmp_path / "r.html")
+    assert res.exit_code == 0, res.output
+    said = "rows outside the declared groups of race are left out of this release"
+    p = json.loads((tmp_path / "r.json").read_text())["privacy"]
+    assert p["outside_declared"].startswith(said)
+    assert said in " ".join(res.output.split())
+    assert said in (tmp_path / "r.html").read_text()
+    assert not any(ch.isdigit() for ch in p["outside_declared"])
