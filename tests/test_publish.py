@@ -701,3 +701,39 @@ def test_declared_groups_say_rows_outside_are_left_out(small_path, tmp_path, run
     assert said in " ".join(res.output.split())
     assert said in (tmp_path / "r.html").read_text()
     assert not any(ch.isdigit() for ch in p["outside_declared"])
+
+
+def test_compare_history_export_refuse_mixing_exact_and_published(small_path, tmp_path,
+                                                                   run_cli):
+    exact = fairaudit.audit(str(small_path), sensitive=["race"], labels="segment",
+                            audit=["balance"], bootstrap=50)
+    published = publish(small_path, tmp_path / "l.json", audit=["balance"], bootstrap=50)
+    a, b = tmp_path / "exact.json", tmp_path / "published.json"
+    a.write_text(json.dumps(exact.to_json()))
+    b.write_text(json.dumps(published.to_json()))
+    for cmd in (["compare", a, b], ["history", a, b, "--out", tmp_path / "h.html"],
+                ["export", a, b, "--csv", tmp_path / "e.csv"]):
+        res = run_cli(*cmd)
+        out = " ".join(res.output.split())
+        assert res.exit_code == 2, (cmd, res.output)
+        assert str(a) in out and str(b) in out and "published" in out, out
+    assert not (tmp_path / "h.html").exists() and not (tmp_path / "e.csv").exists()
+
+
+def test_compare_and_history_pages_show_the_releases(small_path, tmp_path, run_cli):
+    first = publish(small_path, tmp_path / "l.json", audit=["balance"], epsilon=0.5,
+                    bootstrap=50)
+    small_group_table(seed=8).write_parquet(small_path)
+    second = publish(small_path, tmp_path / "l.json", audit=["balance"], epsilon=0.5,
+                     bootstrap=50)
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text(json.dumps(first.to_json()))
+    b.write_text(json.dumps(second.to_json()))
+    res = run_cli("compare", a, b, "--out", tmp_path / "d.html")
+    assert res.exit_code in (0, 1), res.output
+    res = run_cli("history", a, b, "--out", tmp_path / "h.html")
+    assert res.exit_code == 0, res.output
+    for page in ("d.html", "h.html"):
+        html = (tmp_path / page).read_text()
+        assert "Published releases (differential privacy)" in html, page
+        assert "&epsilon; = 0.5" in html and "OpenDP" in html, page
