@@ -737,3 +737,18 @@ def test_compare_and_history_pages_show_the_releases(small_path, tmp_path, run_c
         html = (tmp_path / page).read_text()
         assert "Published releases (differential privacy)" in html, page
         assert "&epsilon; = 0.5" in html and "OpenDP" in html, page
+
+
+def test_published_summary_and_explanations_speak_of_the_release(small_path, tmp_path):
+    run = publish(small_path, tmp_path / "l.json", audit=["balance", "distribution"],
+                  bootstrap=50)
+    html = fairaudit.write_report(run, tmp_path / "r.html")[0].read_text()
+    assert "Data checks failed" not in html
+    assert "left out of a published release" in html
+    texts = [r["explanation"] for r in run.doc["results"] if r.get("ci") and r.get("explanation")]
+    assert texts
+    for t in texts:
+        assert "one person more or less" not in t and "is set by" not in t, t
+    assert any("parametric bootstrap of the release" in t for t in texts)
+    assert all("covers sampling and the noise" in t for t in texts
+               if "interval" in t), texts
