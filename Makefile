@@ -14,6 +14,9 @@ $(BIN)/python:
 	$(PIP) install --quiet --upgrade pip
 
 $(VENV)/.installed: $(BIN)/python pyproject.toml
+	@# the distribution was called "fairaudit" before it became "fairaudit-clusters" (the name
+	@# "fairaudit" on the package index is another project): drop a stale copy from old venvs
+	@$(PIP) uninstall --quiet --yes fairaudit >/dev/null 2>&1 || true
 	$(PIP) install --quiet -e .
 	@touch $@
 

@@ -7,9 +7,14 @@ its HTML and JSON. Algorithms live in :mod:`fairaudit.cluster`, :mod:`fairaudit.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from fairaudit._lazy import lazy_attributes
 
 __version__ = "0.1.0"
+__distribution__ = "fairaudit-clusters"
+"""The name on the package index: ``pip install fairaudit-clusters`` (it imports as ``fairaudit``;
+the unrelated ``fairaudit`` on the index is another project)."""
 
 _LAZY = {
     "audit": "fairaudit.api",
@@ -21,3 +26,18 @@ __all__ = ["__version__", *_LAZY]
 
 
 __getattr__, __dir__ = lazy_attributes(__name__, _LAZY, globals())
+
+if TYPE_CHECKING:  # what type checkers see; at run time the names load lazily (above)
+    from fairaudit.api import (
+        audit as audit,
+    )
+    from fairaudit.api import (
+        write_report as write_report,
+    )
+    from fairaudit.hookspecs import (
+        hookimpl as hookimpl,
+    )
+    from fairaudit.results import (
+        AuditRun as AuditRun,
+    )
+

@@ -37,6 +37,7 @@ def audit(
     min_cell: int | None = None,
     suppress: bool | None = None,
     bootstrap: int | None = None,
+    ci_method: str | None = None,
     on_null: str | None = None,
     on_nonfinite: str | None = None,
     timing: bool | None = None,
@@ -68,7 +69,9 @@ def audit(
     ``warn_under`` / ``warn_over`` (reported, exit code 0) map ``METRIC[@ci][[attribute]]`` to a
     bound, as on the CLI. ``timing=True`` adds the timing block to the JSON (not reproducible).
     ``twins`` (default: on, except over a ``chain`` file, which keeps its own setting) also fits
-    each fair clusterer with ``fair=False`` (the price of fairness).
+    each fair clusterer with ``fair=False`` (the price of fairness). ``ci_method``
+    (``"calibrated"``, the default, or ``"conservative"``) chooses the intervals of the
+    min-of-ratios metrics (docs/metrics.md, "Uncertainty").
     Returns the :class:`~fairaudit.results.AuditRun` (its ``exit_code`` is what the CLI exits with).
     ``scheduler`` (a Dask scheduler address) or ``workers`` (a local Dask cluster of that many
     processes) count and assign every row on Dask (``pip install 'fairaudit[dask]'``); the
@@ -120,7 +123,7 @@ def audit(
     spec = chain_from_flags(
         host.registry, sensitive=sensitive, labels=labels, features=features, exclude=exclude,
         clusters=_component_flags(cluster), k=k, seed=seed, sample=sample,
-        thresholds=thresholds, min_cell=min_cell, bootstrap=bootstrap,
+        thresholds=thresholds, min_cell=min_cell, bootstrap=bootstrap, ci_method=ci_method,
         on_null=on_null, on_nonfinite=on_nonfinite, audits=_component_flags(audit),
         skip_audits=[skip_audit] if isinstance(skip_audit, str) else skip_audit,
         timing=timing, base=load_chain(chain) if chain else None, twins=twins,

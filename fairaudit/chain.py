@@ -82,6 +82,7 @@ _OPTION_KEYS = {
     "suppress": "retired (cell suppression); false is accepted and ignored",
     "bootstrap": "bootstrap replicates for confidence intervals (0 = off)",
     "ci_level": "confidence level",
+    "ci_method": "'calibrated' (bootstrap critical value) or 'conservative' (Bonferroni) intervals",
     "k": "number of clusters for clusterers left unset",
     "timing": "record step timings and the creation time in the JSON (not reproducible)",
     "twins": "also fit every fair clusterer with fair = false (its twin) for the price of fairness",
@@ -155,6 +156,8 @@ class Options:
     min_cell: int = 10
     bootstrap: int = 200
     ci_level: float = 0.95
+    ci_method: str = "calibrated"
+    """Interval method of the min-of-ratios metrics (docs/metrics.md, "Uncertainty")."""
     k: int | None = None
     timing: bool = False
     """Put the ``timing`` block (creation time, seconds per step) in the JSON. Off by default so
@@ -303,6 +306,7 @@ class ChainSpec:
                 "min_cell": self.options.min_cell,
                 "bootstrap": self.options.bootstrap,
                 "ci_level": self.options.ci_level,
+                "ci_method": self.options.ci_method,
                 "k": self.options.k,
                 "timing": self.options.timing,
                 "twins": self.options.twins,
@@ -565,6 +569,7 @@ def _parse_options(d: Mapping[str, Any], problems: _Problems) -> Options:
         "min_cell": lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 1,
         "bootstrap": lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0,
         "ci_level": lambda v: isinstance(v, float) and 0.5 <= v < 1,
+        "ci_method": lambda v: v in ("calibrated", "conservative"),
         "k": lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 2,
         "timing": lambda v: isinstance(v, bool),
         "twins": lambda v: isinstance(v, bool),
@@ -573,6 +578,7 @@ def _parse_options(d: Mapping[str, Any], problems: _Problems) -> Options:
         "min_cell": "an int >= 1",
         "bootstrap": "an int >= 0",
         "ci_level": "a number in [0.5, 1)",
+        "ci_method": "'calibrated' or 'conservative'",
         "k": "an int >= 2",
         "timing": "true or false",
         "twins": "true or false",
@@ -986,6 +992,7 @@ def chain_from_flags(
     on_null: str | None = None,
     on_nonfinite: str | None = None,
     bootstrap: int | None = None,
+    ci_method: str | None = None,
     audits: Sequence[str] = (),
     skip_audits: Sequence[str] = (),
     timing: bool | None = None,
@@ -1055,6 +1062,7 @@ def chain_from_flags(
             k=_given(k, o.k),
             min_cell=_given(min_cell, o.min_cell),
             bootstrap=_given(bootstrap, o.bootstrap),
+            ci_method=_given(ci_method, o.ci_method),
             timing=_given(timing, o.timing),
             twins=_given(twins, o.twins),
         )
@@ -1103,6 +1111,7 @@ def chain_from_flags(
         options=Options(
             min_cell=_given(min_cell, 10),
             bootstrap=_given(bootstrap, 200),
+            ci_method=_given(ci_method, "calibrated"),
             k=k,
             timing=_given(timing, False),
             twins=_given(twins, DEFAULT_TWINS),

@@ -606,7 +606,7 @@ def hbar(
     finite += [x for pair in errs for x in pair if math.isfinite(x)]
     if reference is not None:
         finite.append(float(reference))
-    span = max([abs(v) for v in finite] + [1e-12])
+    span = max([abs(v) for v in finite] + [0.0]) or 1.0  # all zero: a unit axis, not 1e-12
     for y, v, c, (lo, hi) in zip(ys, vals, cols, errs, strict=False):
         if math.isfinite(lo):
             ax.plot([lo, hi], [y, y], color="#222222", linewidth=1.0, zorder=3)
@@ -630,7 +630,10 @@ def hbar(
             ax.legend(loc="lower right", bbox_to_anchor=(1.0, 1.0), borderaxespad=0.2)
     ax.set_yticks(ys, [_text(lbl) for lbl in labels])
     ax.set_ylim(-0.6, n - 0.4)
-    ax.set_xlim(left=min([0.0] + finite), right=max([0.0] + finite) * 1.15 + 1e-12)
+    left, right = min([0.0] + finite), max([0.0] + finite) * 1.15
+    if right - left <= 0:  # every value 0: an axis from 0 to 1, not one of 1e-12
+        right = left + 1.0
+    ax.set_xlim(left=left, right=right)
     ax.tick_params(axis="y", length=0)
     ax.spines["left"].set_visible(False)
     ax.grid(axis="x", color=GRID_COLOR, linewidth=0.6)

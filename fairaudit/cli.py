@@ -2,7 +2,8 @@
 
 Exit codes: 0 ran and every error-severity threshold passed; 1 ran and a threshold failed;
 2 usage, configuration or input error; 3 internal error; 130 interrupted (Ctrl-C); 143
-terminated (SIGTERM). ``--debug`` adds a traceback and fairaudit's debug log, never another code.
+terminated (SIGTERM). ``--debug`` adds a traceback and fairaudit's debug log, never another code;
+``--verbose`` (``-v``) fairaudit's info log (what each step did), on stderr.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import click
+
+from fairaudit import __distribution__
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143
@@ -41,13 +44,29 @@ class _Progress:
             click.echo(f"[{time.perf_counter() - self.t0:6.1f}s] {message}", err=True)
 
 
+def _set_verbose(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    """``--verbose`` on the group or on a command: remembered for :func:`_setup_logging`."""
+    if value:
+        ctx.find_root().meta["fairaudit.verbose"] = True
+
+
+def _verbose_option(fn: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option("--verbose", "-v", is_flag=True, expose_value=False,
+                        callback=_set_verbose,
+                        help="fairaudit's info log on stderr: what each step did.")(fn)
+
+
 def _setup_logging(debug: bool, quiet: bool) -> None:
-    """Warnings (errors with --quiet) from everyone; with --debug, fairaudit's own debug log —
-    never third-party debug logs (Great Expectations alone writes thousands of lines)."""
+    """Warnings (errors with --quiet) from everyone; with --verbose, fairaudit's own info log;
+    with --debug, its debug log — never third-party debug logs (Great Expectations alone writes
+    thousands of lines)."""
+    ctx = click.get_current_context(silent=True)
+    verbose = bool(ctx and ctx.find_root().meta.get("fairaudit.verbose"))
     level = logging.ERROR if quiet else logging.WARNING
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", force=True)
+    own_level = logging.DEBUG if debug else logging.INFO if verbose else logging.NOTSET
     for own in _OWN_LOGGERS:
-        logging.getLogger(own).setLevel(logging.DEBUG if debug else logging.NOTSET)
+        logging.getLogger(own).setLevel(own_level)
     for noisy in ("great_expectations", "matplotlib", "numba", "PIL", "fontTools", "urllib3"):
         logging.getLogger(noisy).setLevel(logging.ERROR)
 
@@ -128,6 +147,7 @@ def _restore_sigterm(previous: Any) -> None:
 
 
 def _common(fn: Callable[..., Any]) -> Callable[..., Any]:
+    fn = _verbose_option(fn)
     fn = click.option("--debug", is_flag=True,
                       help="fairaudit's debug log and tracebacks (the exit code is unchanged).")(fn)
     fn = click.option("--quiet", "-q", is_flag=True, help="No progress or summary output.")(fn)
@@ -223,7 +243,8 @@ def _host(disabled: Sequence[str]) -> Any:
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="fairaudit", prog_name="fairaudit")
+@click.version_option(package_name=__distribution__, prog_name="fairaudit")
+@_verbose_option
 def main() -> None:
     """Audit the fairness of clusterings and segmentations of people.
 
@@ -305,6 +326,11 @@ def _default_json(out: Path) -> Path:
               help="CSV field separator [default: ',' (tab for .tsv)].")
 @click.option("--bootstrap", type=click.IntRange(min=0), default=None,
               help="Bootstrap replicates for confidence intervals, 0 = off [default: 200].")
+@click.option("--ci-method", type=click.Choice(["calibrated", "conservative"]), default=None,
+              help="Intervals of the min-of-ratios metrics (balance, fairness_cce, ...): "
+              "'calibrated' (bootstrap of the maximum standardised deviation, close to the "
+              "stated level) or 'conservative' (Bonferroni, covers more often) "
+              "[default: calibrated].")
 @_engine_options
 @click.option("--twins/--no-twins", default=None,
               help="Also fit each fair clusterer with fair=false (its twin) and report the price "
@@ -319,7 +345,7 @@ def _default_json(out: Path) -> Path:
 def audit(data: str, sensitive, labels, features, exclude, chain_file, clusters, k, seed,
           sample, out, json_out, fail_under, fail_over, warn_under, warn_over, audits,
           skip_audits, summary_md, timing, min_cell, no_suppress, on_null, on_nonfinite,
-          separator, bootstrap, engine_name, scheduler, workers, twins, baseline,
+          separator, bootstrap, ci_method, engine_name, scheduler, workers, twins, baseline,
           tolerances, quiet, debug, disabled, publish, epsilon, privacy_budget, ledger,
           privacy_source, dp_categories, dp_clusters, dp_fitted, dp_domain, delta) -> int:
     """Audit DATA (Parquet file, directory or glob of Parquet files, or CSV)."""
@@ -347,7 +373,7 @@ def audit(data: str, sensitive, labels, features, exclude, chain_file, clusters,
         host.registry, sensitive=sens, labels=labels, features=_split(features) or None,
         exclude=_split(exclude), clusters=clusters, k=k, seed=seed, sample=sample,
         thresholds=thresholds, min_cell=min_cell, on_null=on_null,
-        on_nonfinite=on_nonfinite, bootstrap=bootstrap, audits=audits,
+        on_nonfinite=on_nonfinite, bootstrap=bootstrap, ci_method=ci_method, audits=audits,
         skip_audits=_split(skip_audits), timing=timing, base=base, twins=twins,
         privacy=_privacy_flags(publish, epsilon, privacy_budget, ledger, privacy_source,
                                dp_categories, dp_clusters, dp_fitted, dp_domain, delta),

@@ -256,12 +256,14 @@ def _key(r: Mapping[str, Any]) -> tuple[Any, Any, Any]:
     return (r.get("labelling"), r.get("metric"), r.get("attribute"))
 
 
-def _verdict(delta: float | None, direction: str | None) -> str | None:
-    if delta is None or direction not in ("higher_is_better", "lower_is_better"):
+def _verdict(ci: Sequence[float] | None, direction: str | None) -> str | None:
+    """``better`` / ``worse`` from the interval of the change, never from the point estimate
+    alone: ``within noise`` when the interval holds 0; None without an interval."""
+    if ci is None or direction not in ("higher_is_better", "lower_is_better"):
         return None
-    if delta == 0:
-        return "unchanged"
-    up = delta > 0
+    if ci[0] <= 0 <= ci[1]:
+        return "within noise"
+    up = ci[0] > 0
     return "better" if up == (direction == "higher_is_better") else "worse"
 
 
@@ -297,7 +299,7 @@ def _change(br: Mapping[str, Any], cr: Mapping[str, Any], tol: Mapping[str, floa
         lo, hi = mover_interval(b.value, b.ci, c.value, c.ci)
         ci = [lo, hi]
     significant = None if ci is None else bool(ci[0] > 0 or ci[1] < 0)
-    verdict = _verdict(delta, direction)
+    verdict = _verdict(ci, direction)
     tolerance = _tolerance_for(tol, str(cr.get("metric")), cr.get("attribute"))
     gate = None
     if headline and ci is not None and direction in ("higher_is_better", "lower_is_better"):

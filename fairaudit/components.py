@@ -164,7 +164,10 @@ class MetricSpec:
         the bound the per-attribute verdict uses when the user set no threshold (on the fair
         side in the metric's ``direction``); ``None`` keeps the metric out of the verdict;
     ``verdict_reason``
-        why that bound (or why the metric stays out of the verdict).
+        why that bound (or why the metric stays out of the verdict);
+    ``range_text``
+        the range in words when it depends on the data, so that ``range`` is ``None`` (e.g.
+        Wd: [0, 1] for unordered groups, [0, g − 1] for g ordered groups).
     """
 
     name: str
@@ -179,6 +182,7 @@ class MetricSpec:
     choose_threshold: str = ""
     verdict_bound: float | None = None
     verdict_reason: str = ""
+    range_text: str = ""
 
 
 class Component:
@@ -368,7 +372,9 @@ class CountingAuditor(Auditor):
         tables of ``table`` (B x groups x clusters), for methods that need them. The host gives
         every other metric that declares ``bootstrap=True`` the percentile interval of
         ``compute_batch`` on the replicates. Override for metrics whose percentile interval is
-        wrong (minima of ratios, distances near 0: docs/metrics.md, "Uncertainty")."""
+        wrong (minima of ratios, distances near 0: docs/metrics.md, "Uncertainty").
+        An override may take a keyword ``method``: the host then passes the user's
+        ``--ci-method`` (``"calibrated"`` or ``"conservative"``)."""
         return {}
 
     def compute_batch(self, table: GroupTable, counts: np.ndarray) -> Mapping[str, np.ndarray]:

@@ -662,7 +662,9 @@ def metric_interval(table: np.ndarray, metric: str, *, level: float = 0.95, n_bo
         from fairaudit.metrics.bootstrap import resample_counts
 
         reps = resample_counts(counts, n_boot, random_state)
-        iv = intervals.distance_intervals(counts, reps, level).get(metric)
+        from fairaudit.metrics.distance_intervals import distance_intervals
+
+        iv = distance_intervals(counts, reps, level).get(metric)
         lo, hi = (float("nan"), float("nan")) if iv is None else (iv.lower, iv.upper)
     else:
         res = bootstrap_interval(counts, lambda stack: np.asarray(fn(stack), dtype=float),
@@ -676,7 +678,8 @@ def metric_interval(table: np.ndarray, metric: str, *, level: float = 0.95, n_bo
 def interval_method(metric: str) -> str:
     """The name of the interval method :func:`metric_interval` uses for ``metric``."""
     from fairaudit.counting_audit import BOOTSTRAP_METHOD
-    from fairaudit.metrics.intervals import DISTANCE_METHOD, METHOD
+    from fairaudit.metrics.distance_intervals import DISTANCE_METHOD
+    from fairaudit.metrics.intervals import METHOD
 
     if metric in _OWN_INTERVAL:
         return METHOD

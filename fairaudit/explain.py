@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from fairaudit.components import MetricSpec
-from fairaudit.explain_text import capitalize, context, excluded, sentence, value_text
+from fairaudit.explain_text import capitalize, context, deciding, excluded, sentence, value_text
 from fairaudit.results import finite
 
 __all__ = [
@@ -150,7 +150,7 @@ def verdicts(
         keyed.setdefault((str(r["labelling"]), str(r["attribute"])), []).append(r)
     out = []
     for (lab, attr), rows in keyed.items():
-        judged, skipped = [], []
+        judged, skipped, by = [], [], []
         for r in rows:
             spec = specs.get((r["auditor"], r["metric"]))
             mv = _metric_verdict(r, spec, n_groups.get(attr, 0))
@@ -160,6 +160,7 @@ def verdicts(
                 skipped.append(f"{r['metric']} ({why})")
             else:
                 judged.append(mv)
+                by.append(r)
         if not judged:
             continue
         found = {v for v, _ in judged}
@@ -172,8 +173,34 @@ def verdicts(
             "verdict": verdict,
             "rule": rule + ("" if not skipped else " Not judged: " + "; ".join(skipped) + "."),
             "reasons": [f"{v}: {why}" for v, why in judged],
+            "decided_by": _decided_by(verdict, judged, by, ctx),
         })
     return out
+
+
+def _decided_by(verdict: str, judged: list[tuple[str, str]], results: list[Mapping[str, Any]],
+                ctx: Any) -> dict[str, Any] | None:
+    """The result that set the verdict (the first metric whose own verdict it is; for "fair",
+    the one closest to its bound is not singled out: the first) and its deciding cell."""
+    for (v, _why), r in zip(judged, results, strict=True):
+        if v != verdict:
+            continue
+        ci = r.get("ci")
+        out: dict[str, Any] = {
+            "metric": r["metric"],
+            "value": finite(r.get("value")),
+            "ci": [finite(ci[0]), finite(ci[1])] if ci else None,
+        }
+        # unfair: the upper end (higher is better) sits below the bound; fair: the lower end
+        # clears it; the cell the interval method names for that end decided it
+        higher = r.get("direction") == "higher_is_better"
+        end = {"unfair": "upper" if higher else "lower",
+               "fair": "lower" if higher else "upper"}.get(verdict)
+        cell = deciding(r, ctx, end)
+        if cell is not None:
+            out.update(cell)
+        return out
+    return None
 
 
 # ============================================================================ glossary
@@ -214,6 +241,7 @@ def glossary(
             "headline": bool(r.get("headline")),
             "direction": direction,
             "range": None if rng is None else [finite(rng[0]), finite(rng[1])],
+            "range_text": "" if spec is None else spec.range_text,
             "meaning": (spec.meaning or spec.description) if spec is not None else "",
             "good": (spec.good if spec is not None and spec.good
                      else _good_default(spec, direction)),

@@ -17,6 +17,7 @@ import numpy as np
 
 from fairaudit.components import MetricSpec
 from fairaudit.results import finite
+from fairaudit.words import cluster_label, cluster_labels, plural
 
 _REL = 1e-9
 
@@ -35,6 +36,12 @@ def value_text(x: float | None) -> str:
     if x is None:
         return "undefined"
     return f"{0.0 if abs(x) < 5e-13 else x:.3f}"
+
+
+def _step(x: float) -> str:
+    """A small change, never shown as 0.000: three decimals, or two significant digits below
+    0.001 (one person in a cluster of 4,000 moves a share by 0.00025)."""
+    return f"{x:.3f}" if x >= 0.001 or x == 0 else f"{x:.2g}"
 
 
 def capitalize(s: str) -> str:
@@ -61,9 +68,15 @@ class Table:
     shares: tuple[tuple[float | None, ...], ...]  # share of the group within each cluster
     sizes: tuple[int, ...]  # cluster sizes (non-noise)
     n_clustered: int | None = None  # rows in clusters (labelling rows minus noise)
+    names: tuple[str, ...] | None = None  # the clusters' own names (a labels column of strings)
 
     def cluster_name(self, k: int) -> str:
-        return f"{self.unit} {self.clusters[k]}"
+        """``"premium"`` when the labels column names its clusters, else ``cluster 3``."""
+        return cluster_label({"cluster_names": self.names}, self.clusters[k], unit=self.unit)
+
+    @property
+    def units(self) -> str:
+        return plural(self.unit)
 
     def size_text(self, k: int) -> str:
         return f"{_int(self.sizes[k])} rows"
@@ -129,6 +142,7 @@ def _table(lab: Mapping[str, Any], attribute: str) -> Table | None:
         sizes=tuple(sizes),
         n_clustered=(int(lab["n_rows"]) - int(lab.get("n_noise") or 0)
                      if isinstance(lab.get("n_rows"), int) else None),
+        names=tuple(cluster_labels(lab) or ()) or None,
     )
 
 
@@ -327,8 +341,8 @@ def _ci_lower_sentence(
         return said + ")."
     step = 1.0 / ref
     if ref < 30:
-        return f"{said}{expected}): so few that one person more or less moves that ratio by {step:.3f}."
-    return f"{said}{expected}): one person more or less there moves that ratio by {step:.3f}."
+        return f"{said}{expected}): so few that one person more or less moves that ratio by {_step(step)}."
+    return f"{said}{expected}): one person more or less there moves that ratio by {_step(step)}."
 
 
 # ============================================================================ per metric
@@ -372,7 +386,7 @@ def _cce_text(r: Mapping[str, Any], t: Table, ctx: Context) -> str:
     if k is not None and g is not None:
         tot = t.group_total(g)
         even = (
-            f", where an even split over the {t.c} {t.unit}s would put about "
+            f", where an even split over the {t.c} {t.units} would put about "
             f"{_about(tot / t.c)}" if tot else ""
         )
         parts.append(
@@ -405,7 +419,7 @@ def _cce_sizes(t: Table, skip: set[str], value: float | None) -> list[str]:
     ratio = min(t.sizes) / max(t.sizes) if max(t.sizes) else 0.0
     out = [
         f"The {t.unit} sizes alone cap it at {value_text(by_size)}, its value if every {t.unit} had the "
-        f"population's group mix ({t.unit}s of {_int(min(t.sizes))} to {_int(max(t.sizes))} "
+        f"population's group mix ({t.units} of {_int(min(t.sizes))} to {_int(max(t.sizes))} "
         f"rows, smallest / largest = {ratio:.3f})."
     ]
     if value is not None and by_size < 0.8 and value >= 0.8 * by_size:
@@ -483,7 +497,7 @@ def _distance_text(r: Mapping[str, Any], t: Table, ctx: Context) -> str:
             s, k = min((s, k) for k, s in enumerate(t.sizes))
             parts.append(
                 f"{head}; the least certain is the smallest, {t.cluster_name(k)} ({_int(s)} rows),"
-                f" where one person more or less moves its {name} by up to {1 / s:.3f}."
+                f" where one person more or less moves its {name} by up to {_step(1 / s)}."
                 if s > 0 else f"{head}."
             )
     return " ".join(parts)
@@ -502,8 +516,9 @@ def _generic_text(r: Mapping[str, Any], spec: MetricSpec | None, ctx: Context) -
         worst = pick(rows, key=lambda row: float(row["value"]))
         size = worst.get("n")
         size_text = f" ({_int(size)} rows)" if isinstance(size, int) else ""
+        where = cluster_label(ctx.labellings.get(str(r.get("labelling"))), worst.get("cluster"))
         parts.append(
-            f"The worst cluster is cluster {worst.get('cluster')}{size_text} with "
+            f"The worst cluster is {where}{size_text} with "
             f"{value_text(float(worst['value']))}."
         )
     ci = r.get("ci")
@@ -592,3 +607,91 @@ def sentence(r: Mapping[str, Any], ctx: Context, spec: MetricSpec | None) -> str
     return text + _too_small_text(r, ctx)
 
 
+
+
+# ============================================================================ the deciding cell
+def _q(name: str) -> str:
+    return f"\u201c{name}\u201d"
+
+
+def _named(r: Mapping[str, Any], t: Table, end: str) -> tuple[int | None, int | None]:
+    """(cluster index, group index) of the cell the interval method names for ``end``
+    (``detail.interval.{end}_set_by``), or (None, None)."""
+    named = ((r.get("detail") or {}).get("interval") or {}).get(f"{end}_set_by") or {}
+    if str(named.get("group")) in t.groups and named.get("cluster") in t.clusters:
+        return t.clusters.index(named["cluster"]), t.groups.index(str(named["group"]))
+    return None, None
+
+
+def deciding(r: Mapping[str, Any], ctx: Context, end: str | None = None
+             ) -> dict[str, Any] | None:
+    """The one cell that sets a headline result, for the answer-first summary: ``{"cluster",
+    "cluster_name", "group", "count", "group_total", "expected", "text"}``, ``text`` a clause a
+    manager can read (``“premium” holds 11 of the 37 “Other” people, 3.3 expected``). ``end``
+    ("lower" / "upper"): the cell that sets that end of the interval when the interval method
+    names one — what decides a verdict of fair (lower end above the bound) or unfair (upper end
+    below it) — else the cell that sets the value. None when the result has no such cell."""
+    value = _finite(r.get("value"))
+    t = ctx.table(str(r.get("labelling")), r.get("attribute"))
+    if value is None or t is None:
+        return None
+    key = (r.get("auditor"), r.get("metric"))
+    try:
+        if key in (("balance", "balance"), ("capacity", "fairness_cce")):
+            k, g = _named(r, t, end) if end else (None, None)
+            if k is None or g is None:
+                cells = (balance_cells if key[0] == "balance" else cce_cells)(t, excluded(r))
+                _, k, g = _setting_cell(cells, value, r, t)
+            if k is None or g is None:
+                return None
+            if key[0] == "balance":
+                ref = t.expected(g, k)
+            else:
+                tot = t.group_total(g)
+                ref = None if tot is None else tot / t.c
+            count = t.counts[g][k]
+            total = t.group_total(g)
+            of = f"the {_int(total)} {_q(t.groups[g])} people" if total is not None else (
+                f"the {_q(t.groups[g])} people")
+            text = f"{t.cluster_name(k)} holds {t.count_text(g, k)} of {of}"
+            if ref is not None:
+                text += (f", {_about(ref)} expected" if key[0] == "balance"
+                         else f", {_about(ref)} in an even split")
+            ci = r.get("ci")
+            if end and ci and _finite(ci[0 if end == "lower" else 1]) is not None and ref:
+                # the cell that sets this end of the interval: its own ratio and that end
+                own = 0.0 if count == 0 else min(count / ref, ref / count)
+                bound = float(ci[0 if end == "lower" else 1])
+                text += (f" (ratio {own:.2f}; {'at least' if end == 'lower' else 'at most'} "
+                         f"{bound:.2f} at {ctx.level_text})")
+        elif key in (("distribution", "wd"), ("distribution", "ed")):
+            rows = [(t.clusters.index(row["cluster"]), float(row["value"]))
+                    for row in r.get("per_cluster") or ()
+                    if _finite(row.get("value")) is not None and row.get("cluster") in t.clusters]
+            if not rows or value <= 1e-12:
+                return None
+            k = max(rows, key=lambda x: (x[1] * (t.sizes[x[0]] or 0), -x[0]))[0]
+            gaps = [(gi, t.shares[gi][k] - t.pop[gi])  # type: ignore[operator]
+                    for gi in range(len(t.groups))
+                    if t.shares[gi][k] is not None and t.pop[gi] is not None]
+            if not gaps:
+                return None
+            g = max(gaps, key=lambda x: (abs(x[1]), -x[0]))[0]
+            count, total, ref = t.counts[g][k], t.group_total(g), t.expected(g, k)
+            text = (f"{t.cluster_name(k)} holds {t.count_text(g, k)} {_q(t.groups[g])} people"
+                    + (f", {_about(ref)} expected" if ref is not None else "")
+                    + f" (most out of line of {t.c} {plural(t.unit, t.c)})")
+        else:
+            return None
+    except (ArithmeticError, ValueError, IndexError, TypeError, KeyError):
+        return None  # a document this code does not understand: say nothing rather than wrong
+    return {
+        "cluster": t.clusters[k],
+        "cluster_name": t.names[t.clusters[k]] if t.names and isinstance(t.clusters[k], int)
+        and 0 <= t.clusters[k] < len(t.names) else None,
+        "group": t.groups[g],
+        "count": count,
+        "group_total": total,
+        "expected": None if ref is None else float(ref),
+        "text": text,
+    }

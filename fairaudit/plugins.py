@@ -26,7 +26,7 @@ from typing import Any
 
 import pluggy
 
-from fairaudit import hookspecs
+from fairaudit import __distribution__, hookspecs
 from fairaudit.components import (
     Auditor,
     Clusterer,
@@ -39,7 +39,7 @@ from fairaudit.errors import ConfigError, DuplicateComponentError, PluginError
 log = logging.getLogger(__name__)
 
 ENTRY_POINT_GROUP = "fairaudit"
-BUILTIN_DIST = "fairaudit"
+BUILTIN_DIST = __distribution__
 
 DEFAULT_PLUGINS: tuple[tuple[str, str], ...] = (
     ("builtins_io", "fairaudit_builtins.io"),
@@ -55,6 +55,7 @@ DEFAULT_PLUGINS: tuple[tuple[str, str], ...] = (
     ("builtins_quality", "fairaudit_builtins.quality"),
     ("builtins_comparison", "fairaudit_builtins.comparison"),
     ("builtins_field", "fairaudit_builtins.field"),
+    ("builtins_quality_parity", "fairaudit_builtins.quality_parity"),
 )
 """Built-in plugin modules as ``(plugin name, module)``; the same names as their entry points."""
 

@@ -29,8 +29,10 @@ Rules (``docs/metrics.md``, "Degenerate labellings"):
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
+
+from fairaudit.words import cluster_label
 
 DOMINANT_SHARE = 0.90
 """A cluster holding more than this share of the clustered rows makes a labelling degenerate."""
@@ -157,6 +159,7 @@ def degenerate_warnings(
     component: str | None = None,
     separation: Mapping[int, float | None] | None = None,
     memberships: Any = None,
+    names: Sequence[str] | None = None,
 ) -> list[dict[str, Any]]:
     """Warnings ``[{"code", "message", "clusters"}]`` for one labelling.
 
@@ -164,12 +167,16 @@ def degenerate_warnings(
     labelling's parameters (``n_clusters``, ``n_clusters_fitted``), ``fit`` its
     :func:`fit_diagnostics`, ``separation`` the mean silhouette per cluster (see
     :func:`cluster_silhouettes`; a tiny cluster reaching :data:`SEPARATED` is forced by the data),
-    ``memberships`` the n x c fuzzy memberships of a fuzzy clusterer (or ``None``).
+    ``memberships`` the n x c fuzzy memberships of a fuzzy clusterer (or ``None``), ``names``
+    the clusters' own names (a labels column of strings), used in the messages.
     """
     params = params or {}
     fit = fit or {}
     who = component or "the clusterer"
     out: list[dict[str, Any]] = []
+
+    def name(c: int) -> str:
+        return cluster_label({"cluster_names": names} if names else None, c)
 
     def share(n: int, total: int) -> str:
         return f" ({100.0 * n / total:.1f} %)" if n / total >= 0.001 else " (under 0.1 %)"
@@ -197,7 +204,7 @@ def degenerate_warnings(
         out.append({
             "code": "dominant_cluster", "clusters": [int(big)],
             "message": (
-                f"cluster {big} holds {n_big:,} of {total:,} clustered rows"
+                f"{name(big)} holds {n_big:,} of {total:,} clustered rows"
                 f"{share(n_big, total)}: one cluster dominates (over "
                 f"{DOMINANT_SHARE:.0%}), so the labelling hardly separates anyone"
             ),
@@ -211,7 +218,7 @@ def degenerate_warnings(
 
     tiny = sorted(c for c, n in sizes.items() if n < bound * total and not separated(c))
     if tiny and k > 1:
-        parts = [f"cluster {c}: {sizes[c]:,} rows{share(sizes[c], total)}" for c in tiny]
+        parts = [f"{name(c)}: {sizes[c]:,} rows{share(sizes[c], total)}" for c in tiny]
         out.append({
             "code": "tiny_cluster", "clusters": [int(c) for c in tiny],
             "message": (

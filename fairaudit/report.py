@@ -148,6 +148,17 @@ def status_class(status: Any) -> str:
     return f"badge badge-{s.replace('_', '-')}"
 
 
+VERDICT_STATUS = {"unfair": "fail", "too little data": "warn", "borderline": "warn",
+                  "fair": "pass"}
+"""The colour of a verdict (``explain.VERDICTS``): the status whose badge it borrows."""
+
+
+def verdict_class(verdict: Any) -> str:
+    """CSS class of a verdict badge (unfair red, borderline / too little data amber, fair
+    green)."""
+    return status_class(VERDICT_STATUS.get(str(verdict), "not_evaluated"))
+
+
 def status_label(status: Any) -> str:
     s = str(status or "not_evaluated")
     return STATUS_LABELS.get(s, s)
@@ -199,6 +210,7 @@ FILTERS: dict[str, Any] = {
     "fmt_threshold": fmt_threshold,
     "status_class": status_class,
     "status_label": status_label,
+    "verdict_class": verdict_class,
     "direction_arrow": direction_arrow,
     "direction_text": direction_text,
     "slug": slug,
@@ -327,9 +339,12 @@ def render_html(
     doc = run.doc
     inp = doc.get("input", {}) or {}
     tool = doc.get("tool", {}) or {}
+    from fairaudit.answer import overall
+
     page = env.get_template("base.html.j2").render(
         title="fairaudit report \u2014 " + str(inp.get("path") or "audit"),
         status=doc.get("status", "not_evaluated"),
+        verdict=None if doc.get("gates") else overall(doc),
         input_path=inp.get("path"),
         rows_audited=inp.get("rows_audited"),
         labellings=[lab.get("name") for lab in doc.get("labellings", [])],

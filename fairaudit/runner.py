@@ -82,7 +82,7 @@ class _Clock:
         dt = time.perf_counter() - t0
         self.timings.append(StepTiming(kind, step, labelling, dt))
         self.host.step_finished(step=step, kind=kind, labelling=labelling, seconds=dt)
-        log.debug("%s %s (%s): %.3fs", kind, step, labelling, dt)
+        log.info("%s %s%s: %.3f s", kind, step, f" on {labelling}" if labelling else "", dt)
         return out
 
 
@@ -815,6 +815,7 @@ def _run_counting(comp: CountingAuditor, lab, joint, tables, boot, spec,
 
     return run_counting_auditor(comp, lab.name, joint, tables, boot,
                                 min_cell=spec.options.min_cell, level=spec.options.ci_level,
+                                ci_method=spec.options.ci_method,
                                 # a release's intervals must carry the noise: the bootstrap's
                                 own_intervals=not spec.privacy.publish, unreleased=unreleased)
 
@@ -916,7 +917,8 @@ def _document(*, spec, path, roles, n_input, joint_full, data, sample_info, labe
             "warnings": degenerate_warnings(sizes, params=lab.params, fit=lab.fit,
                                             component=lab.component,
                                             separation=cluster_silhouettes(results, lab.name),
-                                            memberships=lab.memberships),
+                                            memberships=lab.memberships,
+                                            names=joint.cluster_names),
             "composition": _composition(joint),
         })
     res_docs = []

@@ -72,6 +72,26 @@ def headline(doc: Mapping[str, Any]) -> str:
             f"{', '.join(inp['attributes'])}; gates: {gates})")
 
 
+def answer_lines(doc: Mapping[str, Any]) -> list[str]:
+    """Without thresholds, the answer first: the verdicts over everything, then per attribute
+    the manager's line and per labelling its verdict and the cell that set it
+    (:mod:`fairaudit.answer`)."""
+    from fairaudit.answer import answers, overall_text
+
+    total = overall_text(doc)
+    if total is None:
+        return []
+    lines = [f"verdicts (no thresholds set; each metric's default bound): {total}"]
+    for a in answers(doc):
+        lines.append(f"  {a['line']}")
+        if a["n"] > 1:
+            width = max(len(e["labelling"]) for e in a["labellings"])
+            for e in a["labellings"]:
+                lines.append(f"      {e['labelling'].ljust(width)}  {e['verdict']:<15}  "
+                             f"{e['text']}")
+    return lines
+
+
 def privacy_lines(doc: Mapping[str, Any], ledger_now: Mapping[str, Any] | None = None
                   ) -> list[str]:
     """What a published (differentially private) release spent; nothing for an exact one.
@@ -110,7 +130,8 @@ def privacy_lines(doc: Mapping[str, Any], ledger_now: Mapping[str, Any] | None =
 def console_lines(doc: Mapping[str, Any], ledger_now: Mapping[str, Any] | None = None
                   ) -> list[str]:
     """The console summary: a headline, the privacy notice, then a fixed-width table of every
-    gate."""
+    gate — or, without thresholds, the verdicts with the cell that set each
+    (:func:`answer_lines`)."""
     lines = [headline(doc)]
     notice = privacy_notice(doc)
     if notice:
@@ -118,7 +139,7 @@ def console_lines(doc: Mapping[str, Any], ledger_now: Mapping[str, Any] | None =
     lines.extend(privacy_lines(doc, ledger_now))
     rows = gate_rows(doc)
     if not rows:
-        return lines
+        return lines + answer_lines(doc)
     keys = ("status", "labelling", "metric", "attribute", "judged", "on", "bound", "severity")
     cells = [list(_HEADER)] + [[r[k] for k in keys] for r in rows]
     widths = [max(len(c[j]) for c in cells) for j in range(len(keys))]
@@ -150,13 +171,30 @@ def markdown(doc: Mapping[str, Any], report: str | None = None,
             )
             out.append("| " + " | ".join(_md(c) for c in cells) + " |")
     else:
-        out.append("No thresholds were set: values are reported, not judged.")
+        answer = answer_lines(doc)
+        if answer:
+            out.append(f"**{_md(answer[0])}**")
+            out.append("")
+            for a in _answers(doc):
+                out.append(f"- {_md(a['line'])}")
+                if a["n"] > 1:
+                    for e in a["labellings"]:
+                        out.append(f"  - {_md(e['labelling'])}: **{e['verdict']}** — "
+                                   f"{_md(e['text'])}")
+        else:
+            out.append("No thresholds were set: values are reported, not judged.")
     out.append("")
     if report:
         out.append(f"Report: `{report}`")
     if json_path:
         out.append(f"JSON: `{json_path}`")
     return "\n".join(out).rstrip() + "\n"
+
+
+def _answers(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
+    from fairaudit.answer import answers
+
+    return answers(doc)
 
 
 def _md(text: str) -> str:

@@ -9,9 +9,12 @@ In the spirit of scikit-learn's ``check_estimator``::
     def test_conformance(component, check):
         check(component)
 
-Also a pytest plugin (entry point ``pytest11``) providing the fixtures ``fairaudit_host`` (a host
-with built-ins only) and ``fairaudit_data`` (a small seeded :class:`~fairaudit.data.AuditData`
-with a planted imbalance), plus :func:`registered` and :func:`record_hooks`.
+Also a pytest plugin, loaded only where a project asks for it (``pytest -p fairaudit.testing``,
+or ``pytest_plugins = ["fairaudit.testing"]`` in its top-level ``conftest.py``), providing the
+fixtures ``fairaudit_host`` (a host with built-ins only) and ``fairaudit_data`` (a small seeded
+:class:`~fairaudit.data.AuditData` with a planted imbalance), plus :func:`registered` and
+:func:`record_hooks`. It has no ``pytest11`` entry point: installing fairaudit adds nothing to
+other projects' test runs.
 """
 
 from __future__ import annotations
@@ -352,7 +355,7 @@ def record_hooks(pm: Any) -> Iterator[HookRecorder]:
 
 
 # --------------------------------------------------------------------------- pytest fixtures
-try:  # the pytest11 entry point imports this module inside pytest only
+try:  # `-p fairaudit.testing` / `pytest_plugins` import this module inside pytest
     import pytest as _pytest
 
     @_pytest.fixture

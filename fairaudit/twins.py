@@ -136,12 +136,32 @@ def _target(lab: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
     return FAIRNESS_TARGETS.get(str(lab.get("component")), ()) + (DEFAULT_TARGET,)
 
 
+def _gain_ci(fair: Mapping[str, Any], twin: Mapping[str, Any],
+             direction: Any) -> list[float] | None:
+    """MOVER interval of the gain (fair - twin in the metric's direction) from the two results'
+    intervals (:func:`fairaudit.compare.mover_interval`), or None when either has none. The two
+    labellings are of the same rows; MOVER treats them as independent, which is conservative
+    when their errors move together (the same small group drives both)."""
+    from fairaudit.compare import mover_interval
+
+    fv, tv = _finite(fair.get("value")), _finite(twin.get("value"))
+    f_ci, t_ci = fair.get("ci"), twin.get("ci")
+    if fv is None or tv is None or not f_ci or not t_ci or direction not in (
+            "higher_is_better", "lower_is_better"):
+        return None
+    if any(_finite(x) is None for x in (*f_ci, *t_ci)):
+        return None
+    lo, hi = mover_interval(tv, t_ci, fv, f_ci)  # fair - twin
+    return [lo, hi] if direction == "higher_is_better" else [-hi, -lo]
+
+
 def price_of_fairness(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
     """One entry per fair labelling, twin and attribute: fairness gained and quality lost.
 
     ``gain`` is the improvement of the fair labelling over its twin on the target metric in the
     metric's direction (fair - twin when higher is better, twin - fair when lower is better):
-    positive = the fair method is fairer. ``quality_loss`` is twin - fair silhouette: positive =
+    positive = the fair method is fairer; ``gain_ci`` is its interval (MOVER), which alone
+    decides "fairer" in the report. ``quality_loss`` is twin - fair silhouette: positive =
     the fair method's clusters are less well separated. ``None`` where a value is undefined.
     """
     labs = {str(lab["name"]): lab for lab in doc.get("labellings") or ()}
@@ -187,6 +207,7 @@ def price_of_fairness(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
                 gain = fv - tv if direction == "higher_is_better" else tv - fv
             entry = {**base, "attribute": attribute, "target_auditor": auditor,
                      "target_metric": metric, "direction": direction, "fair_value": fv,
-                     "twin_value": tv, "gain": gain}
+                     "twin_value": tv, "gain": gain,
+                     "gain_ci": _gain_ci(f_res, t_res, direction)}
             out.append(entry)
     return out

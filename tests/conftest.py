@@ -9,6 +9,10 @@ import numpy as np
 import polars as pl
 import pytest
 
+# fairaudit's pytest plugin is opt-in (no pytest11 entry point): its fixtures
+# (fairaudit_host, fairaudit_data) are loaded here, as a plugin author's conftest.py would.
+pytest_plugins = ["fairaudit.testing"]
+
 # Never let GX phone home, whatever the test does.
 os.environ.setdefault("GX_ANALYTICS_ENABLED", "False")
 

@@ -140,3 +140,36 @@ def test_watcher_sees_requests_and_csp_blocks_them(browser, tmp_path):
         assert any("Content Security Policy" in e for e in watch.errors)
     finally:
         context.close()
+
+
+def test_answer_is_above_the_fold_at_1280x800(browser, tmp_path):
+    """Issue 23: without thresholds, the verdict card and the answer (per attribute: the
+    verdict and the cell that set it) are visible without scrolling; the detail opens on a
+    click (<details>, no script)."""
+    from test_answer import _segments
+
+    import fairaudit
+
+    run = fairaudit.audit(_segments(), sensitive=["race", "sex"], labels="segment")
+    path = report.write_html(run, tmp_path / "answer.html")
+    context, page, watch = _open(browser, path, width=1280)
+    try:
+        page.set_viewport_size({"width": 1280, "height": 800})
+        assert watch.errors == []
+        card = page.locator("#sec-summary .verdict")
+        assert "Unfair" in card.inner_text()
+        lines = page.locator("#answer .answer-lines li").all()
+        assert len(lines) == 3  # race, sex and their intersection
+        for li in lines:
+            box = li.bounding_box()
+            assert box is not None and box["y"] >= 0 and box["y"] + box["height"] <= 800, box
+        assert "\u201cpremium\u201d holds 11 of the 37" in lines[0].inner_text()
+        # the full headline table is folded; a click opens it
+        table = page.locator("details.headline-metrics table")
+        assert not table.is_visible()
+        page.locator("details.headline-metrics > summary").click()
+        assert table.is_visible()
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "answer.png"))
+    finally:
+        context.close()

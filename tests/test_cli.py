@@ -99,7 +99,7 @@ def test_help_lists_every_command(cli):
 def test_version(cli):
     result = cli.invoke(main, ["--version"])
     assert result.exit_code == 0
-    assert importlib.metadata.version("fairaudit") in result.output
+    assert importlib.metadata.version("fairaudit-clusters") in result.output
 
 
 # ----------------------------------------------------------------------------- audit
@@ -450,8 +450,8 @@ def test_plugins_lists_builtins_and_the_example_plugin(run_cli):
     result = run_cli("plugins", "--json")
     rows = {(r["name"], r["kind"]): r for r in json.loads(result.stdout)}
     kmeans = rows[("kmeans", "clusterer")]
-    assert kmeans["package"] == "fairaudit"
-    assert kmeans["version"] == importlib.metadata.version("fairaudit")
+    assert kmeans["package"] == "fairaudit-clusters"
+    assert kmeans["version"] == importlib.metadata.version("fairaudit-clusters")
     assert ("representation_gap", "section") in rows
     assert rows[("representation_gap", "auditor")] == {
         "name": "representation_gap", "kind": "auditor", "plugin": "example",

@@ -357,3 +357,52 @@ def test_page_states_the_alignment_rule():
     html = render_comparison_html(compare(base, cur))
     assert "Hungarian method" in html and "group composition" in html
     assert "<script" not in html and html.count("<svg") == 1
+
+
+def test_better_or_worse_is_decided_by_the_interval_of_the_change_not_the_point():
+    """Issue 23: a change whose interval holds 0 is "within noise", whatever its sign."""
+    from fairaudit.compare import _verdict
+
+    assert _verdict([0.01, 0.2], "higher_is_better") == "better"
+    assert _verdict([0.01, 0.2], "lower_is_better") == "worse"
+    assert _verdict([-0.3, -0.01], "higher_is_better") == "worse"
+    assert _verdict([-0.05, 0.2], "higher_is_better") == "within noise"
+    assert _verdict(None, "higher_is_better") is None
+
+
+def test_price_of_fairness_reads_fairer_only_from_the_interval_of_the_gain():
+    from fairaudit_builtins.quality import TwinsSection
+
+    from fairaudit.twins import price_of_fairness
+
+    def res(lab, value, ci):
+        return {"auditor": "balance", "metric": "balance", "labelling": lab, "attribute": "g",
+                "value": value, "ci": ci, "direction": "higher_is_better", "detail": {}}
+
+    def doc(fair_ci):
+        return {"labellings": [{"name": "fairx", "component": "fairden", "origin": "clusterer",
+                                "params": {"fair": True},
+                                "extras": {"fairness_target": {"auditor": "balance",
+                                                               "metric": "balance"}}},
+                               {"name": "fairx-twin", "component": "fairden",
+                                "origin": "clusterer", "params": {"fair": False}}],
+                "results": [res("fairx", 0.7, fair_ci), res("fairx-twin", 0.6, [0.5, 0.7])],
+                "input": {"attributes": ["g"]}}
+
+    d = doc([0.4, 0.9])
+    wide = price_of_fairness(d)[0]
+    assert wide["gain"] == pytest.approx(0.1)  # a positive point gain ...
+    assert wide["gain_ci"][0] < 0 < wide["gain_ci"][1]  # ... whose interval holds 0
+
+    class Run:
+        def __init__(self, doc):
+            self.doc = doc
+
+    d["twins"] = [wide]
+    e = TwinsSection().context(Run(d))["entries"][0]
+    assert e["fairer"] is False and "no clear gain" in e["verdict"]
+    d2 = doc([0.69, 0.71])
+    d2["results"][1]["ci"] = [0.59, 0.61]
+    d2["twins"] = price_of_fairness(d2)
+    e2 = TwinsSection().context(Run(d2))["entries"][0]
+    assert e2["fairer"] is True and e2["verdict"].startswith("fairer")

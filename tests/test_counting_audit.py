@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 import polars as pl
+import pytest
 
 import fairaudit
 
@@ -53,11 +54,31 @@ def test_every_interval_contains_its_estimate_and_names_its_method():
             lo, hi = r["ci"]
             assert lo <= r["value"] <= hi, r
             assert r["detail"]["interval"]["method"] in (
-                "score-intersection", "bootstrap-triangle", "bootstrap-percentile")
+                "score-intersection", "score-max-bootstrap", "bootstrap-triangle",
+                "bootstrap-triangle-max", "bootstrap-percentile")
         methods = {r["metric"]: r["detail"]["interval"]["method"] for r in counted if r["ci"]}
-        assert methods["balance"] == "score-intersection"
-        assert methods["fairness_cce"] == "score-intersection"
+        assert methods["balance"] == "score-max-bootstrap"
+        assert methods["fairness_cce"] == "score-max-bootstrap"
+        assert methods["balance_prime"] == "score-max-bootstrap"
+        assert methods["balance_mean"] == "score-intersection"
         assert methods["wd"] == "bootstrap-triangle"
+        assert methods["wd_max"] == "bootstrap-triangle-max"
+
+
+def test_ci_method_conservative_keeps_the_bonferroni_intervals():
+    """--ci-method conservative (chain: ci_method, API: ci_method=) gives today's intervals,
+    which contain the calibrated ones' lower end and reach at least as high."""
+    df = _table(1, n=3000, tiny=40)
+    new = fairaudit.audit(df, sensitive=["race"], labels="segment")
+    old = fairaudit.audit(df, sensitive=["race"], labels="segment", ci_method="conservative")
+    assert old.doc["chain"]["options"]["ci_method"] == "conservative"
+    for metric in ("balance", "fairness_cce"):
+        n = new.results_for(metric=metric, attribute="race")[0]
+        o = old.results_for(metric=metric, attribute="race")[0]
+        assert o["detail"]["interval"]["method"] == "score-intersection"
+        assert n["value"] is not None
+        assert n["ci"][0] == pytest.approx(o["ci"][0])  # same pointwise lower end
+        assert n["ci"][1] <= o["ci"][1] + 1e-12
 
 
 def test_fewer_than_two_judgeable_groups_gives_nan_with_a_reason():

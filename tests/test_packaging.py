@@ -26,7 +26,7 @@ def wheel(tmp_path_factory) -> zipfile.ZipFile:
     if proc.returncode != 0 and "No module named" in proc.stderr and "hatchling" in proc.stderr:
         pytest.skip("hatchling is not installed (pip install hatchling)")
     assert proc.returncode == 0, proc.stderr
-    wheels = list(out.glob("fairaudit-*.whl"))
+    wheels = list(out.glob("fairaudit_clusters-*.whl"))
     assert len(wheels) == 1, wheels
     with zipfile.ZipFile(wheels[0]) as zf:
         yield zf
@@ -71,7 +71,8 @@ def test_entry_points(wheel):
 
     assert dict(parser["fairaudit"]) == {name: module for name, module in DEFAULT_PLUGINS}
     assert parser["console_scripts"]["fairaudit"] == "fairaudit.cli:main"
-    assert parser["pytest11"]["fairaudit"] == "fairaudit.testing"
+    # the pytest plugin is opt-in (-p fairaudit.testing): no pytest11 entry point
+    assert "pytest11" not in parser
 
 
 def test_metadata_pins_great_expectations(wheel):
@@ -86,3 +87,35 @@ def test_no_stray_files(wheel):
     bad = [n for n in _names(wheel) if "__pycache__" in n or n.endswith((".pyc", ".tmp"))]
     assert not bad
     assert not any(n.startswith(("tests/", "benchmarks/")) for n in _names(wheel))
+
+
+def test_licence_types_and_metadata(wheel):
+    names = _names(wheel)
+    lic = [n for n in names if n.endswith(".dist-info/licenses/LICENSE")]
+    assert lic, "LICENSE is not in the wheel"
+    assert b"Apache License" in wheel.read(lic[0])
+    assert "fairaudit/py.typed" in names
+    assert "fairaudit/__main__.py" in names
+    meta = next(n for n in names if n.endswith(".dist-info/METADATA"))
+    text = wheel.read(meta).decode("utf-8")
+    assert "Name: fairaudit-clusters" in text.splitlines()
+    assert "License-Expression: Apache-2.0" in text
+    assert "Typing :: Typed" in text
+    assert any(line.startswith("Project-URL: Source,") for line in text.splitlines())
+    requires = [line for line in text.splitlines() if line.startswith("Requires-Dist:")]
+    assert not any(r.split()[1].lower() == "pot" for r in requires), "POT is a core dependency"
+
+
+def test_sdist_has_the_licence(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "hatchling", "build", "-t", "sdist", "-d",
+                           str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    if proc.returncode != 0 and "No module named" in proc.stderr:
+        pytest.skip("hatchling is not installed (pip install hatchling)")
+    assert proc.returncode == 0, proc.stderr
+    import tarfile
+
+    [sdist] = tmp_path.glob("fairaudit_clusters-*.tar.gz")
+    with tarfile.open(sdist) as tf:
+        members = tf.getnames()
+    assert any(m.endswith("/LICENSE") for m in members)
+    assert any(m.endswith("/fairaudit/py.typed") for m in members)

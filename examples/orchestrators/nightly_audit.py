@@ -13,8 +13,12 @@ maps its exit code: 0 -> success, 1 -> a fairness gate failed (a threshold, or a
 got significantly worse than the baseline) -> the task fails and is NOT retried, 2 -> bad input or
 configuration -> fails, not retried, anything else -> an internal error (retrying may help).
 
+Two gates: a threshold (``--fail-under balance=0.8``: an absolute bound every night) and the
+baseline (a headline metric significantly worse than the approved audit). Either fails the run.
+
 Run:  python examples/orchestrators/nightly_audit.py DATA.parquet --sensitive sex,race \\
-          --labels segment --audits audits/ [--date 2026-11-23] [--chain chain.toml]
+          --labels segment --audits audits/ --fail-under balance=0.8 [--date 2026-11-23]
+          [--chain chain.toml]
 """
 
 # ruff: noqa: T201  (printing is this example's job)
@@ -54,15 +58,21 @@ class AuditOutcome:
 
 def audit_command(data: str, *, sensitive: str, audits: Path, date: str,
                   labels: str | None = None, chain: str | None = None,
-                  tolerance: Sequence[str] = ()) -> list[str]:
-    """The ``fairaudit audit`` command line of one nightly run."""
+                  tolerance: Sequence[str] = (), fail_under: Sequence[str] = (),
+                  fail_over: Sequence[str] = ()) -> list[str]:
+    """The ``fairaudit audit`` command line of one nightly run: its thresholds (``fail_under``
+    / ``fail_over``, e.g. ``"balance=0.8"``) and, once one is promoted, the baseline."""
     runs = Path(audits) / "runs"
-    cmd = [sys.executable, "-m", "fairaudit.cli", "audit", data, "--sensitive", sensitive,
+    cmd = [sys.executable, "-m", "fairaudit", "audit", data, "--sensitive", sensitive,
            "--out", str(runs / f"{date}.html"), "--json", str(runs / f"{date}.json")]
     if labels:
         cmd += ["--labels", labels]
     if chain:
         cmd += ["--chain", chain]
+    for t in fail_under:
+        cmd += ["--fail-under", t]
+    for t in fail_over:
+        cmd += ["--fail-over", t]
     baseline = Path(audits) / "baseline.json"
     if baseline.exists():
         cmd += ["--baseline", str(baseline)]
@@ -73,7 +83,8 @@ def audit_command(data: str, *, sensitive: str, audits: Path, date: str,
 
 def run_audit(data: str, *, sensitive: str, audits: str | Path, date: str | None = None,
               labels: str | None = None, chain: str | None = None,
-              tolerance: Sequence[str] = (),
+              tolerance: Sequence[str] = (), fail_under: Sequence[str] = (),
+              fail_over: Sequence[str] = (),
               runner: Callable[..., subprocess.CompletedProcess] = subprocess.run,
               ) -> AuditOutcome:
     """Run one nightly audit (and rebuild the history page); return its outcome."""
@@ -81,10 +92,11 @@ def run_audit(data: str, *, sensitive: str, audits: str | Path, date: str | None
     audits = Path(audits)
     (audits / "runs").mkdir(parents=True, exist_ok=True)
     cmd = audit_command(data, sensitive=sensitive, audits=audits, date=date, labels=labels,
-                        chain=chain, tolerance=tolerance)
+                        chain=chain, tolerance=tolerance, fail_under=fail_under,
+                        fail_over=fail_over)
     proc = runner(cmd, capture_output=True, text=True)
     if proc.returncode in (EXIT_OK, EXIT_GATE):
-        runner([sys.executable, "-m", "fairaudit.cli", "history", str(audits / "runs"),
+        runner([sys.executable, "-m", "fairaudit", "history", str(audits / "runs"),
                 "--out", str(audits / "history.html"), "--quiet"],
                capture_output=True, text=True)
     runs = audits / "runs"
@@ -112,9 +124,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--audits", default="audits")
     ap.add_argument("--date")
     ap.add_argument("--tolerance", action="append", default=[])
+    ap.add_argument("--fail-under", action="append", default=[], metavar="METRIC=BOUND")
+    ap.add_argument("--fail-over", action="append", default=[], metavar="METRIC=BOUND")
     a = ap.parse_args(argv)
     outcome = run_audit(a.data, sensitive=a.sensitive, audits=a.audits, date=a.date,
-                        labels=a.labels, chain=a.chain, tolerance=a.tolerance)
+                        labels=a.labels, chain=a.chain, tolerance=a.tolerance,
+                        fail_under=a.fail_under, fail_over=a.fail_over)
     print(outcome.output, end="")
     return outcome.exit_code
 

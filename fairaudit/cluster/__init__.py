@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from fairaudit._lazy import lazy_attributes
 
 _LAZY = {
@@ -27,3 +29,42 @@ __all__ = list(_LAZY)
 
 
 __getattr__, __dir__ = lazy_attributes(__name__, _LAZY, globals())
+
+if TYPE_CHECKING:  # what type checkers see; at run time the names load lazily (above)
+    from fairaudit.cluster._ffcm_ops import (
+        nearest_centre as nearest_centre,
+    )
+    from fairaudit.cluster.dc_distance import (
+        MergeTree as MergeTree,
+    )
+    from fairaudit.cluster.dc_distance import (
+        core_distances as core_distances,
+    )
+    from fairaudit.cluster.dc_distance import (
+        dc_distance_matrix as dc_distance_matrix,
+    )
+    from fairaudit.cluster.dc_distance import (
+        merge_tree as merge_tree,
+    )
+    from fairaudit.cluster.dc_distance import (
+        mutual_reachability_mst as mutual_reachability_mst,
+    )
+    from fairaudit.cluster.fairden import (
+        ExcludedGroups as ExcludedGroups,
+    )
+    from fairaudit.cluster.fairden import (
+        FairDen as FairDen,
+    )
+    from fairaudit.cluster.fce import (
+        FairClusteringEnsemble as FairClusteringEnsemble,
+    )
+    from fairaudit.cluster.fce import (
+        kmeans_bases as kmeans_bases,
+    )
+    from fairaudit.cluster.ffcm import (
+        FairFuzzyCMeans as FairFuzzyCMeans,
+    )
+    from fairaudit.cluster.lofkm import (
+        LOFKMeans as LOFKMeans,
+    )
+

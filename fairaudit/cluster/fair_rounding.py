@@ -16,9 +16,11 @@ assignment step is an exact transport problem per group:
 the starting labels (the plain k-means rounding keeps its cluster sizes), with at least one member
 of each group in each cluster when the group has ≥ k members (balance is 0 for a cluster that
 misses a group). Given the centres, each group's assignment is a transportation problem with
-n_g unit sources and k sinks, solved exactly by the network simplex of POT (Flamary et al.
-2021, ``ot.emd``; its vertex solutions are integral). Given the assignment, the centres are the
-means. The objective never increases; the loop stops when the labels repeat.
+n_g unit sources and k sinks, solved exactly by successive shortest paths over the k columns
+(:func:`_min_cost_fill`; numpy and the standard library only — it replaced POT's network simplex,
+which it matches to the last digit of the objective in tests/cluster/test_fair_rounding.py).
+Given the assignment, the centres are the means. The objective never increases; the loop stops
+when the labels repeat.
 """
 
 from __future__ import annotations
@@ -73,21 +75,121 @@ def proportional_caps(group_codes: np.ndarray, shares: np.ndarray) -> np.ndarray
 
 
 def _transport(cost: np.ndarray, caps: np.ndarray) -> np.ndarray:
-    """Exact assignment of the rows of ``cost`` (n × k) to columns with ``caps`` rows each."""
+    """Exact assignment of the rows of ``cost`` (n × k) to columns with ``caps`` rows each
+    (``caps`` sums to n): minimises the summed cost. See :func:`_min_cost_fill`."""
     n, k = cost.shape
     if n == 0:
         return np.zeros(0, dtype=np.int64)
+    caps = np.asarray(caps, dtype=np.int64)
+    if caps.shape != (k,) or np.any(caps < 0) or int(caps.sum()) != n:
+        raise ValueError(f"caps must be {k} non-negative counts summing to {n}")
     used = np.flatnonzero(caps > 0)
     if used.size == 1:
         return np.full(n, used[0], dtype=np.int64)
-    import ot  # POT: exact network simplex (lazy: only FairDen's proportional rounding needs it)
-
     sub = np.ascontiguousarray(cost[:, used], dtype=np.float64)
-    plan, log = ot.emd(np.ones(n), caps[used].astype(np.float64), sub,
-                       numItermax=max(100_000, 100 * n * used.size), log=True)
-    if log.get("warning"):
-        raise RuntimeError(f"proportional rounding: the transport solver stopped: {log['warning']}")
-    return used[np.argmax(plan, axis=1)].astype(np.int64)
+    return used[_min_cost_fill(sub, caps[used])]
+
+
+def _min_cost_fill(cost: np.ndarray, caps: np.ndarray) -> np.ndarray:
+    """Successive shortest paths for the transportation problem with n unit sources and few
+    (k) sinks, exact.
+
+    Start from every row at its cheapest column (optimal without the caps: every residual
+    move costs ≥ 0). While a column is over its cap, move one row's worth of excess along the
+    cheapest chain of moves to a column under its cap: a chain a → b → … costs
+    Σ min over the rows r in a of (cost[r, b] − cost[r, a]). Those k × k move costs are kept in
+    a heap per ordered column pair (stale entries dropped lazily), and the cheapest chain is
+    found by Bellman-Ford over the k columns (moves can cost < 0, but there is no negative
+    cycle: each augmentation along a shortest path keeps the assignment the cheapest one with
+    its column loads — the invariant of successive shortest paths). Ends when every column
+    holds its cap: then the assignment is optimal. O(excess · (k³ + k log n)) after an
+    O(n k log n) start.
+    """
+    import heapq
+
+    n, k = cost.shape
+    assign = np.argmin(cost, axis=1).astype(np.int64)
+    load = np.bincount(assign, minlength=k)
+    heaps: list[list[list[tuple[float, int]]]] = [[[] for _ in range(k)] for _ in range(k)]
+    W = np.full((k, k), np.inf)
+    for a in range(k):
+        rows = np.flatnonzero(assign == a)
+        if rows.size == 0:
+            continue
+        delta = cost[rows] - cost[rows, a][:, None]
+        for b in range(k):
+            if b == a:
+                continue
+            h = list(zip(delta[:, b].tolist(), rows.tolist(), strict=True))
+            heapq.heapify(h)
+            heaps[a][b] = h
+            W[a, b] = h[0][0]
+
+    def top(a: int, b: int) -> tuple[float, int] | None:
+        h = heaps[a][b]
+        while h and assign[h[0][1]] != a:
+            heapq.heappop(h)
+        return h[0] if h else None
+
+    def refresh(a: int) -> None:
+        for b in range(k):
+            if b != a:
+                t = top(a, b)
+                W[a, b] = np.inf if t is None else t[0]
+
+    def join(r: int, b: int) -> None:
+        for x in range(k):
+            if x != b:
+                key = float(cost[r, x] - cost[r, b])
+                heapq.heappush(heaps[b][x], (key, r))
+                if key < W[b, x]:
+                    W[b, x] = key
+
+    np.fill_diagonal(W, np.inf)
+    steps = 0
+    while True:
+        excess = load - caps
+        if not (excess > 0).any():
+            break
+        steps += 1
+        if steps > n + 1:  # each step moves one unit of excess: at most n of them
+            raise RuntimeError("proportional rounding: the transport did not converge")
+        dist = np.where(excess > 0, 0.0, np.inf)
+        pred = np.full(k, -1, dtype=np.int64)
+        for _ in range(k):
+            cand = dist[:, None] + W
+            best = np.argmin(cand, axis=0)
+            new = cand[best, np.arange(k)]
+            finite = np.isfinite(dist)
+            slack = 1e-12 * np.maximum(1.0, np.abs(np.where(finite, dist, 0.0)))
+            better = new < np.where(finite, dist - slack, np.inf)
+            if not better.any():
+                break
+            dist = np.where(better, new, dist)
+            pred = np.where(better, best, pred)
+        targets = np.flatnonzero(excess < 0)
+        t = int(targets[np.argmin(dist[targets])])
+        if not np.isfinite(dist[t]):  # pragma: no cover - a column can always take a row
+            raise RuntimeError("proportional rounding: no feasible move (bad caps)")
+        path = [t]
+        while pred[path[-1]] >= 0:
+            path.append(int(pred[path[-1]]))
+            if len(path) > k:  # pragma: no cover - would be a negative cycle
+                raise RuntimeError("proportional rounding: negative cycle in the transport")
+        path.reverse()  # source (over its cap) ... target (under its cap)
+        moves = []
+        for a, b in zip(path[:-1], path[1:], strict=True):
+            t_ab = top(a, b)
+            assert t_ab is not None
+            moves.append((t_ab[1], a, b))
+        for r, a, b in moves:
+            assign[r] = b
+            load[a] -= 1
+            load[b] += 1
+            join(r, b)
+        for _, a, _ in moves:
+            refresh(a)
+    return assign
 
 
 def proportional_kmeans(

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["SilhouetteResult", "silhouette"]
+__all__ = ["SilhouetteResult", "silhouette", "silhouette_by_row"]
 
 
 @dataclass(frozen=True)
@@ -28,19 +28,37 @@ class SilhouetteResult:
     notes: tuple[str, ...] = ()
 
 
-def silhouette(X: np.ndarray, labels: np.ndarray) -> SilhouetteResult:
-    """Silhouette of ``labels`` (no noise) on ``X`` (n x d). O(n²) time, chunked memory."""
-    from sklearn.metrics import silhouette_samples
-
+def _checked(X: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     X = np.asarray(X, dtype=np.float64)
     labels = np.asarray(labels).reshape(-1)
     if X.shape[0] != labels.size:
         raise ValueError(f"X has {X.shape[0]} rows but labels has {labels.size}")
     if (labels < 0).any():
         raise ValueError("labels contain noise (-1): remove noise rows before the silhouette")
+    return X, labels
+
+
+def _defined(k: int, n: int) -> bool:
+    return 2 <= k <= n - 1
+
+
+def silhouette_by_row(X: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """Silhouette of every row (no noise rows); all NaN when it is undefined (fewer than two
+    clusters, or every row its own cluster). O(n²) time, chunked memory."""
+    from sklearn.metrics import silhouette_samples
+
+    X, labels = _checked(X, labels)
+    if not _defined(np.unique(labels).size, labels.size):
+        return np.full(labels.size, np.nan)
+    return np.asarray(silhouette_samples(X, labels, metric="euclidean"), dtype=np.float64)
+
+
+def silhouette(X: np.ndarray, labels: np.ndarray) -> SilhouetteResult:
+    """Silhouette of ``labels`` (no noise) on ``X`` (n x d). O(n²) time, chunked memory."""
+    X, labels = _checked(X, labels)
     clusters, sizes = np.unique(labels, return_counts=True)
     k = clusters.size
-    if k < 2 or k > labels.size - 1:
+    if not _defined(k, labels.size):
         why = (
             "fewer than 2 clusters among the rows used"
             if k < 2 else "every row is its own cluster"
@@ -49,7 +67,7 @@ def silhouette(X: np.ndarray, labels: np.ndarray) -> SilhouetteResult:
             math.nan, tuple(int(c) for c in clusters), tuple(math.nan for _ in clusters),
             tuple(int(n) for n in sizes), (f"silhouette is undefined: {why}.",),
         )
-    s = silhouette_samples(X, labels, metric="euclidean")
+    s = silhouette_by_row(X, labels)
     per = [float(s[labels == c].mean()) for c in clusters]
     return SilhouetteResult(
         float(s.mean()), tuple(int(c) for c in clusters), tuple(per),

@@ -18,6 +18,7 @@ from fairaudit.data import GroupTable
 from fairaudit.hookspecs import hookimpl
 from fairaudit.metrics import counting, intervals
 from fairaudit.metrics.bootstrap import in_blocks
+from fairaudit.metrics.distance_intervals import distance_intervals
 
 HIGHER = Direction.HIGHER_IS_BETTER
 LOWER = Direction.LOWER_IS_BETTER
@@ -39,8 +40,22 @@ def _wanted(metrics: Collection[str] | None, names: Collection[str]) -> list[str
     return [m for m in names if metrics is None or m in metrics]
 
 
+def _calibrating(replicates: np.ndarray | None, method: str) -> np.ndarray | None:
+    """The replicates that calibrate the min-of-ratios intervals, or None for the conservative
+    method (``--ci-method``; docs/metrics.md, "Uncertainty")."""
+    if method not in intervals.CI_METHODS:
+        raise ValueError(f"The 'method' parameter must be one of {intervals.CI_METHODS}; got "
+                         f"{method!r}.")
+    if method == "conservative" or replicates is None or len(replicates) < 2:
+        return None
+    return replicates
+
+
 def _first(batch: Mapping[str, np.ndarray]) -> dict[str, float]:
     return {k: float(np.asarray(v).reshape(-1)[0]) for k, v in batch.items()}
+
+
+_WD_RANGE = "[0, 1] for unordered groups; [0, g \u2212 1] for g ordered groups"
 
 
 class BalanceAuditor(CountingAuditor):
@@ -107,10 +122,11 @@ class BalanceAuditor(CountingAuditor):
             )
         return out
 
-    def intervals(self, table: GroupTable, level: float,
-                  replicates: np.ndarray) -> Mapping[str, Any]:
+    def intervals(self, table: GroupTable, level: float, replicates: np.ndarray, *,
+                  method: str = "calibrated") -> Mapping[str, Any]:
+        reps = _calibrating(replicates, method)
         out: dict[str, Any] = {
-            "balance": intervals.balance_interval(table.counts, level),
+            "balance": intervals.balance_interval(table.counts, level, reps),
             "balance_mean": intervals.balance_mean_interval(table.counts, level),
         }
         if table.n_noise:
@@ -163,6 +179,7 @@ class DistributionAuditor(CountingAuditor):
     metrics = (
         MetricSpec(
             "wd", LOWER, "size-weighted mean over clusters of Wd", headline=True, range=None,
+            range_text=_WD_RANGE,
             meaning=(
                 "How far each cluster's group mix is from the whole data's (earth mover's "
                 "distance), averaged over clusters weighted by size. For unordered groups it is "
@@ -185,12 +202,14 @@ class DistributionAuditor(CountingAuditor):
                 "the tolerance of the balance bound, not a legal rule"
             ),
         ),
-        MetricSpec("wd_max", LOWER, "largest per-cluster Wd", range=None,
+        MetricSpec("wd_max", LOWER, "largest per-cluster Wd", range=None, range_text=_WD_RANGE,
                    meaning="Wd of the cluster whose group mix is furthest from the population.",
                    good="0 = every cluster mirrors the population.",
                    choose_threshold="Gate on it when no single cluster may be far off, "
                    "however small."),
         MetricSpec("wd_sum", LOWER, "sum over clusters of Wd", range=None,
+                   range_text="[0, c] for unordered groups (c clusters); [0, c (g \u2212 1)] "
+                   "for g ordered groups",
                    meaning="Wd summed over clusters (FairKM's convention); grows with the "
                    "number of clusters.",
                    good="0 = every cluster mirrors the population.",
@@ -206,6 +225,7 @@ class DistributionAuditor(CountingAuditor):
                    meaning="Ed of the cluster whose group mix is furthest from the population.",
                    good="0 = every cluster mirrors the population."),
         MetricSpec("ed_sum", LOWER, "sum over clusters of Ed", range=None,
+                   range_text="[0, c \u221a2] (c clusters)",
                    meaning="Ed summed over clusters; grows with the number of clusters.",
                    good="0 = every cluster mirrors the population."),
     )
@@ -221,12 +241,14 @@ class DistributionAuditor(CountingAuditor):
     def compute(self, table: GroupTable) -> Mapping[str, float]:
         return _first(self.compute_batch(table, table.counts[None]))
 
-    def intervals(self, table: GroupTable, level: float,
-                  replicates: np.ndarray) -> Mapping[str, Any]:
+    def intervals(self, table: GroupTable, level: float, replicates: np.ndarray, *,
+                  method: str = "calibrated") -> Mapping[str, Any]:
         ground = self._ground(table)
         if ground == "fairkm-compat":  # not a norm of a deviation: percentile interval
             return {}
-        return intervals.distance_intervals(table.counts, replicates, level, ground=ground)
+        calibrated = _calibrating(replicates, method) is not None
+        return distance_intervals(table.counts, replicates, level, ground=ground,
+                                  calibrated=calibrated)
 
     def compute_batch(self, table: GroupTable, counts: np.ndarray, *,
                       metrics: Collection[str] | None = None) -> Mapping[str, np.ndarray]:
@@ -312,12 +334,13 @@ class CapacityAuditor(CountingAuditor):
                    choose_threshold="Compare clusterings of the same data only; with unequal "
                    "groups it cannot reach 1."),
         MetricSpec("balance_prime", HIGHER, "FUFS Balance': min_k min_g N[g,k]/|k|",
-                   range=None,
+                   range=None, range_text="[0, 1/g] (g groups)",
                    meaning="The smallest share any group has in any cluster (FUFS); no "
                    "comparison with the population.",
                    good="At most 1/g (g groups); higher is better.",
                    choose_threshold="Compare clusterings of the same data only."),
         MetricSpec("proportion", LOWER, "FUFS Proportion: Σ_k max_g N[g,k]/|k|", range=None,
+                   range_text="[c/g, c] (c clusters, g groups)",
                    meaning="Each cluster's largest group share, summed over clusters (FUFS).",
                    good="Between c/g and c (c clusters, g groups); lower is better.",
                    choose_threshold="Compare clusterings with the same c and g only."),
@@ -329,13 +352,14 @@ class CapacityAuditor(CountingAuditor):
     def compute(self, table: GroupTable) -> Mapping[str, float]:
         return _first(self.compute_batch(table, table.counts[None]))
 
-    def intervals(self, table: GroupTable, level: float,
-                  replicates: np.ndarray) -> Mapping[str, Any]:
+    def intervals(self, table: GroupTable, level: float, replicates: np.ndarray, *,
+                  method: str = "calibrated") -> Mapping[str, Any]:
+        reps = _calibrating(replicates, method)
         return {
-            "fairness_cce": intervals.fairness_cce_interval(table.counts, level),
+            "fairness_cce": intervals.fairness_cce_interval(table.counts, level, reps),
             "cce": intervals.cce_interval(table.counts, level),
             "fce_fair": intervals.fce_fair_interval(table.counts, level),
-            "balance_prime": intervals.balance_prime_interval(table.counts, level),
+            "balance_prime": intervals.balance_prime_interval(table.counts, level, reps),
         }
 
     def compute_batch(self, table: GroupTable, counts: np.ndarray, *,

@@ -42,10 +42,18 @@ def explained(doc: Mapping[str, Any]) -> Mapping[str, Any]:
     return doc if complete else explain(doc, builtin_specs())
 
 
-def _range_text(rng: Any) -> str:
-    if not rng or len(rng) != 2 or rng[0] is None or rng[1] is None:
-        return "unbounded"
+def _range_text(rng: Any, text: str = "") -> str:
+    """The glossary's range: the metric's own words when it gives them, else ``[lo, hi]``
+    (``∞`` for an open end); "not fixed" when the metric declares none."""
+    if text:
+        return text
+    if not rng or len(rng) != 2 or (rng[0] is None and rng[1] is None):
+        return "not fixed"
     lo, hi = rng
+    if hi is None:
+        return f"[{lo:g}, \u221e)"
+    if lo is None:
+        return f"(\u2212\u221e, {hi:g}]"
     hi_text = "\u221a2" if abs(hi - 2**0.5) < 1e-9 else f"{hi:g}"
     return f"[{lo:g}, {hi_text}]"
 
@@ -93,7 +101,7 @@ class ExplainSection(ReportSection):
                 "auditor": g.get("auditor"),
                 "headline": bool(g.get("headline")),
                 "direction": g.get("direction"),
-                "range": _range_text(g.get("range")),
+                "range": _range_text(g.get("range"), g.get("range_text") or ""),
                 "meaning": g.get("meaning") or "",
                 "good": g.get("good") or "",
                 "choose_threshold": g.get("choose_threshold") or "",

@@ -279,8 +279,9 @@ class TwinsSection(ReportSection):
         entries = [dict(e) for e in run.doc.get("twins") or ()]
         for e in entries:
             gain, loss = finite(e.get("gain")), finite(e.get("quality_loss"))
-            e["fairer"] = None if gain is None else gain > 0
-            e["verdict"] = _verdict(gain, loss)
+            ci = e.get("gain_ci")
+            e["fairer"] = None if not ci else ci[0] > 0
+            e["verdict"] = _verdict(gain, ci, loss)
         shown = [e for e in entries if finite(e.get("gain")) is not None]
         svg = None
         if shown:
@@ -294,11 +295,17 @@ class TwinsSection(ReportSection):
         return {"entries": entries, "svg": svg}
 
 
-def _verdict(gain: float | None, loss: float | None) -> str:
+def _verdict(gain: float | None, ci: Any, loss: float | None) -> str:
+    """The reading of a price-of-fairness entry: "fairer" only when the interval of the gain
+    lies above 0 (point estimates alone decide nothing)."""
     if gain is None:
         return "not comparable (a value is undefined)"
-    if gain <= 0:
-        return "no fairness gained over the twin"
+    if not ci:
+        return "not decided: no interval of the gain (--bootstrap 0 or an interval missing)"
+    if ci[1] < 0:
+        return "less fair than the twin (the interval of the gain lies below 0)"
+    if ci[0] <= 0:
+        return "no clear gain over the twin (the interval of the gain holds 0)"
     if loss is None:
         return "fairer; quality change unknown"
     if abs(loss) < 0.0005:  # shown as +0.000 / -0.000

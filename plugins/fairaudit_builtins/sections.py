@@ -35,6 +35,7 @@ from fairaudit import charts
 from fairaudit.components import ReportSection
 from fairaudit.hookspecs import hookimpl
 from fairaudit.results import finite
+from fairaudit.words import cluster_label
 
 MAX_GROUPS = 20
 """Charts show at most this many groups of one attribute (the largest); tables show all."""
@@ -273,12 +274,21 @@ def top_groups(comp: Mapping[str, Any], limit: int = MAX_GROUPS) -> list[int]:
     return sorted(keep)
 
 
+def cluster_axis_labels(clusters: Sequence[Any], names: Sequence[str] | None) -> list[str]:
+    """Chart labels of clusters: their own names (a labels column of strings), else
+    ``cluster 3``."""
+    lab = {"cluster_names": names} if names else None
+    return [cluster_label(lab, c, quote=False) for c in clusters]
+
+
 def composition_chart(
-    comp: Mapping[str, Any], *, title: str | None = None, limit: int = MAX_GROUPS
+    comp: Mapping[str, Any], *, title: str | None = None, limit: int = MAX_GROUPS,
+    names: Sequence[str] | None = None,
 ) -> str:
     """Stacked bars: group shares in the population and in each cluster (``composition[attr]``
     of a labelling). Suppressed shares show as hatched grey; groups beyond ``limit`` are merged
-    into "other groups" when their shares are known."""
+    into "other groups" when their shares are known. ``names``: the clusters' own names
+    (``labellings[i].cluster_names``)."""
     groups = list(comp.get("groups") or ())
     clusters = list(comp.get("clusters") or ())
     pop = list(comp.get("population_share") or [])
@@ -297,7 +307,7 @@ def composition_chart(
     rows = [row(pop)]
     for k in range(len(clusters)):
         rows.append(row([shares[g][k] if g < len(shares) else None for g in range(len(groups))]))
-    categories = ["population"] + [f"cluster {c}" for c in clusters]
+    categories = ["population"] + cluster_axis_labels(clusters, names)
     return charts.composition_bars(
         categories, names, rows, title=title, reference="population", xlabel="share of rows"
     )
@@ -328,7 +338,8 @@ def balance_cells(comp: Mapping[str, Any]) -> list[list[float | None]]:
 
 
 def balance_heatmap(
-    comp: Mapping[str, Any], *, title: str | None = None, limit: int = MAX_GROUPS
+    comp: Mapping[str, Any], *, title: str | None = None, limit: int = MAX_GROUPS,
+    names: Sequence[str] | None = None,
 ) -> str:
     """Heatmap of :func:`balance_cells` (rows = groups, columns = clusters; 1 = the cluster
     mirrors the population for that group, 0 = group absent)."""
@@ -337,7 +348,7 @@ def balance_heatmap(
     return charts.heatmap(
         [cells[g] for g in keep],
         [comp["groups"][g] for g in keep],
-        [f"cluster {c}" for c in comp.get("clusters") or ()],
+        cluster_axis_labels(list(comp.get("clusters") or ()), names),
         title=title,
         vmin=0.0,
         vmax=1.0,
@@ -502,6 +513,9 @@ def headline_chart(run: Any, auditor: str, metric: str) -> str | None:
 
 
 # ============================================================================ sections
+_OP = {True: "\u2265", False: "\u2264"}
+
+
 class SummarySection(ReportSection):
     name = "summary"
     title = "Summary"
@@ -524,12 +538,29 @@ class SummarySection(ReportSection):
                     charts_out.append({"title": r["metric"], "svg": svg})
         gx = doc.get("checks") or []
         inp = doc.get("input") or {}
+        from fairaudit.answer import answers, overall
+
+        bounds = [
+            f"{g['metric']} {_OP[g.get('direction') == 'higher_is_better']} "
+            f"{g['verdict_bound']:g}"
+            for g in doc.get("glossary") or () if g.get("headline")
+            and g.get("verdict_bound") is not None
+        ]
+        headline = headline_table(run)
         return {
+            "answer": answers(doc),
+            "overall": overall(doc),
+            "default_bounds": list(dict.fromkeys(bounds)),
+            "answer_labellings": list(dict.fromkeys(
+                str(v["labelling"]) for v in doc.get("verdicts") or ())),
+            "n_headline_rows": len(headline.get("rows") or ()),
+            "headline_has_ci": any(c.get("ci") for row in headline.get("rows") or ()
+                                   for c in row.get("cells") or ()),
             "status": doc.get("status", "not_evaluated"),
             "counts": counts,
             "n_checks": len(checks),
             "checks": checks,
-            "headline": headline_table(run),
+            "headline": headline,
             "charts": charts_out[:4],
             "gx_failed": [c for c in gx if not c.get("success")],
             "n_gx": len(gx),
@@ -666,7 +697,8 @@ class CompositionSection(ReportSection):
             size_chart = None
             if sizes:
                 size_chart = charts.hbar(
-                    [f"cluster {s.get('cluster')}" for s in sizes],
+                    cluster_axis_labels([s.get("cluster") for s in sizes],
+                                        lab.get("cluster_names")),
                     [s.get("n") for s in sizes],
                     colors=[charts.PALETTE[i % len(charts.PALETTE)]] * len(sizes),
                     fmt="{:,.0f}",
@@ -686,10 +718,12 @@ class CompositionSection(ReportSection):
                         "truncated": n_groups > MAX_GROUPS,
                         "max_groups": MAX_GROUPS,
                         "composition_svg": composition_chart(
-                            comp, title=f"Group share per cluster \u2014 {attr}"
+                            comp, title=f"Group share per cluster \u2014 {attr}",
+                            names=lab.get("cluster_names"),
                         ),
                         "heatmap_svg": balance_heatmap(
-                            comp, title=f"Balance per group \u00d7 cluster \u2014 {attr}"
+                            comp, title=f"Balance per group \u00d7 cluster \u2014 {attr}",
+                            names=lab.get("cluster_names"),
                         ),
                         "table": {**counts_table(comp), "names": lab.get("cluster_names")},
                     }

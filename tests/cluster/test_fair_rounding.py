@@ -1,5 +1,6 @@
 """Proportional rounding (fairaudit/cluster/fair_rounding.py): exact per-group transport against
-brute force, caps, monotone Lloyd objective, and the balance it buys."""
+brute force, the LP optimum (HiGHS) and, when installed, POT's network simplex; caps, monotone
+Lloyd objective, and the balance it buys."""
 
 from __future__ import annotations
 
@@ -34,6 +35,61 @@ def test_transport_is_optimal(seed):
     lab = _transport(cost, caps)
     np.testing.assert_array_equal(np.bincount(lab, minlength=k), caps)
     assert cost[np.arange(n), lab].sum() == pytest.approx(_brute(cost, caps), rel=1e-12)
+
+
+def _lp_optimum(cost: np.ndarray, caps: np.ndarray) -> float:
+    """Independent oracle: the transportation LP by HiGHS (its optimum is the integer one)."""
+    from scipy import sparse
+    from scipy.optimize import linprog
+
+    n, k = cost.shape
+    rows = np.r_[np.repeat(np.arange(n), k), n + np.tile(np.arange(k), n)]
+    A = sparse.csr_array((np.ones(2 * n * k), (rows, np.r_[np.arange(n * k), np.arange(n * k)])),
+                         shape=(n + k, n * k))
+    res = linprog(cost.ravel(), A_eq=A, b_eq=np.r_[np.ones(n), caps], bounds=(0, None),
+                  method="highs-ds")
+    assert res.status == 0, res.message
+    return float(res.fun)
+
+
+def _problem(seed: int, n_max: int, k_max: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    n, k = int(rng.integers(1, n_max)), int(rng.integers(1, k_max))
+    cost = rng.random((n, k)) * rng.choice([1e-3, 1.0, 1e4])
+    if seed % 3 == 0:  # many ties
+        cost = np.round(cost * 3 / cost.max())
+    caps = np.bincount(rng.integers(0, k, n), minlength=k)
+    return cost, caps
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_transport_matches_the_lp_optimum(seed):
+    cost, caps = _problem(1000 + seed, 80, 7)
+    lab = _transport(cost, caps)
+    np.testing.assert_array_equal(np.bincount(lab, minlength=caps.size), caps)
+    got = cost[np.arange(cost.shape[0]), lab].sum()
+    assert got == pytest.approx(_lp_optimum(cost, caps), rel=1e-9, abs=1e-9)
+
+
+def test_transport_matches_pot_when_installed():
+    """POT's network simplex (the solver this replaced) as an optional oracle: equal objectives
+    on random problems with ties, sizes up to the rounding's 20,000-row fitting sample."""
+    ot = pytest.importorskip("ot")
+    for seed in range(40):
+        cost, caps = _problem(seed, 3000 if seed % 10 else 20_000, 12)
+        n, k = cost.shape
+        used = np.flatnonzero(caps > 0)
+        plan = ot.emd(np.ones(n), caps[used].astype(float), np.ascontiguousarray(cost[:, used]),
+                      numItermax=max(100_000, 100 * n * k))
+        ref = cost[np.arange(n), used[np.argmax(plan, axis=1)]].sum()
+        lab = _transport(cost, caps)
+        np.testing.assert_array_equal(np.bincount(lab, minlength=k), caps)
+        assert cost[np.arange(n), lab].sum() == pytest.approx(ref, rel=1e-12, abs=1e-9)
+
+
+def test_transport_rejects_caps_that_do_not_sum_to_the_rows():
+    with pytest.raises(ValueError, match="summing to 3"):
+        _transport(np.zeros((3, 2)), np.array([1, 1]))
 
 
 @pytest.mark.parametrize("seed", range(30))

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from fairaudit.metrics import counting as C
+from fairaudit.metrics import distance_intervals as D
 from fairaudit.metrics import intervals as I
 
 Z975 = 1.959963984540054
@@ -132,21 +133,32 @@ COND = np.array([[0.34, 0.33, 0.33],
                  [0.55, 0.20, 0.25]])  # the 1 % group: about 6 of its 30 people in segment 1
 
 
-def coverage_simulation(draws: int, seed: int, n: int = 3000, level: float = 0.95):
+def coverage_simulation(draws: int, seed: int, n: int = 3000, level: float = 0.95,
+                        calibrated: bool = False, n_boot: int = 200, cond=COND,
+                        metrics=(C.balance_min, C.balance_mean, C.fairness_cce)):
     """Coverage and median width of the 95 % intervals of the headline min-of-ratios metrics
     over ``draws`` samples of n rows from a known population (4 groups, one of 1 %,
-    3 segments). Returns {metric: (coverage, median width, median lower end)}."""
-    P = SHARES[:, None] * COND
+    3 segments). ``calibrated``: the score-max-bootstrap method on ``n_boot`` multinomial
+    replicates of each sample (what the host does), else the conservative score-intersection.
+    Returns {metric: (coverage, median width, median lower end)}."""
+    from fairaudit.metrics.bootstrap import resample_counts
+
+    P = SHARES[:, None] * cond
     rng = np.random.default_rng(seed)
     out = {}
-    for metric, interval in PAIRS[:3]:
+    for metric, interval in PAIRS:
+        if metric not in metrics:
+            continue
         truth = float(metric(P))
         hits, widths, lowers = [], [], []
-        r = np.random.default_rng(rng.integers(2**32))
+        seeds = rng.integers(2**32, size=2)
+        r = np.random.default_rng(seeds[0])
+        r_boot = np.random.default_rng(seeds[1])  # the same samples with and without
         for _ in range(draws):
             T = r.multinomial(n, P.ravel()).reshape(P.shape)
             T = T[T.sum(axis=1) > 0]
-            iv = interval(T, level)
+            reps = resample_counts(T, n_boot, r_boot) if calibrated else None
+            iv = interval(T, level, reps) if calibrated else interval(T, level)
             hits.append(iv.lower <= truth <= iv.upper)
             widths.append(iv.upper - iv.lower)
             lowers.append(iv.lower)
@@ -168,6 +180,72 @@ def test_coverage_simulation_one_percent_group():
         assert width < 0.8, (name, width)
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("cond", ["near-tie", "one-cell"])
+def test_calibrated_coverage_simulation_one_percent_group(cond):
+    """Issue 23: the calibrated intervals (score-max-bootstrap) cover 93-97 % on the 1 %-group
+    population, 400 draws x 200 replicates, and are narrower than the conservative ones on the
+    same draws. 'near-tie': the 1 % group's three cells all lie near the minimum (the population
+    above); 'one-cell': one cell clearly sets it (the lower end is then exact, the upper end
+    carries the calibration). Figures in docs/metrics.md."""
+    c = COND.copy()
+    if cond == "one-cell":
+        c[3] = [0.62, 0.10, 0.28]
+    metrics = (C.balance_min, C.fairness_cce, C.balance_prime)
+    new = coverage_simulation(draws=400, seed=2026, calibrated=True, cond=c, metrics=metrics)
+    old = coverage_simulation(draws=400, seed=2026, cond=c, metrics=metrics)
+    for name, (cov, width, lower) in new.items():
+        if cond == "one-cell" and name != "balance_min":
+            # known shortfall (docs/metrics.md): the pointwise Wilson lower end of a cell of
+            # about 3 people covers less than its one-sided 97.5 %
+            assert cov >= 0.88, (name, cov)
+        else:
+            # the aim is 93-97 %; 400 draws carry +-1.1 % simulation error (one standard error
+            # 0.9 %), and near ties put the true coverage at the top of the aim (about 97 %
+            # over 1,100 draws of three seeds: docs/metrics.md)
+            assert 0.93 <= cov <= 0.985, (name, cov)
+        assert width < old[name][1], (name, width, old[name])
+        assert lower >= old[name][2] - 1e-12, (name, lower, old[name])
+
+
+def test_calibrated_interval_holds_its_estimate_and_sits_inside_the_conservative_one():
+    from fairaudit.metrics.bootstrap import resample_counts
+
+    rng = np.random.default_rng(5)
+    for _ in range(20):
+        T = rng.multinomial(400, (SHARES[:, None] * COND).ravel()).reshape(4, 3)
+        T = T[T.sum(axis=1) > 0]
+        R = resample_counts(T, 100, rng)
+        for metric, interval in PAIRS:
+            if metric not in (C.balance_min, C.fairness_cce, C.balance_prime):
+                continue
+            new, old = interval(T, 0.95, R), interval(T, 0.95)
+            assert new.method == I.CALIBRATED_METHOD and old.method == I.METHOD
+            assert new.lower <= float(metric(T)) <= new.upper
+            assert new.lower == old.lower
+            # at least the pointwise bound of a cell the bootstrap cannot move; never above
+            # the Bonferroni end by more than the bootstrap's own noise
+            assert new.upper <= old.upper + 0.05, (metric.__name__, new, old)
+
+
+def test_max_deviation_critical_value_by_hand():
+    z = np.array([[-1.0, 0.5, -3.0], [0.2, -2.0, 9.0], [np.nan, -0.5, 1.0], [0.0, 0.0, -4.0]])
+    # per replicate, the largest deviation below the estimate over the contact cells {0, 1}:
+    # 1.0, 2.0, 0.5, 0.0 -> the 0.75 quantile of (0, .5, 1, 2) = 1.25
+    assert I.max_deviation_critical_value(z, [True, True, False], 0.25) == pytest.approx(1.25)
+    assert I.max_deviation_critical_value(z, [False, False, False], 0.25) == 0.0
+
+
+def test_calibrated_zero_cell_keeps_its_pointwise_upper_bound():
+    """A cell observed at 0 cannot move in the bootstrap: its upper bound stays pointwise."""
+    from fairaudit.metrics.bootstrap import resample_counts
+
+    T = np.array([[50, 40, 0], [30, 30, 20]])
+    new = I.balance_interval(T, 0.95, resample_counts(T, 200, 1))
+    assert new.upper == pytest.approx(I.balance_interval(T, 0.95).upper)
+    assert new.upper > 0.1
+
+
 # ------------------------------------------------------------------------------ distances
 DIST = {
     "wd": lambda T, g: C.wd(T, ground=g), "wd_max": lambda T, g: C.wd(T, ground=g, how="max"),
@@ -184,7 +262,7 @@ def test_triangle_bound_holds_for_any_two_tables(T, U, ground):
     if T.shape != U.shape:
         return
     # c = the bound for the single replicate U: the interval [d - c, d + c] must contain d(U)
-    ivs = I.distance_intervals(T, np.stack([U, U]), level=0.5, ground=ground)
+    ivs = D.distance_intervals(T, np.stack([U, U]), level=0.5, ground=ground)
     for name, f in DIST.items():
         d_t, d_u = f(T, ground), f(U, ground)
         iv = ivs[name]
@@ -195,7 +273,7 @@ def test_triangle_bound_holds_for_any_two_tables(T, U, ground):
 
 def test_distance_interval_is_a_point_without_sampling_error():
     T = np.array([[30, 10], [10, 30]])
-    ivs = I.distance_intervals(T, np.repeat(T[None], 5, axis=0))
+    ivs = D.distance_intervals(T, np.repeat(T[None], 5, axis=0))
     assert ivs["wd"].lower == ivs["wd"].upper == pytest.approx(C.wd(T))
 
 
@@ -210,7 +288,7 @@ def distance_coverage(draws: int, seed: int, fair: bool, n: int = 3000):
 
     for _ in range(draws):
         T = rng.multinomial(n, P.ravel()).reshape(P.shape)
-        ivs = I.distance_intervals(T, resample_counts(T, 200, rng))
+        ivs = D.distance_intervals(T, resample_counts(T, 200, rng))
         for k in DIST:
             hits[k].append(ivs[k].lower <= truth[k] <= ivs[k].upper)
             widths[k].append(ivs[k].upper - ivs[k].lower)
@@ -225,3 +303,43 @@ def test_distance_coverage_simulation(fair):
     res = distance_coverage(draws=300, seed=11 if fair else 12, fair=fair)
     for name, (cov, _) in res.items():
         assert cov >= (0.9 if fair else 0.95), (name, cov)
+
+
+def test_calibrated_max_distance_interval_holds_its_estimate_and_is_no_wider():
+    from fairaudit.metrics.bootstrap import resample_counts
+
+    rng = np.random.default_rng(8)
+    P = SHARES[:, None] * COND * np.array([0.7, 0.2, 0.1])
+    P /= P.sum()
+    for _ in range(10):
+        T = rng.multinomial(3000, P.ravel()).reshape(P.shape)
+        R = resample_counts(T, 200, rng)
+        old = D.distance_intervals(T, R)
+        new = D.distance_intervals(T, R, calibrated=True)
+        for m in ("wd_max", "ed_max"):
+            assert new[m].method == D.DISTANCE_MAX_METHOD
+            assert new[m].lower <= DIST[m](T, "zero-one") <= new[m].upper
+            assert new[m].upper <= old[m].upper + 1e-12  # max of quantiles <= quantile of max
+        for m in ("wd", "ed", "wd_sum", "ed_sum"):
+            assert new[m] == old[m]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fair", [False, True])
+def test_calibrated_max_distance_coverage(fair):
+    """wd_max / ed_max with per-cluster bounds: at least the stated level (conservative where
+    the distance is far from 0, as the shared-error interval); figures in docs/metrics.md."""
+    from fairaudit.metrics.bootstrap import resample_counts
+
+    cond = np.full((4, 3), 1 / 3) if fair else COND
+    P = SHARES[:, None] * cond
+    rng = np.random.default_rng(21 if fair else 22)
+    truth = {m: DIST[m](P, "zero-one") for m in ("wd_max", "ed_max")}
+    hits = {m: [] for m in truth}
+    for _ in range(300):
+        T = rng.multinomial(3000, P.ravel()).reshape(P.shape)
+        ivs = D.distance_intervals(T, resample_counts(T, 200, rng), calibrated=True)
+        for m in truth:
+            hits[m].append(ivs[m].lower <= truth[m] <= ivs[m].upper)
+    for m in truth:
+        assert np.mean(hits[m]) >= (0.92 if fair else 0.95), (m, np.mean(hits[m]))

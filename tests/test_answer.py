@@ -1,0 +1,101 @@
+"""The answer first (issue 23): without thresholds, the console, ``--summary-md`` and the top of
+the report give per attribute and labelling the verdict and the cell that set it, by the
+cluster's own name."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import polars as pl
+import pytest
+
+LINE = "\u201cpremium\u201d holds 11 of the 37 \u201cOther\u201d people, 3.3 expected"
+
+
+def _segments() -> pl.DataFrame:
+    """1,000 customers in three named segments. "Other" (37 people) has 11 in "premium" (90
+    rows), where 37 x 90 / 1,000 = 3.3 are expected: balance 3.3 / 11 = 0.30; sex is spread
+    evenly."""
+    rng = np.random.default_rng(7)
+    race = ["Other"] * 37 + ["White"] * 700 + ["Black"] * 263
+    seg = (["premium"] * 11 + ["standard"] * 13 + ["basic"] * 13
+           + ["premium"] * 55 + ["standard"] * 400 + ["basic"] * 245
+           + ["premium"] * 24 + ["standard"] * 150 + ["basic"] * 89)
+    sex = rng.permutation(np.array(["f", "m"] * 500)).tolist()
+    return pl.DataFrame({"race": race, "sex": sex, "segment": seg})
+
+
+@pytest.fixture
+def segments(tmp_path):
+    path = tmp_path / "segments.parquet"
+    _segments().write_parquet(path)
+    return path
+
+
+def test_console_gives_the_verdict_and_the_deciding_cell_by_name(run_cli, segments, tmp_path):
+    md = tmp_path / "summary.md"
+    res = run_cli("audit", segments, "--sensitive", "race,sex", "--labels", "segment",
+                  "--summary-md", md, "--out", tmp_path / "r.html", "--json", tmp_path / "r.json")
+    assert res.exit_code == 0, res.output
+    out = res.output
+    assert "verdicts (no thresholds set" in out
+    race = next(line for line in out.splitlines() if line.strip().startswith("race \u2014"))
+    assert race.strip().startswith("race \u2014 unfair: ")
+    assert LINE in race
+    assert re.search(r"\(ratio 0\.30; at most 0\.\d\d at 95%\); balance 0\.30\d \[0\.\d+, "
+                     r"0\.\d+\]$", race), race
+    sex = next(line for line in out.splitlines() if line.strip().startswith("sex \u2014"))
+    assert re.match(r"\s*sex \u2014 (fair|borderline): \u201c\w+\u201d holds",
+                    sex), sex
+    # --summary-md gets the same answer
+    text = md.read_text(encoding="utf-8")
+    assert "race \u2014 unfair: " in text and LINE in text
+    doc = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
+    assert doc["labellings"][0]["cluster_names"] == ["basic", "premium", "standard"]
+    v = next(v for v in doc["verdicts"] if v["attribute"] == "race")
+    assert v["decided_by"]["cluster_name"] == "premium"
+    assert v["decided_by"]["group"] == "Other" and v["decided_by"]["count"] == 11
+    assert v["decided_by"]["expected"] == pytest.approx(3.33)
+
+
+def test_quiet_stays_silent(run_cli, segments, tmp_path):
+    res = run_cli("audit", segments, "--sensitive", "race,sex", "--labels", "segment",
+                  "--quiet", "--out", tmp_path / "r.html", "--json", tmp_path / "r.json")
+    assert res.exit_code == 0
+    assert res.output == ""
+
+
+def test_report_leads_with_the_answer(segments, tmp_path):
+    import fairaudit
+    from fairaudit import report
+
+    run = fairaudit.audit(segments, sensitive=["race", "sex"], labels="segment")
+    html = report.render_html(run)
+    summary = html[html.index('id="sec-summary"'):]
+    # the status card reflects the verdicts when there is no threshold
+    assert "Verdict &middot; no threshold set" in summary
+    assert re.search(r'<div class="value">Unfair</div>', summary)
+    assert "Unfair &middot; no threshold" in html  # the top bar
+    answer = summary.index('id="answer"')
+    assert answer < summary.index("All headline metrics")
+    block = summary[answer:summary.index("All headline metrics")]
+    assert "\u201cpremium\u201d holds 11 of the 37 \u201cOther\u201d people, 3.3 expected" in block
+    # detail folds open on demand
+    assert re.search(r'<details class="headline-metrics">', summary)
+    explain = html[html.index('id="sec-explain"'):]
+    assert explain.count("<details>") >= 3  # verdict reasons, per-labelling detail, glossary
+    # the sentences name the cluster by its own name
+    assert "\u201cpremium\u201d (90 rows) holds 11 of the 37 Other people" in html
+    assert "cluster 1 (90 rows)" not in html
+
+
+def test_status_card_with_thresholds_is_unchanged(segments):
+    import fairaudit
+    from fairaudit import report
+
+    run = fairaudit.audit(segments, sensitive=["race", "sex"], labels="segment",
+                          fail_under={"balance": 0.2})
+    html = report.render_html(run)
+    assert "Overall status" in html and "Verdict &middot; no threshold set" not in html
