@@ -117,7 +117,7 @@ def attach_comparison(run: Any, options: BaselineOptions) -> Any:
         doc["status"] = "fail"
     elif cmp["status"] == "warn" and audit_status in ("pass", "not_evaluated"):
         doc["status"] = "warn"
-    return AuditRun(doc)
+    return AuditRun(doc, ledger_now=run.ledger_now)
 
 
 def guard_paths(options: BaselineOptions | None, outputs: Sequence[Path | None]) -> None:

@@ -180,6 +180,9 @@ class PrivacySpec:
     fitted: str = "refuse"
     domain: str = "public"
     delta: float = 1e-7
+    given: frozenset[str] = field(default=frozenset(), compare=False, repr=False)
+    """The parameters (other than ``publish``) set explicitly: without ``publish`` they are
+    refused, never silently ignored."""
 
     def to_json(self) -> dict[str, Any]:
         return {"publish": self.publish, "epsilon": self.epsilon, "budget": self.budget,
@@ -195,6 +198,13 @@ def privacy_problems(p: PrivacySpec, name: Mapping[str, str]) -> list[tuple[str,
     import math
 
     out: list[tuple[str, str]] = []
+    if not p.publish:
+        publish = name["publish"] + (" = true" if name["publish"].startswith("privacy") else "")
+        for k in sorted(p.given - {"publish"}):
+            out.append((name.get(k, k), f"needs {publish}: without it the run makes the "
+                        "analyst's exact report and this privacy option would be ignored"))
+        if out:
+            return out
 
     def number(v: Any) -> bool:
         return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
@@ -216,10 +226,14 @@ def privacy_problems(p: PrivacySpec, name: Mapping[str, str]) -> list[tuple[str,
         out.append((name["fitted"], f"must be one of {', '.join(FITTED_CHOICES)}; got "
                     f"{p.fitted!r}"))
     for attr, groups in p.categories.items():
+        where = (f"{name['categories']}.{attr}" if name["categories"].startswith("privacy")
+                 else name["categories"])
         if not isinstance(groups, tuple | list) or not groups or len(set(groups)) != len(groups):
-            out.append((f"{name['categories']}.{attr}" if name["categories"].startswith("privacy")
-                        else name["categories"],
-                        f"{attr}: must be a non-empty list of distinct group names"))
+            out.append((where, f"{attr}: must be a non-empty list of distinct group names"))
+        elif len(groups) < 2:
+            out.append((where, f"{attr}: declares {len(groups)} group ({groups[0]!r}); declare "
+                        "at least two (every group of the attribute): a release of one group "
+                        "compares nothing, and the rows of the other groups would be left out"))
     if p.clusters is not None and (not p.clusters or len(set(p.clusters)) != len(p.clusters)):
         out.append((name["clusters"], "must be a non-empty list of distinct cluster names"))
     for key in ("ledger", "source"):
@@ -444,7 +458,7 @@ def _parse_privacy(d: Any, problems: _Problems) -> PrivacySpec:
             kw["clusters"] = tuple(str(x) for x in d["clusters"])
         else:
             problems.add("privacy.clusters", "must be a list of cluster names")
-    spec = PrivacySpec(**kw)
+    spec = PrivacySpec(**kw, given=frozenset(k for k in d if k in _PRIVACY_KEYS) - {"publish"})
     bad = privacy_problems(spec, _TOML_NAMES)
     for path, msg in bad:
         problems.add(path, msg)
@@ -989,8 +1003,10 @@ def chain_from_flags(
     unknown = set(given_privacy) - set(PrivacySpec.__dataclass_fields__)
     if unknown:
         raise ConfigError(f"unknown privacy parameter(s): {sorted(unknown)}")
+    base_privacy = base.privacy if base is not None else PrivacySpec()
     privacy_spec = check_privacy(
-        replace(base.privacy if base is not None else PrivacySpec(), **given_privacy),
+        replace(base_privacy, **given_privacy,
+                given=base_privacy.given | (set(given_privacy) - {"publish"})),
         privacy_names,
     )
     audit_steps: list[StepSpec] = []

@@ -527,7 +527,7 @@ def _check_summary_path(summary: Path, data: Any, out: Path, json_path: Path) ->
 def _summary(run_obj: Any, out: Path, json_path: Path) -> None:
     from fairaudit.summary import console_lines
 
-    for line in console_lines(run_obj.doc):
+    for line in console_lines(run_obj.doc, getattr(run_obj, "ledger_now", None)):
         click.echo(line)
     click.echo(f"report: {out.resolve()}")
     click.echo(f"json:   {json_path.resolve()}")

@@ -61,6 +61,28 @@ class IncomparableError(InputError):
         super().__init__("\n".join(lines))
 
 
+def privacy_mode(doc: Mapping[str, Any]) -> str:
+    """``"dp"`` for a published release, else ``"exact"`` (documents before the privacy block
+    hold exact values)."""
+    return "dp" if (doc.get("privacy") or {}).get("mode") == "dp" else "exact"
+
+
+def check_one_mode(named: Sequence[tuple[str, Mapping[str, Any]]], what: str) -> None:
+    """Refuse to mix published (differentially private) releases with exact audits: a
+    published number is only meaningful against another release, and setting it beside exact
+    values would publish those. ``named``: (file or label, document) pairs; ``what``: the
+    command. :class:`InputError` (exit 2) naming the files of each mode."""
+    by_mode: dict[str, list[str]] = {}
+    for name, doc in named:
+        by_mode.setdefault(privacy_mode(doc), []).append(name)
+    if len(by_mode) > 1:
+        raise InputError(
+            f"{what}: mixes published (--publish, differentially private) releases "
+            f"({', '.join(by_mode['dp'])}) with exact audits ({', '.join(by_mode['exact'])}); "
+            "a published release is only meaningful against another release — give audits of "
+            "one kind")
+
+
 # ----------------------------------------------------------------------------- loading
 def load_audit(source: str | Path | Mapping[str, Any], *, what: str = "audit") -> dict[str, Any]:
     """An audit JSON document from a path or a mapping (an :class:`AuditRun` ``doc``).
@@ -328,7 +350,18 @@ def _run_info(doc: Mapping[str, Any], source: Any) -> dict[str, Any]:
         "rows_audited": inp.get("rows_audited"),
         "status": doc.get("status"),
         "tool_version": (doc.get("tool") or {}).get("version"),
+        "privacy": privacy_summary(doc),
     }
+
+
+def privacy_summary(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """The mode of an audit, and for a published release its mechanism, epsilon and delta (what
+    the compare and history pages show of each run)."""
+    p = doc.get("privacy") or {}
+    if privacy_mode(doc) != "dp":
+        return {"mode": "exact"}
+    return {"mode": "dp", "mechanism": p.get("mechanism"), "epsilon": p.get("epsilon"),
+            "delta": p.get("delta")}
 
 
 def compare(baseline: str | Path | Mapping[str, Any], current: str | Path | Mapping[str, Any], *,
@@ -344,6 +377,9 @@ def compare(baseline: str | Path | Mapping[str, Any], current: str | Path | Mapp
     tol = parse_tolerances(tolerance)
     base = load_audit(baseline, what="baseline")
     cur = load_audit(current, what="current")
+    check_one_mode([(str(baseline) if isinstance(baseline, str | Path) else "the baseline", base),
+                    (str(current) if isinstance(current, str | Path) else "the current run",
+                     cur)], "compare")
     reasons = incomparable_reasons(base, cur, allow_version_change=allow_version_change)
     if reasons:
         raise IncomparableError(reasons)

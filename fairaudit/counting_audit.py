@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -43,17 +43,26 @@ class Judgeable:
     """Columns of the full table kept, in order."""
     too_small: tuple[str, ...]
     too_small_rows: int
+    unreleased: tuple[str, ...] = ()
+    """Of ``too_small``: groups with a cell a private-domain release did not publish (its count
+    is unknown, below the release threshold, not zero)."""
 
 
-def judgeable(table: GroupTable, min_cell: int, keep_small: bool = False) -> Judgeable:
-    """Drop groups with fewer than ``min_cell`` rows (noise included) and clusters left empty."""
+def judgeable(table: GroupTable, min_cell: int, keep_small: bool = False,
+              unknown: Collection[str] = ()) -> Judgeable:
+    """Drop groups with fewer than ``min_cell`` rows (noise included), groups in ``unknown``
+    (a cell of theirs was not released: their counts are unknown, not zero) and clusters left
+    empty."""
     sizes = table.counts.sum(axis=1) + table.noise
     keep = np.ones(len(table.groups), dtype=bool) if keep_small else sizes >= max(min_cell, 0)
+    unknown_mask = np.array([g in unknown for g in table.groups], dtype=bool)
+    keep &= ~unknown_mask
     keep_l = keep.tolist()
     small = tuple(g for g, k in zip(table.groups, keep_l, strict=True) if not k)
+    unreleased = tuple(g for g, u in zip(table.groups, unknown_mask.tolist(), strict=True) if u)
     small_rows = int(sizes[~keep].sum())
     if keep.sum() < 2:
-        return Judgeable(None, (), (), small, small_rows)
+        return Judgeable(None, (), (), small, small_rows, unreleased)
     counts = table.counts[keep]
     cols = counts.sum(axis=0) > 0
     out = dataclasses.replace(
@@ -69,21 +78,37 @@ def judgeable(table: GroupTable, min_cell: int, keep_small: bool = False) -> Jud
         tuple(np.flatnonzero(cols).tolist()),
         small,
         small_rows,
+        unreleased,
     )
 
 
+UNRELEASED_REASON = "cells below the private release threshold"
+
+
 def _too_small_detail(j: Judgeable, min_cell: int) -> dict[str, Any]:
-    return {
+    out: dict[str, Any] = {
         "groups": list(j.too_small),
         "min_cell": int(min_cell),
         "rows": int(j.too_small_rows),
     }
+    if j.unreleased:
+        out["unreleased"] = list(j.unreleased)
+        out["unreleased_reason"] = UNRELEASED_REASON
+    return out
+
+
+def _names(groups: Sequence[str]) -> str:
+    return ", ".join(groups[:5]) + (f" and {len(groups) - 5} more" if len(groups) > 5 else "")
 
 
 def _too_small_note(j: Judgeable, min_cell: int) -> str:
-    who = ", ".join(j.too_small[:5]) + (f" and {len(j.too_small) - 5} more"
-                                         if len(j.too_small) > 5 else "")
-    return (f"too small to judge, left out (groups below --min-cell {min_cell}): {who} "
+    below = [g for g in j.too_small if g not in j.unreleased]
+    parts = []
+    if below:
+        parts.append(f"groups below --min-cell {min_cell}: {_names(below)}")
+    if j.unreleased:
+        parts.append(f"{UNRELEASED_REASON} (counts unknown, not zero): {_names(j.unreleased)}")
+    return (f"too small to judge, left out ({'; '.join(parts)}) "
             f"({j.too_small_rows:,} people)")
 
 
@@ -116,6 +141,7 @@ def run_counting_auditor(
     level: float,
     ci_method: str = "calibrated",
     own_intervals: bool = True,
+    unreleased: Mapping[str, Collection[str]] | None = None,
 ) -> list[MetricResult]:
     """All metric results of one counting auditor for one labelling (every attribute).
 
@@ -125,6 +151,8 @@ def run_counting_auditor(
     ``ci_method`` (``--ci-method``) is passed to ``comp.intervals`` when it takes ``method``.
     ``own_intervals=False`` takes every interval from the replicates (a published release: the
     auditors' own intervals know only sampling, the replicates also carry the noise).
+    ``unreleased`` (attribute -> groups): groups of a private-domain release with a cell below
+    the release threshold; their counts are unknown, so they are too small to judge.
     """
     from fairaudit.metrics.bootstrap import percentile_interval
 
@@ -136,7 +164,7 @@ def run_counting_auditor(
     for attribute, full in tables.items():
         if full.counts.size == 0:
             continue
-        j = judgeable(full, min_cell, keep_small)
+        j = judgeable(full, min_cell, keep_small, (unreleased or {}).get(attribute, ()))
         n_rows = full.n + full.n_noise
         if j.table is None:
             out.extend(_undetermined(comp, labelling, attribute, j, min_cell, n_rows))
@@ -265,10 +293,15 @@ def _breakdown_by_metric(comp: CountingAuditor, table: GroupTable,
 def _undetermined(comp: CountingAuditor, labelling: str, attribute: str, j: Judgeable,
                   min_cell: int, n_rows: int) -> Sequence[MetricResult]:
     """NaN results when fewer than two groups are large enough to judge."""
+    why = (f"have at least {min_cell} rows (--min-cell) and every cell released"
+           if j.unreleased else f"have at least {min_cell} rows (--min-cell)")
     note = (
-        f"too little data: fewer than two groups of {attribute!r} have at least "
-        f"{min_cell} rows (--min-cell), so no comparison between groups is possible"
+        f"too little data: fewer than two groups of {attribute!r} {why}, so no comparison "
+        "between groups is possible"
     )
+    if j.unreleased:
+        note += (f"; {UNRELEASED_REASON} ({_names(j.unreleased)}): their counts are unknown, "
+                 "not zero")
     return [
         MetricResult(
             auditor=comp.name, metric=m.name, labelling=labelling, value=float("nan"),

@@ -8,7 +8,7 @@ their JSON documents alone. The comparison's partial (``sections/comparison.html
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 __all__ = ["comparison_view", "render_comparison_html", "render_history_html"]
@@ -68,8 +68,14 @@ def comparison_view(cmp: Mapping[str, Any], *, chart: bool = True) -> dict[str, 
     }
 
 
+def _privacy_runs(runs: Sequence[tuple[str, Mapping[str, Any] | None]]) -> list[dict[str, Any]]:
+    """The published releases among ``runs`` ((label, privacy summary) pairs) for the page's
+    banner (the report's partial, ``partials/privacy_banner.html.j2``)."""
+    return [{"label": label, **p} for label, p in runs if (p or {}).get("mode") == "dp"]
+
+
 def _page(title: str, status: str, blocks: list[dict[str, Any]], *, input_path: str | None,
-          created: str | None) -> str:
+          created: str | None, privacy_runs: Sequence[Mapping[str, Any]] = ()) -> str:
     from fairaudit import __version__
     from fairaudit.report import build_env
 
@@ -77,6 +83,7 @@ def _page(title: str, status: str, blocks: list[dict[str, Any]], *, input_path: 
     return env.get_template("base.html.j2").render(
         title=title, status=status, input_path=input_path, rows_audited=None, labellings=[],
         tool_version=__version__, created=created, sections=blocks,
+        privacy_runs=list(privacy_runs),
     ).rstrip() + "\n"
 
 
@@ -95,9 +102,13 @@ def render_comparison_html(cmp: Mapping[str, Any]) -> str:
     block = _block("sections/comparison.html.j2", "comparison", "Comparison with the baseline",
                    cmp=comparison_view(cmp))
     cur = cmp.get("current") or {}
+    base = cmp.get("baseline") or {}
     return _page("fairaudit comparison \u2014 " + str(cur.get("file") or cur.get("input_path")),
                  str(cmp.get("status", "not_evaluated")), [block],
-                 input_path=cur.get("input_path"), created=cur.get("created"))
+                 input_path=cur.get("input_path"), created=cur.get("created"),
+                 privacy_runs=_privacy_runs([
+                     (f"baseline {base.get('file') or ''}".strip(), base.get("privacy")),
+                     (f"current {cur.get('file') or ''}".strip(), cur.get("privacy"))]))
 
 
 def render_history_html(hist: Mapping[str, Any]) -> str:
@@ -110,4 +121,6 @@ def render_history_html(hist: Mapping[str, Any]) -> str:
     last = runs[-1] if runs else {}
     return _page("fairaudit history \u2014 " + str(last.get("input_path") or "audits"),
                  str(last.get("status") or "not_evaluated"), [block],
-                 input_path=last.get("input_path"), created=last.get("date"))
+                 input_path=last.get("input_path"), created=last.get("date"),
+                 privacy_runs=_privacy_runs([(f"{r.get('date')} {r.get('file') or ''}".strip(),
+                                              r.get("privacy")) for r in runs]))

@@ -154,6 +154,15 @@ class Context:
     z: float
     labellings: Mapping[str, Mapping[str, Any]]
     tables: dict[tuple[str, str], Table | None] = field(default_factory=dict)
+    published: bool = False
+    """A published (differentially private) release: intervals come from the parametric
+    bootstrap over sampling and noise, never explained by one person's weight in a cell."""
+
+    @property
+    def published_interval_text(self) -> str:
+        return ("comes from the parametric bootstrap of the release (rows drawn again from the "
+                "released counts, fresh noise of the release's distribution, the same "
+                "post-processing): it covers sampling and the noise")
 
     @property
     def level_text(self) -> str:
@@ -179,6 +188,7 @@ def context(doc: Mapping[str, Any]) -> Context:
         ci_level=level,
         z=NormalDist().inv_cdf((1 + level) / 2),
         labellings={str(lab.get("name")): lab for lab in doc.get("labellings") or ()},
+        published=(doc.get("privacy") or {}).get("mode") == "dp",
     )
 
 
@@ -313,6 +323,8 @@ def _ci_lower_sentence(
     t: Table, cell: Cell | None, lo: float, ctx: Context, *, what: str
 ) -> str:
     head = f"The lower end of the {ctx.level_text} interval ({value_text(lo)})"
+    if ctx.published:
+        return f"{head} {ctx.published_interval_text}."
     if lo <= 0 and cell is not None and cell.count == 0:
         return (f"The lower end of the {ctx.level_text} interval is 0 as well: a group absent "
                 f"from a {t.unit} gives 0 whatever the sample.")
@@ -473,7 +485,10 @@ def _distance_text(r: Mapping[str, Any], t: Table, ctx: Context) -> str:
     else:
         parts.append(f"{metric} is {value_text(value)}.")
     ci = r.get("ci")
-    if ci and _finite(ci[1]) is not None:
+    if ci and _finite(ci[1]) is not None and ctx.published:
+        parts.append(f"The upper end of the {ctx.level_text} interval "
+                     f"({value_text(float(ci[1]))}) {ctx.published_interval_text}.")
+    elif ci and _finite(ci[1]) is not None:
         head = (
             f"The upper end of the {ctx.level_text} interval ({value_text(float(ci[1]))}) reflects "
             f"sampling noise in every cell, which can only add distance"
@@ -550,8 +565,13 @@ def _too_small_text(r: Mapping[str, Any], ctx: Context) -> str:
     mc = small.get("min_cell") or ctx.min_cell
     rows = small.get("rows")
     who = f" ({_int(rows)} people)" if isinstance(rows, int) else ""
-    return (f" Left out as too small to judge (fewer than {mc} people each): "
-            f"{', '.join(groups)}{who}.")
+    unknown = [str(g) for g in small.get("unreleased") or ()]
+    below = [g for g in groups if g not in set(unknown)]
+    parts = [f"fewer than {mc} people each): {', '.join(below)}"] if below else []
+    if unknown:
+        why = small.get("unreleased_reason") or "cells below the private release threshold"
+        parts.append(f"{why}, so their counts are unknown, not zero): {', '.join(unknown)}")
+    return f" Left out as too small to judge ({'; ('.join(parts)}{who}."
 
 
 def explain_result(

@@ -87,7 +87,12 @@ def export_rows(doc: Mapping[str, Any], *, file: str | None = None) -> list[dict
 
 def export_csv(docs: Iterable[tuple[Mapping[str, Any], str | None]], *,
                columns: Sequence[str] = COLUMNS) -> str:
-    """CSV text with a header and the rows of every ``(document, file)`` pair."""
+    """CSV text with a header and the rows of every ``(document, file)`` pair (published
+    releases and exact audits are not mixed: :class:`InputError`)."""
+    from fairaudit.compare import check_one_mode
+
+    docs = list(docs)
+    check_one_mode([(f or f"document {i + 1}", d) for i, (d, f) in enumerate(docs)], "export")
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(columns)

@@ -70,7 +70,7 @@ def _interval_methods(doc: Mapping[str, Any]) -> list[str]:
 def build_history(sources: Sequence[str | Path | Mapping[str, Any]]) -> dict[str, Any]:
     """The history document of the audits in ``sources`` (paths, folders or documents)."""
     from fairaudit import __version__
-    from fairaudit.compare import load_audit, versions_of
+    from fairaudit.compare import check_one_mode, load_audit, privacy_summary, versions_of
 
     loaded: list[tuple[dict[str, Any], Path | None]] = []
     skipped: list[str] = []
@@ -84,6 +84,8 @@ def build_history(sources: Sequence[str | Path | Mapping[str, Any]]) -> dict[str
                 raise
             skipped.append(f"{f}: {str(exc).split(': ', 1)[-1]}")
     loaded += [(load_audit(s), None) for s in sources if isinstance(s, Mapping)]
+    check_one_mode([(str(f) if f is not None else f"document {i + 1}", d)
+                    for i, (d, f) in enumerate(loaded)], "history")
     if not loaded:
         raise InputError("no audit JSON documents to build a history from"
                          + (f" ({len(skipped)} file(s) skipped)" if skipped else ""))
@@ -103,6 +105,7 @@ def build_history(sources: Sequence[str | Path | Mapping[str, Any]]) -> dict[str
             "fingerprint": inp.get("fingerprint"),
             "rows_audited": inp.get("rows_audited"),
             "tool_version": (doc.get("tool") or {}).get("version"),
+            "privacy": privacy_summary(doc),
             "_doc": doc,
         })
     runs.sort(key=lambda r: (dt.datetime.fromisoformat(r["date"].replace("Z", "+00:00")),

@@ -66,6 +66,25 @@ class Ledger:
                 return r
         return None
 
+    def sources_of(self, fingerprint: str) -> list[str]:
+        """The sources whose releases were made from data with this fingerprint (none when the
+        fingerprint is unavailable)."""
+        if not fingerprint.startswith(("sha256", "rowhash")):
+            return []
+        return [k for k, s in self.data["sources"].items()
+                if any(r["fingerprint"] == fingerprint for r in s["releases"])]
+
+    def check_same_data(self, key: str, fingerprint: str) -> None:
+        """The budget follows the data: a release of data already recorded under another source
+        is refused (naming another source must not start a fresh budget)."""
+        others = [k for k in self.sources_of(fingerprint) if k != key]
+        if others:
+            raise ConfigError(
+                f"privacy budget: ledger {self.path}: this data (fingerprint {fingerprint[:23]}…) "
+                f"was already released under source {others[0]!r}; publishing it as source "
+                f"{key!r} would start a fresh budget for the same people — publish it under "
+                f"{others[0]!r} (--privacy-source {others[0]!r}, [privacy] source)")
+
     def check_budget(self, key: str, epsilon: float, budget: float | None) -> None:
         if budget is None:
             return
@@ -130,12 +149,16 @@ def _read(path: Path) -> dict[str, Any]:
 
 
 @contextlib.contextmanager
-def open_ledger(path: str | Path) -> Iterator[Ledger]:
-    """The ledger at ``path`` (created with its folder when missing), locked exclusively until
-    the block ends."""
+def open_ledger(path: str | Path, *, create_folder: bool = True) -> Iterator[Ledger]:
+    """The ledger at ``path`` (created when missing; its folder too when ``create_folder``, the
+    default location), locked exclusively until the block ends. An explicitly named ledger whose
+    folder does not exist is refused (a typo must not start a fresh, empty ledger)."""
     import fcntl
 
     path = Path(path).expanduser()
+    if not create_folder and not path.parent.is_dir():
+        raise ConfigError(f"ledger {path}: its folder {path.parent} does not exist; create it, "
+                          "or name an existing ledger (--ledger, [privacy] ledger, ledger=)")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         lock = open(path.with_name(path.name + ".lock"), "a")  # noqa: SIM115 - held for the block

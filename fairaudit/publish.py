@@ -227,6 +227,31 @@ class Release:
             out[int(i)][int(j)] = v
         return out
 
+    def unreleased(self, labelling: str) -> dict[str, frozenset[str]]:
+        """attribute (and the ``a|b`` intersection) -> groups with a cell of this labelling's
+        cube that a private-domain release did not publish: that cell's count is unknown (below
+        the threshold), not zero, so every margin of the group is unknown and the group is too
+        small to judge for this labelling. Empty for a public domain (every cell released)."""
+        from fairaudit.contingency import INTERSECTION_SEP
+
+        if not self.private_domain:
+            return {}
+        cube = next(c for c in self.cubes if c.labelling == labelling)
+        arr = self.dense[labelling].reshape(cube.shape)
+        if arr.size == 0:
+            return {}
+        zero = arr <= 0
+        out: dict[str, frozenset[str]] = {}
+        for j, a in enumerate(cube.attributes):
+            axes = tuple(d for d in range(arr.ndim) if d != j + 1)
+            out[a] = frozenset(cube.categories[j][i] for i in np.flatnonzero(zero.any(axis=axes)))
+        if len(cube.attributes) > 1:
+            partial = zero.any(axis=0) & (arr.sum(axis=0) > 0)
+            out[INTERSECTION_SEP.join(cube.attributes)] = frozenset(
+                INTERSECTION_SEP.join(cube.categories[j][int(i)] for j, i in enumerate(idx))
+                for idx in zip(*np.nonzero(partial), strict=True))
+        return out
+
     @property
     def joint_full(self) -> JointTable:
         """Group sizes of the release: the first labelling's cube (no extra noise spent)."""
@@ -285,7 +310,9 @@ class Release:
                 for c in self.cubes
             ],
             "post_processing": (
-                "cells below the threshold are published as 0; every margin, metric, interval, "
+                "cells below the threshold are not released: their counts are unknown, not "
+                "zero, and a group with such a cell in a labelling is too small to judge there "
+                "(listed with the reason 'cells below the private release threshold'); every margin, metric, interval, "
                 "verdict and gate is computed from the released cells alone" if private else
                 "each noisy cube projected onto non-negative tables with its noisy total "
                 "(Euclidean projection onto the simplex), rounded to integers by largest "
@@ -296,11 +323,26 @@ class Release:
                 "fresh noise of the release's distribution, the same post-processing; "
                 "percentile intervals cover sampling and the noise"),
             "left_out": list(LEFT_OUT),
+            "outside_declared": self.outside_declared(),
             "spent": None,
             "spent_delta": None,
             "budget": self.privacy.budget,
             "ledger": None,
         }
+
+    def outside_declared(self) -> str | None:
+        """The statement that rows outside the declared groups or clusters are left out, made
+        whenever groups or clusters are declared: whether any row was actually outside is not
+        published (a function of the rows, not of the noisy counts: it could reveal one
+        person)."""
+        declared = {k for c in self.cubes for k, v in c.domain.items() if v.startswith(DECLARED)}
+        what = [f"the declared groups of {a}" for a in sorted(declared - {"clusters"})]
+        if "clusters" in declared:
+            what.append("the declared clusters")
+        if not what:
+            return None
+        return (f"rows outside {' or '.join(what)} are left out of this release (whether there "
+                "were any is not published)")
 
     def document(self, doc: dict[str, Any]) -> dict[str, Any]:
         """``doc`` (built from :attr:`joints`) without what is not a function of the noisy
@@ -398,13 +440,16 @@ def run_published(spec: Any, path: Any, fingerprint: Any, compute: Any) -> Any:
         "chain": spec.to_json(), "privacy": privacy.to_json(), "fairaudit": __version__,
         "reader": dict(spec.data.reader_options), "input": str(path),
     })
-    with ledger.open_ledger(path_of_ledger) as book:
+    with ledger.open_ledger(path_of_ledger, create_folder=privacy.ledger is None) as book:
         fp = fingerprint()
+        book.check_same_data(key, fp)
         stored = book.find(key, fp, options)
         if stored is not None:
             log.warning("unchanged data and options: the stored release of %s is returned; "
                         "no privacy budget spent (ledger %s)", key, book.path)
-            return AuditRun(copy.deepcopy(stored["document"]))
+            return AuditRun(copy.deepcopy(stored["document"]),
+                            ledger_now=_ledger_now(book, key, privacy.budget,
+                                                   stored.get("created")))
         book.check_budget(key, privacy.epsilon, privacy.budget)
         run = compute()
         block = run.doc["privacy"]
@@ -416,4 +461,12 @@ def run_published(spec: Any, path: Any, fingerprint: Any, compute: Any) -> Any:
                            "releases": len(book.source(key)["releases"]) + 1}
         book.record(key, fingerprint=fp, options=options, epsilon=float(block["epsilon"]),
                     delta=float(block["delta"]), budget=privacy.budget, document=run.to_json())
-        return run
+        return AuditRun(run.doc, ledger_now=_ledger_now(book, key, privacy.budget, None))
+
+
+def _ledger_now(book: Any, key: str, budget: float | None, stored: str | None) -> dict[str, Any]:
+    """The ledger's current totals of ``key`` (what the console states after a run)."""
+    src = book.source(key)
+    return {"path": str(book.path), "source": key, "spent": book.spent(key),
+            "spent_delta": book.spent_delta(key), "releases": len(src["releases"]),
+            "budget": budget if budget is not None else src.get("budget"), "stored": stored}

@@ -173,6 +173,10 @@ class AuditRun:
     """
 
     doc: Mapping[str, Any]
+    ledger_now: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
+    """For a published run: the ledger's totals for its source after this run (not part of the
+    document: a stored release is returned byte-identical, its ``privacy.spent`` is as of that
+    release). ``stored`` holds the date of the stored release returned at no cost, else None."""
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> AuditRun:

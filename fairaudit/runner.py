@@ -327,7 +327,7 @@ def _run_validated(spec, host, lf, path, in_memory, roles, clock, progress, star
             if issubclass(cls, CountingAuditor):
                 produced = clock.run(
                     "auditor", step.label, lab.name, _run_counting, comp, lab, joint, tables, boot,
-                    spec,
+                    spec, release.unreleased(lab.name) if release is not None else None,
                 )
             else:
                 if data is None or lab.labels.size == 0:
@@ -877,14 +877,15 @@ def _run_checks(lf, data, roles, joint, spec, n_input) -> list[dict[str, Any]]:
 
 
 # ---------------------------------------------------------------------------- counting
-def _run_counting(comp: CountingAuditor, lab, joint, tables, boot, spec) -> list[MetricResult]:
+def _run_counting(comp: CountingAuditor, lab, joint, tables, boot, spec,
+                  unreleased=None) -> list[MetricResult]:
     from fairaudit.counting_audit import run_counting_auditor
 
     return run_counting_auditor(comp, lab.name, joint, tables, boot,
                                 min_cell=spec.options.min_cell, level=spec.options.ci_level,
                                 ci_method=spec.options.ci_method,
                                 # a release's intervals must carry the noise: the bootstrap's
-                                own_intervals=not spec.privacy.publish)
+                                own_intervals=not spec.privacy.publish, unreleased=unreleased)
 
 
 # ---------------------------------------------------------------------------- the document

@@ -92,24 +92,43 @@ def answer_lines(doc: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def privacy_lines(doc: Mapping[str, Any]) -> list[str]:
-    """What a published (differentially private) release spent; nothing for an exact one."""
+def privacy_lines(doc: Mapping[str, Any], ledger_now: Mapping[str, Any] | None = None
+                  ) -> list[str]:
+    """What a published (differentially private) release spent; nothing for an exact one.
+
+    ``ledger_now`` (:attr:`fairaudit.results.AuditRun.ledger_now`) gives the ledger's current
+    totals: a stored release returned at no cost keeps its own JSON (``privacy.spent`` as of that
+    release), and the console says both."""
     p = doc.get("privacy") or {}
     if p.get("mode") != "dp":
         return []
-    led = p.get("ledger") or {}
-    budget = p.get("budget")
-    spent = p.get("spent")
-    return [
+    now = ledger_now or {}
+    led = {**(p.get("ledger") or {}), **{k: now[k] for k in ("path", "source") if k in now}}
+    budget = now.get("budget", p.get("budget"))
+    spent = now.get("spent", p.get("spent"))
+    of_budget = (f" of its budget {budget:.6g}" if budget is not None else " (no budget set)")
+    total = (f"{spent:.6g}" if spent is not None else "?") + of_budget
+    lines = [
         f"  published release (differential privacy): {p.get('mechanism')}, epsilon "
         f"{p.get('epsilon'):.6g} per release; every number is computed from noisy counts",
-        f"  ledger {led.get('path')}: source {led.get('source')!r} has spent epsilon "
-        + (f"{spent:.6g}" if spent is not None else "?")
-        + (f" of its budget {budget:.6g}" if budget is not None else " (no budget set)"),
     ]
+    if p.get("outside_declared"):
+        lines.append(f"  {p['outside_declared']}")
+    if now.get("stored"):
+        lines.append(
+            f"  unchanged data and options: returned the stored release of {now['stored']} at "
+            f"no cost (its JSON is byte-identical: privacy.spent {_num(p.get('spent'))} is as "
+            "of that release)")
+        lines.append(f"  ledger {led.get('path')}: source {led.get('source')!r} has now spent "
+                     f"epsilon {total} ({now.get('releases')} release(s))")
+    else:
+        lines.append(f"  ledger {led.get('path')}: source {led.get('source')!r} has spent "
+                     f"epsilon {total}")
+    return lines
 
 
-def console_lines(doc: Mapping[str, Any]) -> list[str]:
+def console_lines(doc: Mapping[str, Any], ledger_now: Mapping[str, Any] | None = None
+                  ) -> list[str]:
     """The console summary: a headline, the privacy notice, then a fixed-width table of every
     gate — or, without thresholds, the verdicts with the cell that set each
     (:func:`answer_lines`)."""
@@ -117,7 +136,7 @@ def console_lines(doc: Mapping[str, Any]) -> list[str]:
     notice = privacy_notice(doc)
     if notice:
         lines.append("note: " + notice)
-    lines.extend(privacy_lines(doc))
+    lines.extend(privacy_lines(doc, ledger_now))
     rows = gate_rows(doc)
     if not rows:
         return lines + answer_lines(doc)

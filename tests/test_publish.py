@@ -577,3 +577,178 @@ def test_private_domain_accounting_is_opendps(small_path, tmp_path):
     assert src["releases"][0]["delta"] == delta
     assert "c" not in {g["group"] for g in run.doc["input"]["groups"]["race"]}
     assert all(v.startswith("chosen privately") for v in p["cubes"][0]["domain"].values())
+
+
+def _rare_cell_table(groups: tuple[str, ...] = ("a", "b", "c")) -> pl.DataFrame:
+    """Group 'c' holds 57 people in segment 0 and 3 in segment 1 (below any release threshold)."""
+    rng = np.random.default_rng(5)
+    big = [g for g in groups if g != "c"]
+    race = list(rng.choice(big, size=2400)) + ["c"] * 60
+    segment = list(rng.integers(0, 3, size=2400)) + [0] * 57 + [1] * 3
+    return pl.DataFrame({"race": race, "segment": segment})
+
+
+@pytest.mark.parametrize("groups", [("a", "b", "c"), ("a", "c")])
+def test_private_domain_unreleased_cell_is_unknown_not_zero(tmp_path, groups):
+    """A cell below the threshold is not released: its group is too small to judge for that
+    labelling (never computed as 0, never called absent); with fewer than two groups left the
+    verdict is too little data."""
+    path = tmp_path / "rare.parquet"
+    _rare_cell_table(groups).write_parquet(path)
+    run = fairaudit.audit(str(path), sensitive=["race"], labels="segment", audit=["balance"],
+                          publish=True, dp_domain="private", delta=1e-6, bootstrap=100,
+                          ledger=str(tmp_path / "l.json"))
+    (res,) = [r for r in run.doc["results"] if r["metric"] == "balance"]
+    small = res["detail"]["too_small"]
+    assert small["unreleased"] == ["c"] and "c" in small["groups"]
+    assert small["unreleased_reason"] == "cells below the private release threshold"
+    assert "absent" not in res["explanation"] and "holds 0" not in res["explanation"]
+    if len(groups) == 3:
+        assert res["value"] > 0.3 and res["ci"][0] > 0  # a versus b only
+    else:
+        assert res["value"] is None or math.isnan(res["value"])
+        assert any("too little data" in n for n in res["notes"])
+        assert "cells below the private release threshold" in res["explanation"]
+    assert "unknown, not zero" in res["explanation"]
+
+
+def test_another_source_name_does_not_start_a_fresh_budget(small_path, tmp_path, run_cli):
+    ledger = tmp_path / "l.json"
+    args = [small_path, "-s", "race,sex", "--labels", "segment", "--publish", "--ledger",
+            ledger, "--privacy-budget", "1", "--epsilon", "1", "-q", "--bootstrap", "50"]
+    assert run_cli("audit", *args).exit_code == 0
+    res = run_cli("audit", *args, "--privacy-source", "other")
+    assert res.exit_code == 2, res.output
+    assert str(ledger) in res.output and "'other'" in res.output
+    assert repr(str(small_path)) in res.output
+    assert list(json.loads(ledger.read_text())["sources"]) == [str(small_path)]
+
+
+def test_named_ledger_in_a_missing_folder_exits_2(small_path, tmp_path, run_cli):
+    ledger = tmp_path / "nonexistent" / "l.json"
+    res = run_cli("audit", small_path, "-s", "race", "--labels", "segment", "--publish",
+                  "--ledger", ledger, "-q", "--bootstrap", "50")
+    assert res.exit_code == 2 and str(ledger.parent) in res.output
+    assert not ledger.parent.exists()
+
+
+def test_free_republish_says_the_ledger_s_current_totals(small_path, tmp_path, run_cli):
+    """A stored release is returned byte-identical (its privacy.spent is as of that release);
+    the console states the ledger's totals now."""
+    ledger = tmp_path / "l.json"
+    args = ["-s", "race,sex", "--labels", "segment", "--publish", "--ledger", ledger,
+            "--privacy-budget", "3", "--epsilon", "1", "--bootstrap", "50"]
+    first = run_cli("audit", small_path, *args, "-o", tmp_path / "a.html")
+    assert first.exit_code == 0, first.output
+    assert "has spent epsilon 1 of its budget 3" in first.output
+    second = tmp_path / "other.parquet"
+    small_group_table(seed=11).write_parquet(second)
+    assert run_cli("audit", second, *args, "--privacy-source", str(small_path), "-o",
+                   tmp_path / "b.html").exit_code == 0
+    again = run_cli("audit", small_path, *args, "-o", tmp_path / "c.html")
+    assert again.exit_code == 0, again.output
+    assert (tmp_path / "c.json").read_text() == (tmp_path / "a.json").read_text()
+    out = " ".join(again.output.split())
+    assert "returned the stored release of" in out and "at no cost" in out
+    assert "privacy.spent 1 is as of that release" in out
+    assert "has now spent epsilon 2 of its budget 3 (2 release(s))" in out
+
+
+@pytest.mark.parametrize(("flags", "name"), [
+    (["--epsilon", "0.5"], "--epsilon"),
+    (["--privacy-budget", "2", "--ledger", "l.json"], "--ledger"),
+    (["--dp-domain", "private"], "--dp-domain"),
+    (["--dp-categories", "race=a,b,c"], "--dp-categories"),
+])
+def test_privacy_options_without_publish_exit_2(small_path, run_cli, flags, name):
+    res = run_cli("audit", small_path, "-s", "race", "--labels", "segment", "-q", *flags)
+    assert res.exit_code == 2, res.output
+    assert name in res.output and "needs --publish" in res.output
+
+
+def test_chain_and_api_privacy_keys_without_publish_are_refused(small_path, tmp_path, run_cli):
+    chain = tmp_path / "c.toml"
+    chain.write_text('[data]\nsensitive = ["race"]\nlabels = "segment"\n[[audit]]\n'
+                     'use = "balance"\n[privacy]\nepsilon = 0.5\n')
+    res = run_cli("run", chain, small_path, "-q")
+    assert res.exit_code == 2 and "privacy.epsilon" in res.output
+    assert "needs privacy.publish = true" in res.output
+    with pytest.raises(ConfigError, match="dp_domain=: needs publish="):
+        fairaudit.audit(str(small_path), sensitive=["race"], labels="segment",
+                        dp_domain="private")
+    with pytest.raises(ConfigError, match="epsilon=: needs publish="):
+        fairaudit.audit(str(small_path), sensitive=["race"], labels="segment", publish=False,
+                        epsilon=0.5)
+
+
+def test_one_declared_group_is_refused(small_path, run_cli):
+    res = run_cli("audit", small_path, "-s", "race,sex", "--labels", "segment", "--publish",
+                  "--dp-categories", "sex=F", "-q")
+    assert res.exit_code == 2 and "--dp-categories" in res.output
+    assert "at least two" in res.output
+
+
+def test_declared_groups_say_rows_outside_are_left_out(small_path, tmp_path, run_cli):
+    """Declared groups leave rows out (race 'c'): the privacy block, console and banner say so,
+    with no count; the statement is made whether or not any row is outside (data-independent)."""
+    res = run_cli("audit", small_path, "-s", "race,sex", "--labels", "segment", "--publish",
+                  "--dp-categories", "race=a,b", "--ledger", tmp_path / "l.json",
+                  "--bootstrap", "50", "-o", tmp_path / "r.html")
+    assert res.exit_code == 0, res.output
+    said = "rows outside the declared groups of race are left out of this release"
+    p = json.loads((tmp_path / "r.json").read_text())["privacy"]
+    assert p["outside_declared"].startswith(said)
+    assert said in " ".join(res.output.split())
+    assert said in (tmp_path / "r.html").read_text()
+    assert not any(ch.isdigit() for ch in p["outside_declared"])
+
+
+def test_compare_history_export_refuse_mixing_exact_and_published(small_path, tmp_path,
+                                                                   run_cli):
+    exact = fairaudit.audit(str(small_path), sensitive=["race"], labels="segment",
+                            audit=["balance"], bootstrap=50)
+    published = publish(small_path, tmp_path / "l.json", audit=["balance"], bootstrap=50)
+    a, b = tmp_path / "exact.json", tmp_path / "published.json"
+    a.write_text(json.dumps(exact.to_json()))
+    b.write_text(json.dumps(published.to_json()))
+    for cmd in (["compare", a, b], ["history", a, b, "--out", tmp_path / "h.html"],
+                ["export", a, b, "--csv", tmp_path / "e.csv"]):
+        res = run_cli(*cmd)
+        out = " ".join(res.output.split())
+        assert res.exit_code == 2, (cmd, res.output)
+        assert str(a) in out and str(b) in out and "published" in out, out
+    assert not (tmp_path / "h.html").exists() and not (tmp_path / "e.csv").exists()
+
+
+def test_compare_and_history_pages_show_the_releases(small_path, tmp_path, run_cli):
+    first = publish(small_path, tmp_path / "l.json", audit=["balance"], epsilon=0.5,
+                    bootstrap=50)
+    small_group_table(seed=8).write_parquet(small_path)
+    second = publish(small_path, tmp_path / "l.json", audit=["balance"], epsilon=0.5,
+                     bootstrap=50)
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text(json.dumps(first.to_json()))
+    b.write_text(json.dumps(second.to_json()))
+    res = run_cli("compare", a, b, "--out", tmp_path / "d.html")
+    assert res.exit_code in (0, 1), res.output
+    res = run_cli("history", a, b, "--out", tmp_path / "h.html")
+    assert res.exit_code == 0, res.output
+    for page in ("d.html", "h.html"):
+        html = (tmp_path / page).read_text()
+        assert "Published releases (differential privacy)" in html, page
+        assert "&epsilon; = 0.5" in html and "OpenDP" in html, page
+
+
+def test_published_summary_and_explanations_speak_of_the_release(small_path, tmp_path):
+    run = publish(small_path, tmp_path / "l.json", audit=["balance", "distribution"],
+                  bootstrap=50)
+    html = fairaudit.write_report(run, tmp_path / "r.html")[0].read_text()
+    assert "Data checks failed" not in html
+    assert "left out of a published release" in html
+    texts = [r["explanation"] for r in run.doc["results"] if r.get("ci") and r.get("explanation")]
+    assert texts
+    for t in texts:
+        assert "one person more or less" not in t and "is set by" not in t, t
+    assert any("parametric bootstrap of the release" in t for t in texts)
+    assert all("covers sampling and the noise" in t for t in texts
+               if "interval" in t), texts

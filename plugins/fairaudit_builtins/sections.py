@@ -564,6 +564,7 @@ class SummarySection(ReportSection):
             "charts": charts_out[:4],
             "gx_failed": [c for c in gx if not c.get("success")],
             "n_gx": len(gx),
+            "published": (doc.get("privacy") or {}).get("mode") == "dp",
             "input_path": inp.get("path"),
             "rows": inp.get("rows"),
             "rows_audited": inp.get("rows_audited"),
