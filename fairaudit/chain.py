@@ -191,14 +191,19 @@ class PrivacySpec:
                 "fitted": self.fitted, "domain": self.domain, "delta": self.delta}
 
 
-def privacy_problems(p: PrivacySpec, name: Mapping[str, str]) -> list[tuple[str, str]]:
+def privacy_problems(p: PrivacySpec, name: Mapping[str, str], *,
+                     require_publish: bool = True) -> list[tuple[str, str]]:
     """What is wrong with ``p``: ``(parameter, message)`` pairs, the parameter spelled by
     ``name`` (``privacy.epsilon`` in a chain, ``--epsilon`` on the command line, ``epsilon=``
-    in the API). The one check of privacy parameters for chain, CLI and API."""
+    in the API). The one check of privacy parameters for chain, CLI and API.
+
+    ``require_publish=False`` leaves out the rule that privacy options need ``publish``: a chain
+    file's ``[privacy]`` table may hold them for a ``--publish`` given on the command line;
+    :func:`validate_chain` applies the rule to the finished chain."""
     import math
 
     out: list[tuple[str, str]] = []
-    if not p.publish:
+    if not p.publish and require_publish:
         publish = name["publish"] + (" = true" if name["publish"].startswith("privacy") else "")
         for k in sorted(p.given - {"publish"}):
             out.append((name.get(k, k), f"needs {publish}: without it the run makes the "
@@ -459,7 +464,7 @@ def _parse_privacy(d: Any, problems: _Problems) -> PrivacySpec:
         else:
             problems.add("privacy.clusters", "must be a list of cluster names")
     spec = PrivacySpec(**kw, given=frozenset(k for k in d if k in _PRIVACY_KEYS) - {"publish"})
-    bad = privacy_problems(spec, _TOML_NAMES)
+    bad = privacy_problems(spec, _TOML_NAMES, require_publish=False)
     for path, msg in bad:
         problems.add(path, msg)
     return PrivacySpec() if bad else spec
@@ -729,6 +734,9 @@ def validate_chain(
     """
     problems = _Problems()
     problems.items.extend(spec.problems)
+    if not spec.privacy.publish:  # privacy options of a chain file with no publish anywhere
+        for path, msg in privacy_problems(spec.privacy, _TOML_NAMES):
+            problems.add(path, msg)
     kinds = {"preprocess": "preprocessor", "cluster": "clusterer", "audit": "auditor"}
     classes: dict[str, type] = {}
     for group in ("preprocess", "cluster", "audit"):
@@ -1004,10 +1012,13 @@ def chain_from_flags(
     if unknown:
         raise ConfigError(f"unknown privacy parameter(s): {sorted(unknown)}")
     base_privacy = base.privacy if base is not None else PrivacySpec()
+    # a parameter is named as the user gave it: the flag (or argument), else the chain's key
+    names = {k: (privacy_names[k] if k in given_privacy or k == "publish" else _TOML_NAMES[k])
+             for k in privacy_names}
     privacy_spec = check_privacy(
         replace(base_privacy, **given_privacy,
                 given=base_privacy.given | (set(given_privacy) - {"publish"})),
-        privacy_names,
+        names,
     )
     audit_steps: list[StepSpec] = []
     for i, item in enumerate(audits):

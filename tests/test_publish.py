@@ -681,6 +681,22 @@ def test_chain_and_api_privacy_keys_without_publish_are_refused(small_path, tmp_
                         epsilon=0.5)
 
 
+def test_chain_privacy_table_serves_a_publish_given_on_the_command_line(small_path, tmp_path,
+                                                                       run_cli):
+    """A chain's [privacy] table without publish = true holds the options for a --publish given
+    on the command line; without --publish the same chain is refused (never silently exact)."""
+    chain = tmp_path / "c.toml"
+    chain.write_text('[data]\nsensitive = ["race"]\nlabels = "segment"\n[[audit]]\n'
+                     'use = "balance"\n[privacy]\nepsilon = 0.5\n')
+    res = run_cli("audit", small_path, "--chain", chain, "--publish", "--ledger",
+                  tmp_path / "l.json", "--bootstrap", "50", "-o", tmp_path / "r.html", "-q")
+    assert res.exit_code == 0, res.output
+    p = json.loads((tmp_path / "r.json").read_text())["privacy"]
+    assert p["mode"] == "dp" and p["epsilon"] == pytest.approx(0.5)
+    res = run_cli("audit", small_path, "--chain", chain, "-q")
+    assert res.exit_code == 2 and "privacy.epsilon" in res.output
+
+
 def test_one_declared_group_is_refused(small_path, run_cli):
     res = run_cli("audit", small_path, "-s", "race,sex", "--labels", "segment", "--publish",
                   "--dp-categories", "sex=F", "-q")
