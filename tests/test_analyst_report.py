@@ -197,7 +197,7 @@ def test_api_refuses_min_cell_below_one(bad):
 
 @pytest.mark.parametrize("bad", [0, -4])
 def test_chain_refuses_min_cell_below_one(tmp_path, bad):
-    with pytest.raises(ConfigError, match=r"options\.min_cell: must be an int >= 1"):
+    with pytest.raises(ConfigError, match=r"options\.min_cell: expected an int >= 1"):
         fairaudit.audit(make_synthetic(200), sensitive="sex",
                         chain=_chain(tmp_path, f"min_cell = {bad}"))
 
