@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from fairaudit import _compat
 from fairaudit._lazy import lazy_attributes
+
+_compat.install()  # old module names (before the sub-packages) still import, with a warning
 
 __version__ = "0.1.0"
 __distribution__ = "fairaudit-clusters"
@@ -19,7 +22,7 @@ the unrelated ``fairaudit`` on the index is another project)."""
 _LAZY = {
     "audit": "fairaudit.api",
     "write_report": "fairaudit.api",
-    "AuditRun": "fairaudit.results",
+    "AuditRun": "fairaudit.report.results",
     "hookimpl": "fairaudit.hookspecs",
 }
 __all__ = ["__version__", *_LAZY]
@@ -37,7 +40,7 @@ if TYPE_CHECKING:  # what type checkers see; at run time the names load lazily (
     from fairaudit.hookspecs import (
         hookimpl as hookimpl,
     )
-    from fairaudit.results import (
+    from fairaudit.report.results import (
         AuditRun as AuditRun,
     )
 

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from fairaudit.results import AuditRun
+from fairaudit.report.results import AuditRun
 
 
 def audit(
@@ -65,7 +65,7 @@ def audit(
     PyCapsule stream interface (``__arrow_c_stream__``: a pyarrow Table or RecordBatchReader, a
     DuckDB relation, ...), imported by polars without pyarrow.
 
-    Every parameter is checked before any work (:mod:`fairaudit.params`): a bad value raises
+    Every parameter is checked before any work (:mod:`fairaudit.core.params`): a bad value raises
     :class:`~fairaudit.errors.ConfigError` naming it and what was expected (``bootstrap`` at most
     10,000, ``min_cell`` at least 1, ``sensitive`` a column name or a list of them, ...).
 
@@ -78,7 +78,7 @@ def audit(
     each fair clusterer with ``fair=False`` (the price of fairness). ``ci_method``
     (``"calibrated"``, the default, or ``"conservative"``) chooses the intervals of the
     min-of-ratios metrics (docs/metrics.md, "Uncertainty").
-    Returns the :class:`~fairaudit.results.AuditRun` (its ``exit_code`` is what the CLI exits with).
+    Returns the :class:`~fairaudit.report.results.AuditRun` (its ``exit_code`` is what the CLI exits with).
     ``scheduler`` (a Dask scheduler address) or ``workers`` (a local Dask cluster of that many
     processes) count and assign every row on Dask (``pip install 'fairaudit[dask]'``); the
     results are identical to the local engine's. They override the chain's ``[engine]`` table;
@@ -100,20 +100,20 @@ def audit(
     released cells privately (a threshold; ``delta``, default 1e-7). They override a chain's
     ``[privacy]`` table; bad values raise ``ConfigError`` naming the parameter.
     """
-    from fairaudit import params
-    from fairaudit.chain import (
+    from fairaudit.core import params
+    from fairaudit.core.chain import (
         API_NAMES,
         chain_from_flags,
         load_chain,
         retired_suppress,
         threshold_from,
     )
+    from fairaudit.core.io import as_polars
+    from fairaudit.core.plugins import Host
+    from fairaudit.core.runner import run_chain
     from fairaudit.errors import ConfigError
-    from fairaudit.io import as_polars
-    from fairaudit.plugins import Host
-    from fairaudit.runner import run_chain
 
-    # every parameter checked in one place (fairaudit.params) before any work
+    # every parameter checked in one place (fairaudit.core.params) before any work
     v = params.check_all({
         "sensitive": sensitive, "labels": labels, "features": features, "exclude": exclude,
         "seed": seed, "sample": sample, "k": k, "min_cell": min_cell, "bootstrap": bootstrap,
@@ -153,7 +153,7 @@ def audit(
                  "fitted": dp_fitted, "domain": dp_domain, "delta": delta},
         privacy_names=API_NAMES,
     )
-    from fairaudit.baseline import BaselineOptions, attach_comparison, resolve
+    from fairaudit.ops.baseline import BaselineOptions, attach_comparison, resolve
 
     options = resolve(None, (), str(chain) if chain else None)
     if baseline is not None:
@@ -162,10 +162,10 @@ def audit(
     elif tolerance:
         raise ConfigError("tolerance: needs baseline= (or a [compare] table in the chain)")
     if options is not None:
-        from fairaudit.compare import load_audit
+        from fairaudit.ops.compare import load_audit
 
         load_audit(options.baseline, what="baseline")  # a bad baseline fails before the run
-    from fairaudit.engines import engine_for
+    from fairaudit.core.engines import engine_for
 
     runner = engine_for(spec.engine, name=v["engine"], scheduler=v["scheduler"],
                         workers=v["workers"], env_default=False)
@@ -179,16 +179,16 @@ def audit(
 def write_report(run: AuditRun, html_path: str | Path, json_path: str | Path | None = None,
                  ) -> tuple[Path, Path]:
     """Write the HTML report and the JSON document as a pair (both or neither; see
-    :mod:`fairaudit.outputs`). Returns both paths.
+    :mod:`fairaudit.report.outputs`). Returns both paths.
 
     Raises :class:`~fairaudit.errors.ConfigError` (nothing written) when a path is the run's
     input (``run.doc["input"]["path"]``: file, folder or glob), when both paths are the same
     file, or when a folder does not exist or is not writable.
     """
+    from fairaudit.core.plugins import Host
     from fairaudit.errors import ConfigError
-    from fairaudit.outputs import check_outputs, input_refs, write_outputs
-    from fairaudit.plugins import Host
-    from fairaudit.report import render_html
+    from fairaudit.report.outputs import check_outputs, input_refs, write_outputs
+    from fairaudit.report.render import render_html
 
     if not isinstance(run, AuditRun):
         raise ConfigError(f"run: expected an AuditRun (what fairaudit.audit returns); got "

@@ -178,8 +178,8 @@ def _engine_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 def _make_engine(spec: Any, engine_name: str | None, scheduler: str | None,
                  workers: int | None) -> Any:
-    from fairaudit.engines import engine_for
-    from fairaudit.params import check
+    from fairaudit.core.engines import engine_for
+    from fairaudit.core.params import check
 
     workers = check("workers", workers, "cli")
     return engine_for(spec.engine, name=engine_name, scheduler=scheduler, workers=workers)
@@ -239,7 +239,7 @@ def _privacy_flags(publish, epsilon, budget, ledger, source, categories, cluster
 
 
 def _host(disabled: Sequence[str]) -> Any:
-    from fairaudit.plugins import Host
+    from fairaudit.core.plugins import Host
 
     return Host.create(blocked=disabled)
 
@@ -352,17 +352,17 @@ def audit(data: str, sensitive, labels, features, exclude, chain_file, clusters,
           tolerances, quiet, debug, disabled, publish, epsilon, privacy_budget, ledger,
           privacy_source, dp_categories, dp_clusters, dp_fitted, dp_domain, delta) -> int:
     """Audit DATA (Parquet file, directory or glob of Parquet files, or CSV)."""
-    from fairaudit.chain import (
+    from fairaudit.core.chain import (
         SUPPRESS_DEPRECATED,
         chain_from_flags,
         load_chain,
         parse_threshold_flag,
     )
+    from fairaudit.core.params import check, check_all
     from fairaudit.errors import ConfigError
-    from fairaudit.params import check, check_all
 
     _setup_logging(debug, quiet)
-    # every option checked in one place (fairaudit.params) before any work
+    # every option checked in one place (fairaudit.core.params) before any work
     opts = check_all({"k": k, "seed": seed, "sample": sample, "min_cell": min_cell,
                       "bootstrap": bootstrap, "separator": separator, "workers": workers},
                      "cli")
@@ -428,7 +428,7 @@ def run(chain_file: str, data: str | None, out: str, json_out: str | None,
     """Run the chain in CHAIN.toml on DATA (or on its data.path)."""
     import dataclasses
 
-    from fairaudit.chain import load_chain
+    from fairaudit.core.chain import load_chain
 
     _setup_logging(debug, quiet)
     host = _host(disabled)
@@ -446,7 +446,7 @@ def run(chain_file: str, data: str | None, out: str, json_out: str | None,
 
 
 def _baseline_options(baseline: str | None, tolerances: Sequence[str], chain_file: str | None):
-    from fairaudit.baseline import resolve
+    from fairaudit.ops.baseline import resolve
 
     return resolve(baseline, tolerances, chain_file)
 
@@ -454,10 +454,10 @@ def _baseline_options(baseline: str | None, tolerances: Sequence[str], chain_fil
 def _run_and_write(spec, host, data, out: Path, json_out: Path | None, quiet: bool,
                    summary_md: Path | None = None, engine: Any = None,
                    chain_file: str | None = None, baseline: Any = None) -> int:
-    from fairaudit.io import atomic_write_text
-    from fairaudit.outputs import check_outputs, input_refs, write_outputs
-    from fairaudit.report import render_html
-    from fairaudit.runner import run_chain
+    from fairaudit.core.io import atomic_write_text
+    from fairaudit.core.runner import run_chain
+    from fairaudit.report.outputs import check_outputs, input_refs, write_outputs
+    from fairaudit.report.render import render_html
 
     json_path = json_out or _default_json(out)
     inputs = input_refs(data if data is not None else spec.data.path, "DATA")
@@ -471,14 +471,14 @@ def _run_and_write(spec, host, data, out: Path, json_out: Path | None, quiet: bo
     check_outputs(outputs, inputs)
     progress = _Progress(enabled=not quiet and sys.stderr.isatty())
     if baseline is not None:
-        from fairaudit.baseline import guard_paths
-        from fairaudit.compare import load_audit
+        from fairaudit.ops.baseline import guard_paths
+        from fairaudit.ops.compare import load_audit
 
         guard_paths(baseline, (out, json_path))
         load_audit(baseline.baseline, what="baseline")  # a bad baseline fails before the run
     run_obj = run_chain(spec, host, data_path=data, progress=progress, engine=engine)
     if baseline is not None:
-        from fairaudit.baseline import attach_comparison
+        from fairaudit.ops.baseline import attach_comparison
 
         run_obj = attach_comparison(run_obj, baseline)
     progress("render report")
@@ -486,7 +486,7 @@ def _run_and_write(spec, host, data, out: Path, json_out: Path | None, quiet: bo
     write_outputs([(json_path, json.dumps(run_obj.to_json(), indent=2, ensure_ascii=False)),
                    (out, html)])
     if summary_md is not None:
-        from fairaudit.summary import markdown
+        from fairaudit.report.summary import markdown
 
         atomic_write_text(summary_md, markdown(run_obj.doc, str(out), str(json_path)))
     if not quiet:
@@ -500,8 +500,8 @@ def _check_summary_path(summary: Path, data: Any, out: Path, json_path: Path) ->
     """--summary-md must not replace the input or another output."""
     import fnmatch
 
+    from fairaudit.core.io import resolve_input
     from fairaudit.errors import ConfigError
-    from fairaudit.io import resolve_input
 
     target = summary.resolve()
     for other, flag in ((out, "--out"), (json_path, "--json")):
@@ -525,7 +525,7 @@ def _check_summary_path(summary: Path, data: Any, out: Path, json_path: Path) ->
 
 
 def _summary(run_obj: Any, out: Path, json_path: Path) -> None:
-    from fairaudit.summary import console_lines
+    from fairaudit.report.summary import console_lines
 
     for line in console_lines(run_obj.doc, getattr(run_obj, "ledger_now", None)):
         click.echo(line)
@@ -539,7 +539,7 @@ def _summary(run_obj: Any, out: Path, json_path: Path) -> None:
 @_handle_errors
 def validate(chain_file: str, quiet: bool, debug: bool, disabled: Sequence[str]) -> int:
     """Check CHAIN.toml against the installed components (every problem at once)."""
-    from fairaudit.chain import load_chain, validate_chain
+    from fairaudit.core.chain import load_chain, validate_chain
 
     _setup_logging(debug, quiet)
     host = _host(disabled)
@@ -636,10 +636,10 @@ def describe(name: str, quiet: bool, debug: bool, disabled: Sequence[str]) -> in
 def render(audit_json: str, out: str, template_dirs: Sequence[str], quiet: bool, debug: bool,
            disabled: Sequence[str]) -> int:
     """Re-render the HTML report from a saved AUDIT.json (no recomputation)."""
-    from fairaudit.compare import load_audit
-    from fairaudit.outputs import InputRef, check_outputs
-    from fairaudit.report import write_html
-    from fairaudit.results import AuditRun
+    from fairaudit.ops.compare import load_audit
+    from fairaudit.report.outputs import InputRef, check_outputs
+    from fairaudit.report.render import write_html
+    from fairaudit.report.results import AuditRun
 
     _setup_logging(debug, quiet)
     p = Path(audit_json)
@@ -674,7 +674,7 @@ def _guard_outputs(inputs: Sequence[Path], outputs: Sequence[Path | None]) -> No
 
 def _write_outputs(pairs: Sequence[tuple[Path | None, Callable[[], str]]]) -> None:
     """Render every output first, then write them (atomically): a failed render writes nothing."""
-    from fairaudit.io import atomic_write_text
+    from fairaudit.core.io import atomic_write_text
 
     texts = [(p, make()) for p, make in pairs if p is not None]
     for p, text in texts:
@@ -702,8 +702,8 @@ def compare(baseline: str, current: str, out: str | None, json_out: str | None,
 
     Exit 1 when a headline metric got significantly worse by more than its tolerance, 0 otherwise,
     2 when a file is not an audit JSON or the two audits cannot be compared."""
-    from fairaudit.compare import compare as run_compare
-    from fairaudit.compare import exit_code
+    from fairaudit.ops.compare import compare as run_compare
+    from fairaudit.ops.compare import exit_code
 
     _setup_logging(debug, quiet)
     out_p, json_p = (Path(out) if out else None), (Path(json_out) if json_out else None)
@@ -712,7 +712,7 @@ def compare(baseline: str, current: str, out: str | None, json_out: str | None,
                       allow_version_change=allow_version_change)
 
     def _html() -> str:
-        from fairaudit.diffreport import render_comparison_html
+        from fairaudit.report.diffreport import render_comparison_html
 
         return render_comparison_html(cmp)
 
@@ -762,7 +762,7 @@ def _comparison_summary(cmp: Any) -> None:
 def history(audits: Sequence[str], out: str | None, json_out: str | None, csv_out: str | None,
             quiet: bool, debug: bool, disabled: Sequence[str]) -> int:
     """A trend report over many audit runs (files, or folders of *.json), ordered by date."""
-    from fairaudit.history import build_history, history_csv
+    from fairaudit.ops.history import build_history, history_csv
 
     _setup_logging(debug, quiet)
     if out is None and json_out is None and csv_out is None:
@@ -775,7 +775,7 @@ def history(audits: Sequence[str], out: str | None, json_out: str | None, csv_ou
     hist = build_history(audits)
 
     def _html() -> str:
-        from fairaudit.diffreport import render_history_html
+        from fairaudit.report.diffreport import render_history_html
 
         return render_history_html(hist)
 
@@ -808,8 +808,8 @@ def history(audits: Sequence[str], out: str | None, json_out: str | None, csv_ou
 def export(audits: Sequence[str], csv_out: str, headline_only: bool, quiet: bool, debug: bool,
            disabled: Sequence[str]) -> int:
     """A flat table of results for BI tools and warehouses (see docs/cli.md for the columns)."""
-    from fairaudit.compare import load_audit
-    from fairaudit.export import export_csv
+    from fairaudit.ops.compare import load_audit
+    from fairaudit.ops.export import export_csv
 
     _setup_logging(debug, quiet)
     out = Path(csv_out)
@@ -848,7 +848,7 @@ def demo_data_path() -> Path:
 @_handle_errors
 def demo(out: str, quiet: bool, debug: bool, disabled: Sequence[str]) -> int:
     """Audit the bundled example (UCI Adult sample, sensitive sex and race)."""
-    from fairaudit.chain import chain_from_flags
+    from fairaudit.core.chain import chain_from_flags
 
     _setup_logging(debug, quiet)
     host = _host(disabled)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from fairaudit.chain import (
+from fairaudit.core.chain import (
     chain_from_flags,
     load_chain,
     parse_chain,
@@ -120,7 +120,7 @@ def test_no_auditors(host):
 
 
 def test_data_flow_requires_what_earlier_steps_provide(host):
-    from fairaudit.components import Auditor, Direction, MetricSpec
+    from fairaudit.core.components import Auditor, Direction, MetricSpec
 
     class NeedsMemberships(Auditor):
         name = "needs_memberships"
@@ -130,7 +130,7 @@ def test_data_flow_requires_what_earlier_steps_provide(host):
         def __init__(self) -> None:
             pass
 
-    from fairaudit.plugins import ComponentInfo, Registry
+    from fairaudit.core.plugins import ComponentInfo, Registry
 
     registry = Registry([*host.registry.all(),
                          ComponentInfo("auditor", "needs_memberships", NeedsMemberships,

@@ -10,8 +10,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from fairaudit.chain import EngineSpec, load_chain, parse_chain
-from fairaudit.engines import DaskEngine, LocalEngine, engine_for
+from fairaudit.core.chain import EngineSpec, load_chain, parse_chain
+from fairaudit.core.engines import DaskEngine, LocalEngine, engine_for
 from fairaudit.errors import ConfigError
 
 

@@ -14,7 +14,7 @@ def test_many_clusters_show_the_worst_n_with_a_note(monkeypatch):
     from fairaudit_builtins import sections
 
     import fairaudit
-    from fairaudit.report import render_html
+    from fairaudit.report.render import render_html
 
     rng = np.random.default_rng(0)
     n, k = 6000, 60

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from fairaudit.chain import chain_from_flags, parse_threshold_flag
-from fairaudit.runner import run_chain
+from fairaudit.core.chain import chain_from_flags, parse_threshold_flag
+from fairaudit.core.runner import run_chain
 
 
 def test_labels_audit_planted_imbalance(host, parquet_path):

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from fairaudit.components import (
+from fairaudit.core.components import (
     AnyOf,
     AuditContext,
     Auditor,
@@ -32,9 +32,9 @@ from fairaudit.components import (
     ReportSection,
     TypeIs,
 )
-from fairaudit.data import AuditData, sample_rows
+from fairaudit.core.data import AuditData, sample_rows
 from fairaudit.hookspecs import hookimpl
-from fairaudit.results import MetricResult, finite
+from fairaudit.report.results import MetricResult, finite
 
 
 def membership_composition(
@@ -610,7 +610,7 @@ class LCDSection(ReportSection):
         return bool(run.results_for(auditor="lcd"))
 
     def context(self, run: Any) -> dict[str, Any]:
-        from fairaudit import charts
+        from fairaudit.report import charts
 
         blocks = []
         for r in run.results_for(auditor="lcd", metric="avg_lcd"):
@@ -658,7 +658,7 @@ class SoftCompositionSection(ReportSection):
         return any((lab.get("extras") or {}).get("composition") for lab in run.labellings)
 
     def context(self, run: Any) -> dict[str, Any]:
-        from fairaudit import charts
+        from fairaudit.report import charts
 
         blocks = []
         for lab in run.labellings:

@@ -1,8 +1,8 @@
 """Built-in report sections.
 
-Every section reads the audit JSON alone (:class:`fairaudit.results.AuditRun`) and returns plain
+Every section reads the audit JSON alone (:class:`fairaudit.report.results.AuditRun`) and returns plain
 data for its template in ``templates/sections/``; charts are SVG strings from
-:mod:`fairaudit.charts`. The module-level helpers (``headline_table``, ``composition_chart``,
+:mod:`fairaudit.report.charts`. The module-level helpers (``headline_table``, ``composition_chart``,
 ``balance_cells``, ``per_cluster_matrix``, ``results_rows``, ...) are public so that sections added
 by later plugins (density scatter plots, LCD histograms, proxy-feature bars) can reuse them.
 
@@ -31,11 +31,11 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from fairaudit import charts
-from fairaudit.components import ReportSection
+from fairaudit.core.components import ReportSection
 from fairaudit.hookspecs import hookimpl
-from fairaudit.results import finite
-from fairaudit.words import cluster_label
+from fairaudit.report import charts
+from fairaudit.report.results import finite
+from fairaudit.report.words import cluster_label
 
 MAX_GROUPS = 20
 """Charts show at most this many groups of one attribute (the largest); tables show all."""
@@ -538,7 +538,7 @@ class SummarySection(ReportSection):
                     charts_out.append({"title": r["metric"], "svg": svg})
         gx = doc.get("checks") or []
         inp = doc.get("input") or {}
-        from fairaudit.answer import answers, overall
+        from fairaudit.report.answer import answers, overall
 
         bounds = [
             f"{g['metric']} {_OP[g.get('direction') == 'higher_is_better']} "
@@ -951,7 +951,7 @@ SECTIONS: tuple[type[ReportSection], ...] = (
     ExclusionsSection,
     MetadataSection,
 )
-"""The built-in sections (also what :func:`fairaudit.report.render_html` uses without a host)."""
+"""The built-in sections (also what :func:`fairaudit.report.render.render_html` uses without a host)."""
 
 
 @hookimpl
