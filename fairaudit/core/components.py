@@ -11,12 +11,13 @@ This module imports nothing heavy: it is loaded at CLI start.
 
 from __future__ import annotations
 
-import enum
 import inspect
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
+
+from fairaudit.report.results import Direction  # plugins import it from here too
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -135,13 +136,6 @@ class ParamSpec:
     @property
     def required(self) -> bool:
         return self.default is inspect.Parameter.empty
-
-
-class Direction(enum.StrEnum):
-    """Whether larger values of a metric are fairer/better."""
-
-    HIGHER_IS_BETTER = "higher_is_better"
-    LOWER_IS_BETTER = "lower_is_better"
 
 
 @dataclass(frozen=True)

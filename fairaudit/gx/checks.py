@@ -123,44 +123,6 @@ def _plural(n: int, word: str) -> str:
     return f"{n:,} {word}{'' if n == 1 else 's'}"
 
 
-def _to_pandas(sample: Any, columns: Sequence[str]) -> pd.DataFrame:
-    """Convert the needed columns of a polars (or pandas) frame to pandas, without pyarrow.
-
-    Numeric columns become numpy-backed (integers with nulls become float64 with NaN); every other
-    column becomes an ``object`` column of Python values with None for nulls.
-    """
-    import numpy as np
-    import pandas as pd
-
-    if isinstance(sample, pd.DataFrame):
-        return sample.loc[:, [c for c in columns if c in sample.columns]].copy()
-
-    import polars as pl
-
-    if not isinstance(sample, pl.DataFrame):
-        raise TypeError(
-            "The 'sample' parameter of run_input_checks must be a polars DataFrame; "
-            f"got {type(sample).__name__}."
-        )
-    data: dict[str, Any] = {}
-    for name in columns:
-        if name not in sample.columns:
-            continue
-        series = sample.get_column(name)
-        dtype = series.dtype
-        if dtype.is_numeric():
-            data[name] = series.to_numpy()
-        elif dtype == pl.Boolean and series.null_count() == 0:
-            data[name] = series.to_numpy()
-        else:
-            if dtype in (pl.Categorical,) or isinstance(dtype, pl.Enum):
-                series = series.cast(pl.String)
-            values = series.to_numpy()
-            data[name] = pd.Series(np.asarray(values, dtype=object), dtype=object)
-    frame = pd.DataFrame(data, index=pd.RangeIndex(sample.height))
-    return frame
-
-
 def _group_frame(counts: Mapping[Any, int]) -> pd.DataFrame:
     """One row per group (null keys dropped), sorted by group name: columns group, count."""
     import numpy as np
@@ -498,6 +460,8 @@ def run_input_checks(
     features = [f for f in dict.fromkeys(features) if f not in sensitive and f != labels]
     wanted = list(dict.fromkeys([*sensitive, *([labels] if labels is not None else []),
                                  *features]))
+    from fairaudit.gx.expectations import _to_pandas
+
     frame = _to_pandas(sample, wanted)
     import pandas as pd
 

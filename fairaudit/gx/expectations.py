@@ -805,8 +805,6 @@ def pandas_frame(frame: Any, columns: list[str] | None = None) -> pd.DataFrame:
     column without pyarrow (numbers stay numpy-backed, integers with nulls become float64 with
     NaN, text and categoricals become ``object`` columns with ``None``), as the host's input
     checks do. A pandas frame is returned as is (restricted to ``columns``)."""
-    from fairaudit.gx.checks import _to_pandas
-
     if isinstance(frame, pd.DataFrame):
         return frame if columns is None else frame.loc[:, list(columns)]
     import polars as pl
@@ -816,3 +814,41 @@ def pandas_frame(frame: Any, columns: list[str] | None = None) -> pd.DataFrame:
     if not isinstance(frame, pl.DataFrame):
         raise TypeError(f"expected a pandas or polars DataFrame; got {type(frame).__name__}")
     return _to_pandas(frame, list(columns) if columns else list(frame.columns))
+
+
+def _to_pandas(sample: Any, columns: list[str] | tuple[str, ...]) -> pd.DataFrame:
+    """Convert the needed columns of a polars (or pandas) frame to pandas, without pyarrow.
+
+    Numeric columns become numpy-backed (integers with nulls become float64 with NaN); every other
+    column becomes an ``object`` column of Python values with None for nulls.
+    """
+    import numpy as np
+    import pandas as pd
+
+    if isinstance(sample, pd.DataFrame):
+        return sample.loc[:, [c for c in columns if c in sample.columns]].copy()
+
+    import polars as pl
+
+    if not isinstance(sample, pl.DataFrame):
+        raise TypeError(
+            "The 'sample' parameter of run_input_checks must be a polars DataFrame; "
+            f"got {type(sample).__name__}."
+        )
+    data: dict[str, Any] = {}
+    for name in columns:
+        if name not in sample.columns:
+            continue
+        series = sample.get_column(name)
+        dtype = series.dtype
+        if dtype.is_numeric():
+            data[name] = series.to_numpy()
+        elif dtype == pl.Boolean and series.null_count() == 0:
+            data[name] = series.to_numpy()
+        else:
+            if dtype in (pl.Categorical,) or isinstance(dtype, pl.Enum):
+                series = series.cast(pl.String)
+            values = series.to_numpy()
+            data[name] = pd.Series(np.asarray(values, dtype=object), dtype=object)
+    frame = pd.DataFrame(data, index=pd.RangeIndex(sample.height))
+    return frame

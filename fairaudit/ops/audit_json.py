@@ -8,6 +8,7 @@ what was expected), never an AttributeError deep in a renderer.
 
 from __future__ import annotations
 
+import datetime as dt
 import functools
 import json
 from collections.abc import Mapping
@@ -73,3 +74,19 @@ def _short(value: Any) -> str:
     kind = {dict: "an object", list: "an array", str: "a string", bool: "a boolean",
             type(None): "null"}.get(type(value), "a number")
     return text if len(text) <= 40 else kind
+
+
+def run_date(doc: Mapping[str, Any], path: Path | None) -> tuple[str, str]:
+    """When an audit ran: ``timing.created`` if the document has it, else the file's
+    modification time; and which of the two it is."""
+    created = (doc.get("timing") or {}).get("created")
+    if isinstance(created, str) and created:
+        try:
+            dt.datetime.fromisoformat(created.replace("Z", "+00:00"))
+            return created, "timing.created"
+        except ValueError:
+            pass
+    if path is None:
+        raise InputError("an audit document without timing.created and without a file: no date")
+    ts = dt.datetime.fromtimestamp(path.stat().st_mtime, tz=dt.UTC).replace(microsecond=0)
+    return ts.isoformat().replace("+00:00", "Z"), "file mtime"

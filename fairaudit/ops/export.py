@@ -49,8 +49,8 @@ def csv_safe(value: Any) -> Any:
 def export_rows(doc: Mapping[str, Any], *, file: str | None = None) -> list[dict[str, Any]]:
     """The rows of one audit document (see :data:`COLUMNS`)."""
     from fairaudit.errors import InputError
+    from fairaudit.ops.audit_json import run_date
     from fairaudit.ops.compare import interval_of
-    from fairaudit.ops.history import run_date
 
     try:
         date, source = run_date(doc, Path(file) if file else None)

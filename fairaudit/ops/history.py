@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from fairaudit.errors import InputError
+from fairaudit.ops.audit_json import run_date
 from fairaudit.report.results import finite
 
 __all__ = ["HISTORY_SCHEMA_VERSION", "build_history", "history_csv", "history_view"]
@@ -45,20 +46,6 @@ def _expand(paths: Sequence[str | Path]) -> list[tuple[Path, bool]]:
                 seen.add(key)
                 files.append((f, explicit))
     return files
-
-
-def run_date(doc: Mapping[str, Any], path: Path | None) -> tuple[str, str]:
-    created = (doc.get("timing") or {}).get("created")
-    if isinstance(created, str) and created:
-        try:
-            dt.datetime.fromisoformat(created.replace("Z", "+00:00"))
-            return created, "timing.created"
-        except ValueError:
-            pass
-    if path is None:
-        raise InputError("an audit document without timing.created and without a file: no date")
-    ts = dt.datetime.fromtimestamp(path.stat().st_mtime, tz=dt.UTC).replace(microsecond=0)
-    return ts.isoformat().replace("+00:00", "Z"), "file mtime"
 
 
 def _interval_methods(doc: Mapping[str, Any]) -> list[str]:

@@ -14,9 +14,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from fairaudit.core.components import Direction
-
 SCHEMA_VERSION = "1.1"
+
+
+class Direction(enum.StrEnum):
+    """Whether larger values of a metric are fairer/better. Defined with the results (a
+    result carries it); :mod:`fairaudit.core.components` re-exports it for plugins."""
+
+    HIGHER_IS_BETTER = "higher_is_better"
+    LOWER_IS_BETTER = "lower_is_better"
 
 
 class Status(enum.StrEnum):
