@@ -1,4 +1,6 @@
-"""Input checks (fairaudit.gx.checks) on good and bad frames, through a real ephemeral GX context."""
+"""Input checks on good and bad frames: the host's native checks (fairaudit.core.checks) and the
+same checks through a real ephemeral GX context (fairaudit.gx.checks). Every case runs through
+both, and the two must give equal results (GX is the oracle of the native evaluation)."""
 
 from __future__ import annotations
 
@@ -14,7 +16,9 @@ import numpy as np
 import polars as pl
 import pytest
 
-from fairaudit.gx.checks import ERROR, WARNING, CheckResult, run_input_checks
+from fairaudit.core import checks as native_checks
+from fairaudit.core.checks import ERROR, WARNING, CheckResult
+from fairaudit.gx import checks as gx_checks
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -45,6 +49,25 @@ def counts_of(frame: pl.DataFrame, sensitive: list[str]) -> dict[str, dict[str, 
             Counter("|".join(k) for k in keys if all(v is not None for v in k))
         )
     return out
+
+
+@pytest.fixture(params=["native", "gx"], autouse=True)
+def implementation(request, monkeypatch):
+    """Every test runs twice: native checks, then GX; both must agree (compared in _agree)."""
+    monkeypatch.setitem(_IMPL, "name", request.param)
+    return request.param
+
+
+_IMPL = {"name": "native"}
+
+
+def run_input_checks(sample, **kwargs):
+    """The implementation under test; on the GX run, also assert the native one agrees."""
+    if _IMPL["name"] == "native":
+        return native_checks.run_input_checks(sample, **kwargs)
+    via_gx = gx_checks.run_input_checks(sample, **kwargs)
+    assert native_checks.run_input_checks(sample, **kwargs) == via_gx
+    return via_gx
 
 
 def run(frame: pl.DataFrame, **overrides):
@@ -474,18 +497,18 @@ def test_callers_current_gx_context_is_restored():
 
 
 def test_an_expectation_gx_cannot_evaluate_becomes_a_failed_check():
-    import great_expectations as gx
-
-    from fairaudit.gx.checks import _Runner, _Spec
+    from fairaudit.core.checks import Check
+    from fairaudit.gx.checks import _Runner
 
     runner = _Runner()
     try:
-        spec = _Spec(
+        spec = Check(
             (0,),
             "probe[nope]",
             "nope",
             ERROR,
-            gx.expectations.ExpectColumnValuesToNotBeNull(column="nope"),
+            "expect_column_values_to_not_be_null",
+            {"column": "nope"},
             lambda res: ("unused", "unused"),
         )
         [(_, result)] = runner.run(_pandas(make_frame(n=5)), [spec], {"result_format": "SUMMARY"})

@@ -14,7 +14,6 @@ import logging
 import math
 import platform
 import re
-import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -159,13 +158,8 @@ def _fingerprint(path: Any) -> str:
 
 
 def _run_warm(spec, host, lf, path, in_memory, roles, clock, progress, started, engine):
-    warm = _prewarm_imports() if not spec.privacy.publish else None  # no input checks
-    try:
-        return _run_validated(spec, host, lf, path, in_memory, roles, clock, progress, started,
-                              warm, engine)
-    finally:
-        if warm is not None:
-            warm.join()
+    return _run_validated(spec, host, lf, path, in_memory, roles, clock, progress, started,
+                          None, engine)
 
 
 def _run_validated(spec, host, lf, path, in_memory, roles, clock, progress, started, warm,
@@ -215,11 +209,9 @@ def _run_validated(spec, host, lf, path, in_memory, roles, clock, progress, star
         audit_classes = [registry.get("auditor", s.use).cls for s in spec.audit]
         pre_classes = []
 
-    # ------------------------------------------------------------ input checks (GX)
-    if warm is not None:
-        warm.join()  # never import GX from two threads at once (its imports are circular)
+    # ------------------------------------------------------------ input checks
     checks = [] if spec.privacy.publish else clock.run(  # a release publishes no input check
-        "checks", "great_expectations", None,
+        "checks", "input", None,
         lambda: _run_checks(lf, data, roles, joint_full, spec, n_input),
     )
 
@@ -482,27 +474,6 @@ def _all_noise_notes(labellings, joints) -> list[str]:
         "computed for it, and any threshold on one fails"
         for lab in labellings if _all_noise(joints.get(lab.name))
     ]
-
-
-def _prewarm_imports() -> Any:
-    """Start importing Great Expectations (seconds of pure-Python import) in a background thread
-    while the main thread reads the data (polars releases the GIL). Returns the thread, which the
-    caller joins before it uses GX itself: GX's package imports are circular, so two threads
-    importing it at once can see a partially initialised module.
-    """
-    import threading
-
-    def _warm() -> None:
-        try:
-            import great_expectations  # noqa: F401
-        except Exception:  # pragma: no cover - the real import reports problems later
-            log.debug("prewarm import failed", exc_info=True)
-
-    if "great_expectations" in sys.modules:
-        return None
-    thread = threading.Thread(target=_warm, name="fairaudit-prewarm", daemon=True)
-    thread.start()
-    return thread
 
 
 def _fit_transform(comp: Preprocessor, view: AuditData) -> AuditData:
@@ -858,7 +829,7 @@ def _looks_like_id(name: str, col: Any) -> bool:
 def _run_checks(lf, data, roles, joint, spec, n_input) -> list[dict[str, Any]]:
     import polars as pl
 
-    from fairaudit.gx.checks import run_input_checks
+    from fairaudit.core.checks import run_input_checks
 
     if data is not None:
         sample = data.frame.drop(ROW_ID)

@@ -22,7 +22,8 @@ a null cluster or sensitive value and the noise label (``noise_label``, default 
 :mod:`fairaudit.metrics.counting`. The validation result carries ``observed_value`` and a
 ``details`` dict with the per-cluster breakdown.
 
-Column expectations (used by :func:`fairaudit.gx.checks.run_input_checks`, usable anywhere):
+Column expectations (the GX form of two host input checks, :mod:`fairaudit.core.checks`;
+usable anywhere):
 
 - :class:`ExpectColumnValuesToBeIntegral` -- non-null values are integers (ints, bools, or floats
   without a fractional part); strings fail.
@@ -60,6 +61,8 @@ from great_expectations.expectations.metrics.metric_provider import metric_value
 from great_expectations.expectations.metrics.table_metric_provider import (  # noqa: E402
     TableMetricProvider,
 )
+
+from fairaudit.core.checks import is_finite_scalar, is_integral_scalar  # noqa: E402
 
 __all__ = [
     "CONTINGENCY_METRIC",
@@ -122,15 +125,7 @@ def _integral_mask(column: pd.Series) -> pd.Series:
             ok = np.isfinite(values) & (values == np.floor(values))
         return pd.Series(ok, index=column.index)
     # object columns: judge element by element (mixed ints and strings happen in CSVs)
-    return column.map(_is_integral_scalar).astype(bool)
-
-
-def _is_integral_scalar(value: Any) -> bool:
-    if isinstance(value, bool | np.bool_ | int | np.integer):
-        return True
-    if isinstance(value, float | np.floating):
-        return bool(np.isfinite(value) and float(value).is_integer())
-    return False
+    return column.map(is_integral_scalar).astype(bool)
 
 
 class ColumnValuesIntegral(ColumnMapMetricProvider):
@@ -166,15 +161,7 @@ def _finite_mask(column: pd.Series) -> pd.Series:
     if pd.api.types.is_numeric_dtype(dtype):
         values = column.to_numpy(dtype=float, na_value=np.nan)
         return pd.Series(np.isfinite(values), index=column.index)
-    return column.map(_is_finite_scalar).astype(bool)
-
-
-def _is_finite_scalar(value: Any) -> bool:
-    if isinstance(value, bool | np.bool_ | int | np.integer):
-        return True
-    if isinstance(value, float | np.floating):
-        return bool(np.isfinite(value))
-    return False
+    return column.map(is_finite_scalar).astype(bool)
 
 
 class ColumnValuesFinite(ColumnMapMetricProvider):
@@ -265,7 +252,7 @@ def contingency_table(
         if pd.api.types.is_numeric_dtype(clusters.dtype):
             is_noise = (clusters == noise_label).to_numpy()
         else:
-            is_noise = clusters.map(lambda v: _is_integral_scalar(v) and v == noise_label)
+            is_noise = clusters.map(lambda v: is_integral_scalar(v) and v == noise_label)
             is_noise = is_noise.to_numpy(dtype=bool)
         n_noise = int(weights[is_noise].sum())
         sub, weights = sub[~is_noise], weights[~is_noise]
