@@ -67,7 +67,7 @@ def _setup_logging(debug: bool, quiet: bool) -> None:
     own_level = logging.DEBUG if debug else logging.INFO if verbose else logging.NOTSET
     for own in _OWN_LOGGERS:
         logging.getLogger(own).setLevel(own_level)
-    for noisy in ("great_expectations", "matplotlib", "numba", "PIL", "fontTools", "urllib3"):
+    for noisy in ("great_expectations", "numba", "urllib3"):
         logging.getLogger(noisy).setLevel(logging.ERROR)
 
 

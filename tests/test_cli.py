@@ -36,7 +36,7 @@ def _results(doc: dict, **match) -> list[dict]:
 
 
 def _stub_html(monkeypatch) -> None:
-    """Replace the (matplotlib-heavy) HTML rendering by a stub, for tests about the JSON and
+    """Replace the HTML rendering by a stub, for tests about the JSON and
     exit codes only; tests of the page itself use the real renderer."""
     import fairaudit.report.render
 

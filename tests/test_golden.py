@@ -44,7 +44,7 @@ def _versions() -> list[str]:
 
     out = {platform.platform(), sys.version.split()[0]}
     for dist in ("fairaudit-clusters", "polars", "numpy", "scipy", "scikit-learn",
-                 "great-expectations", "pluggy", "jinja2", "matplotlib",
+                 "great-expectations", "pluggy", "jinja2",
                  "fairaudit-example-plugin"):
         try:
             out.add(md.version(dist))

@@ -252,7 +252,7 @@ def test_everything_from_the_data_is_escaped():
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     assert "&lt;b&gt;bold&lt;/b&gt;" in page
     assert "&lt;img src=x onerror=alert(1)&gt;" in page
-    # the group name reaches the charts too, escaped by matplotlib
+    # the group name reaches the charts too, escaped
     svg_texts = re.findall(r"<text[^>]*>([^<]*)</text>", page)
     assert any("&lt;script&gt;alert(1)" in t for t in svg_texts)
     # and the visible text is the literal name

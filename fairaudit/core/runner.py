@@ -912,7 +912,7 @@ def _versions() -> dict[str, str]:
 
     out = {"fairaudit": __version__}
     for pkg in ("polars", "numpy", "scipy", "scikit-learn", "great-expectations", "pluggy",
-                "jinja2", "matplotlib"):
+                "jinja2"):
         try:
             out[pkg] = version(pkg)
         except PackageNotFoundError:

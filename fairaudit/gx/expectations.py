@@ -62,7 +62,7 @@ from great_expectations.expectations.metrics.table_metric_provider import (  # n
     TableMetricProvider,
 )
 
-from fairaudit.core.checks import is_finite_scalar, is_integral_scalar  # noqa: E402
+from fairaudit.core.check_eval import is_finite_scalar, is_integral_scalar  # noqa: E402
 
 __all__ = [
     "CONTINGENCY_METRIC",

@@ -1,34 +1,45 @@
-"""Charts for the HTML report: matplotlib figures rendered to inline SVG strings.
+"""Charts for the HTML report: inline SVG strings built from the data, no plotting library.
 
 Every function takes plain data (lists of numbers and labels, as found in the audit JSON) and
 returns an ``<svg …>…</svg>`` string ready to be inserted into a template with ``{{ svg | safe }}``.
 
-* matplotlib is imported lazily, and only the object API is used (``matplotlib.figure.Figure``
-  with the SVG backend's canvas): no pyplot, no global state, safe in threads and servers.
-* Output is deterministic: ``svg.hashsalt`` is fixed, metadata (date, creator) is dropped, and
-  element ids are prefixed with a hash of the chart itself, so several charts in one page never
-  share an id and the same data always gives the same SVG.
-* Text is kept as SVG ``<text>`` (``svg.fonttype = "none"``): it stays selectable, and matplotlib
-  XML-escapes it. Labels come from the data (column and group names), so ``$`` is escaped before
-  it reaches matplotlib's mathtext parser.
-* The XML prolog, doctype, ``<metadata>`` block and namespace URLs are removed, so the page holds
-  no ``http(s)://`` string from a chart.
+* **Self-contained and CSP-safe**: inline SVG only: no script, no ``style`` attribute, no
+  external reference, no ``http(s)://`` string; presentation attributes only.
+* **Accessible**: ``role="img"`` with ``<title>`` and ``<desc>`` (the chart's data in words)
+  named by ``aria-labelledby``; text stays SVG ``<text>`` (selectable, drawn by the browser
+  with its own fonts, any script).
+* **Deterministic and safe to combine**: the same data gives the same SVG; element ids are
+  prefixed with a hash of the chart, so several charts in one page never share an id. Text
+  from the data is XML-escaped.
+* **Small**: a scatter of thousands of points is one ``<path>`` per colour.
 
-Missing values (``None`` / NaN) are drawn as hatched grey "undefined" cells or bars, never as
-0.
+Drawing units are points (1/72 in), like the inch sizes the functions take; the ``width`` /
+``height`` attributes are the natural size in CSS pixels and the page scales charts down.
+Missing values (``None`` / NaN) are drawn as hatched grey "undefined" cells or bars, never as 0.
+The drawing primitives live in :mod:`fairaudit.report._svg`.
 """
 
 from __future__ import annotations
 
-import functools
-import hashlib
-import io
+import datetime as dt
 import math
-import re
 from collections.abc import Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any
 
-_F = TypeVar("_F")
+from fairaudit.report._svg import (
+    GRID_COLOR,
+    MISSING_COLOR,
+    NOISE_COLOR,
+    PALETTE,
+    TEXT_COLOR,
+    Canvas,
+    colormap,
+    fmt_tick,
+    label,
+    nice_ticks,
+    num,
+    text_width,
+)
 
 __all__ = [
     "PALETTE",
@@ -42,206 +53,23 @@ __all__ = [
     "trend",
 ]
 
-PALETTE: tuple[str, ...] = (
-    "#3b6ea5",
-    "#e08b3a",
-    "#4f9d69",
-    "#c8553d",
-    "#8266a8",
-    "#8c6d4f",
-    "#d17fb3",
-    "#6f7f8c",
-    "#b5a642",
-    "#3fa7b5",
-    "#9bb8d8",
-    "#f1c08e",
-    "#a3d3aa",
-    "#eba79a",
-    "#c4b3dc",
-    "#c9b29b",
-    "#eec0dc",
-    "#b9c2c9",
-    "#dcd58e",
-    "#9fd6de",
-)
-"""Qualitative colours for groups / clusters (colour-blind friendly first ten, then tints)."""
-
-NOISE_COLOR = "#b0b0b0"
-_RASTER_DPI = 144
-MISSING_COLOR = "#e6e6e6"
-TEXT_COLOR = "#2b2f36"
-GRID_COLOR = "#e3e6ea"
-
-_STYLE: dict[str, Any] = {
-    "svg.hashsalt": "fairaudit",
-    "svg.fonttype": "none",
-    "font.family": "sans-serif",
-    "font.sans-serif": ["DejaVu Sans", "Arial", "Helvetica"],
-    "font.size": 9.0,
-    "axes.edgecolor": "#9aa3ad",
-    "axes.labelcolor": TEXT_COLOR,
-    "axes.titlesize": 10.0,
-    "axes.titleweight": "bold",
-    "axes.titlecolor": TEXT_COLOR,
-    "axes.spines.top": False,
-    "axes.spines.right": False,
-    "xtick.color": "#5b636d",
-    "ytick.color": "#5b636d",
-    "legend.frameon": False,
-    "legend.fontsize": 8.0,
-    "path.simplify": True,
-}
-
-
-FALLBACK_FONTS: tuple[str, ...] = (
-    "DejaVu Sans",
-    "Noto Sans",
-    "Noto Sans CJK JP",
-    "Noto Sans CJK SC",
-    "Noto Sans CJK KR",
-    "Noto Sans Arabic",
-    "Noto Naskh Arabic",
-    "Noto Sans Hebrew",
-    "Noto Sans Devanagari",
-    "Noto Sans Thai",
-    "WenQuanYi Zen Hei",
-    "Droid Sans Fallback",
-    "Arial Unicode MS",
-    "Arial",
-    "Helvetica",
-)
-"""Sans-serif fonts tried in order for every glyph (matplotlib's per-glyph font fallback), so
-column and group names in any script get their own glyph widths. Only installed ones are used."""
-
-_QUIET = (
-    r"Glyph \d+ .*missing from (current )?font",  # a script no installed font covers
-    r"(constrained|tight)[ _]layout not applied",  # very long labels
-    r".*[Cc]onstrained ?[Ll]ayout",
-)
-
-
-@functools.lru_cache(maxsize=1)
-def _fonts() -> list[str]:
-    from matplotlib import font_manager
-
-    installed = {f.name for f in font_manager.fontManager.ttflist}
-    return [f for f in FALLBACK_FONTS if f in installed] or ["DejaVu Sans"]
-
-
-# ----------------------------------------------------------------------------- plumbing
-def _styled(fn: _F) -> _F:
-    """Run a chart function inside the house style (``rc_context``; no global rcParams change),
-    with the installed fallback fonts and without matplotlib's glyph and layout warnings: the
-    text is kept as SVG ``<text>`` and drawn by the browser with its own fonts, so a glyph
-    matplotlib cannot measure is at worst laid out a little narrower, never missing."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        import logging
-        import warnings
-
-        from matplotlib import rc_context
-
-        style = dict(_STYLE, **{"font.sans-serif": _fonts()})
-        fm_log = logging.getLogger("matplotlib.font_manager")
-        level = fm_log.level
-        fm_log.setLevel(logging.ERROR)
-        try:
-            with warnings.catch_warnings(), rc_context(style):
-                for pattern in _QUIET:
-                    warnings.filterwarnings("ignore", message=pattern)
-                return fn(*args, **kwargs)
-        finally:
-            fm_log.setLevel(level)
-
-    return wrapper  # type: ignore[return-value]
-
-
-def _text(value: Any, limit: int = 40) -> str:
-    """A label from the data, safe for matplotlib: ``$`` would start mathtext."""
-    s = str(value)
-    if len(s) > limit:
-        s = s[: limit - 1] + "\u2026"
-    return s.replace("\\", "\\\\").replace("$", r"\$")
-
-
-def _num(x: Any) -> float:
-    """``None`` / non-numbers -> NaN."""
-    if x is None:
-        return math.nan
-    try:
-        return float(x)
-    except (TypeError, ValueError):
-        return math.nan
-
-
-def _figure(width: float, height: float) -> Any:
-    from matplotlib.figure import Figure
-
-    # the SVG backend draws vector output at 72 dpi and embeds rasterised artists (large
-    # scatters) at the figure's dpi
-    fig = Figure(figsize=(width, height), dpi=_RASTER_DPI, layout="constrained")
-    fig.patch.set_alpha(0.0)
-    return fig
-
-
-_PROLOG = re.compile(r"^.*?(?=<svg\b)", re.S)
-_METADATA = re.compile(r"\s*<metadata>.*?</metadata>", re.S)
-_XMLNS = re.compile(r'\s+xmlns(:\w+)?="[^"]*"')
-_ID = re.compile(r'\bid="([^"]+)"')
-_REF = re.compile(r'(url\(#|href="#)([^)"]+)')
-_SIZE = re.compile(r'^(<svg\b[^>]*?)\s+width="([\d.]+)pt"\s+height="([\d.]+)pt"')
-
-
-def _to_svg(fig: Any, *, label: str | None = None) -> str:
-    """Render ``fig`` to an inline ``<svg>`` string (deterministic, no prolog, unique ids)."""
-    from matplotlib import rc_context
-    from matplotlib.backends.backend_svg import FigureCanvasSVG
-
-    buf = io.StringIO()
-    with rc_context({"svg.hashsalt": "fairaudit", "svg.fonttype": "none"}):
-        FigureCanvasSVG(fig).print_svg(buf, metadata={"Date": None, "Creator": None})
-    svg = buf.getvalue()
-    svg = _PROLOG.sub("", svg, count=1)
-    svg = _METADATA.sub("", svg, count=1)
-    svg = _XMLNS.sub("", svg)
-    prefix = "c" + hashlib.sha1(svg.encode("utf-8")).hexdigest()[:10] + "-"
-    svg = _ID.sub(lambda m: f'id="{prefix}{m.group(1)}"', svg)
-    svg = _REF.sub(lambda m: f"{m.group(1)}{prefix}{m.group(2)}", svg)
-    # responsive: keep the viewBox, let CSS size it, but remember the natural width
-    m = _SIZE.match(svg)
-    if m:
-        width_px = float(m.group(2)) * 4 / 3
-        svg = (
-            f'{m.group(1)} class="chart" style="max-width:{width_px:.0f}px"'
-            + (' role="img"' if label else "")
-            + svg[m.end() :]
-        )
-    if label:
-        # an accessible name for screen readers (escaped: it comes from the data)
-        from markupsafe import escape
-
-        svg = svg.replace(">", f' aria-label="{escape(label)}">', 1)
-    return svg.strip() + "\n"
+MUTED = "#6b6b6b"
 
 
 def _colors(n: int) -> list[str]:
     return [PALETTE[i % len(PALETTE)] for i in range(n)]
 
 
-def _finish_axes(ax: Any, *, title: str | None, xlabel: str | None, ylabel: str | None) -> None:
-    if title:  # figure-level, left-aligned: never clipped by long tick labels
-        ax.get_figure().suptitle(
-            _text(title, 90), x=0.01, ha="left", fontsize=10.0, fontweight="bold", color=TEXT_COLOR
-        )
-    if xlabel:
-        ax.set_xlabel(_text(xlabel, 80))
-    if ylabel:
-        ax.set_ylabel(_text(ylabel, 80))
+def _pct(v: float) -> str:
+    return f"{v * 100:.0f}%"
+
+
+def _summary(pairs: Sequence[tuple[str, str]], limit: int = 30) -> str:
+    text = "; ".join(f"{k}: {v}" for k, v in pairs[:limit])
+    return text + (f"; … ({len(pairs) - limit} more)" if len(pairs) > limit else "")
 
 
 # ----------------------------------------------------------------------------- charts
-@_styled
 def composition_bars(
     categories: Sequence[Any],
     groups: Sequence[Any],
@@ -260,58 +88,44 @@ def composition_bars(
     cluster can be compared with it.
     """
     n_cat, n_grp = len(categories), len(groups)
+    rows = [(i + (0.5 if reference is not None and i > 0 else 0)) for i in range(n_cat)]
+    cat_labels = [label(c) for c in categories]
+    grp_labels = [label(g) for g in groups]
+    legend = list(zip(grp_labels, _colors(n_grp), strict=True))
+    unknown = any(sum(max(num(v), 0.0) for v in row if math.isfinite(num(v))) < 0.999
+                  for row in shares)
+    if unknown:
+        legend.append(("unknown", None))
     height = max(1.6, 0.55 + 0.32 * (n_cat + (1 if reference else 0)) + 0.17 * min(n_grp, 12))
-    fig = _figure(width, height)
-    ax = fig.add_subplot()
-    colors = _colors(n_grp)
-    ys = []
-    for i in range(n_cat):
-        ys.append(-(i + (0.5 if reference is not None and i > 0 else 0)))
-    missing_drawn = False
-    for i, (y, row) in enumerate(zip(ys, shares, strict=True)):
+    c = Canvas(width, height, title)
+    c.legend_right(legend, top=c.top)
+    c.height_for(c.top + 13 * len(legend) + 24)
+    plot = c.plot_area(left_labels=cat_labels, xlabel=xlabel)
+    span = (max(rows) + 1.2) if rows else 1.2
+    row_h = plot.h / span
+    c.x_axis(plot, 0.0, 1.0, [i / 5 for i in range(6)], _pct, grid=True)
+    desc = []
+    for i, (r, row) in enumerate(zip(rows, shares, strict=True)):
+        y = plot.y + (r + 0.6) * row_h
+        h = 0.7 * row_h
         left = 0.0
+        parts = []
         for g in range(n_grp):
-            v = _num(row[g]) if g < len(row) else math.nan
+            v = num(row[g]) if g < len(row) else math.nan
             if not math.isfinite(v) or v <= 0:
                 continue
-            ax.barh(
-                y,
-                v,
-                left=left,
-                height=0.7,
-                color=colors[g],
-                edgecolor="white",
-                linewidth=0.6,
-                label=_text(groups[g]) if i == 0 else None,
-            )
+            c.rect(plot.sx(left, 0, 1), y - h / 2, plot.w * v, h, legend[g][1], stroke="#ffffff",
+                   stroke_width=0.6)
+            parts.append(f"{grp_labels[g]} {_pct(v)}")
             left += v
         if left < 0.999:
-            ax.barh(
-                y,
-                1.0 - left,
-                left=left,
-                height=0.7,
-                color=MISSING_COLOR,
-                hatch="///",
-                edgecolor="#c4c4c4",
-                linewidth=0.0,
-                label="unknown" if not missing_drawn else None,
-            )
-            missing_drawn = True
-    ax.set_yticks(ys, [_text(c) for c in categories])
-    ax.set_xlim(0, 1)
-    ax.set_ylim(min(ys) - 0.6, 0.6)
-    ax.xaxis.set_major_formatter(_percent_formatter())
-    ax.tick_params(axis="y", length=0)
-    ax.spines["left"].set_visible(False)
-    ax.grid(axis="x", color=GRID_COLOR, linewidth=0.6)
-    ax.set_axisbelow(True)
-    _legend(ax, n_grp + (1 if missing_drawn else 0))
-    _finish_axes(ax, title=title, xlabel=xlabel, ylabel=None)
-    return _to_svg(fig, label=title)
+            c.rect(plot.sx(left, 0, 1), y - h / 2, plot.w * (1.0 - left), h, None, hatch=True)
+            parts.append(f"unknown {_pct(1.0 - left)}")
+        c.text(plot.x - 4, y, cat_labels[i], anchor="end")
+        desc.append((cat_labels[i], ", ".join(parts)))
+    return c.svg(_summary(desc))
 
 
-@_styled
 def grouped_bars(
     categories: Sequence[Any],
     series: Mapping[Any, Sequence[Any]],
@@ -324,41 +138,43 @@ def grouped_bars(
 ) -> str:
     """Vertical grouped bars: for each category, one bar per series (e.g. group share per
     cluster next to the population share). ``None`` values are left out and marked "n/a"."""
-    import numpy as np
-
     names = list(series)
     n_s = max(1, len(names))
-    x = np.arange(len(categories), dtype=float)
-    bar_w = 0.8 / n_s
-    fig = _figure(width, height)
-    ax = fig.add_subplot()
     colors = _colors(n_s)
-    for j, name in enumerate(names):
-        vals = [_num(v) for v in series[name]]
-        pos = x - 0.4 + bar_w * (j + 0.5)
-        ok = [math.isfinite(v) for v in vals]
-        ax.bar(
-            [p for p, o in zip(pos, ok, strict=True) if o],
-            [v for v, o in zip(vals, ok, strict=True) if o],
-            width=bar_w * 0.92,
-            color=colors[j],
-            label=_text(name),
-        )
-        for p, o in zip(pos, ok, strict=True):
-            if not o:
-                ax.text(p, 0, "n/a", ha="center", va="bottom", fontsize=6.5, color="#7a7a7a")
-    ax.set_xticks(x, [_text(c) for c in categories])
-    if percent:
-        ax.yaxis.set_major_formatter(_percent_formatter())
-    ax.grid(axis="y", color=GRID_COLOR, linewidth=0.6)
-    ax.set_axisbelow(True)
+    c = Canvas(width, height, title)
     if len(names) > 1:
-        _legend(ax, len(names))
-    _finish_axes(ax, title=title, xlabel=None, ylabel=ylabel)
-    return _to_svg(fig, label=title)
+        c.legend_right(list(zip([label(n) for n in names], colors, strict=False)), top=c.top)
+    vals = {n: [num(v) for v in series[n]] for n in names}
+    finite = [v for vs in vals.values() for v in vs if math.isfinite(v)]
+    lo, hi = min([0.0, *finite]), max([0.0, *finite])
+    ticks = nice_ticks(lo, hi if hi > lo else lo + 1.0)
+    fmt = _pct if percent else fmt_tick
+    plot = c.plot_area(left_labels=[fmt(t) for t in ticks], xlabel=None, ylabel=ylabel,
+                       bottom_labels=True)
+    c.y_axis(plot, ticks[0], ticks[-1], ticks, fmt, grid=True)
+    n_cat = max(1, len(categories))
+    slot = plot.w / n_cat
+    bar_w = 0.8 * slot / n_s
+    y0 = plot.sy(0.0, ticks[0], ticks[-1])
+    desc = []
+    for k, cat in enumerate(categories):
+        cx = plot.x + (k + 0.5) * slot
+        c.text(cx, plot.y + plot.h + 10, label(cat), anchor="middle", size=8, fill=MUTED)
+        parts = []
+        for j, name in enumerate(names):
+            v = vals[name][k] if k < len(vals[name]) else math.nan
+            x = cx - 0.4 * slot + bar_w * j
+            if math.isfinite(v):
+                y = plot.sy(v, ticks[0], ticks[-1])
+                c.rect(x + bar_w * 0.04, min(y, y0), bar_w * 0.92, abs(y0 - y), colors[j])
+                parts.append(f"{label(name)} {fmt(v)}")
+            else:
+                c.text(x + bar_w / 2, y0 - 4, "n/a", anchor="middle", size=6.5, fill="#7a7a7a")
+                parts.append(f"{label(name)} n/a")
+        desc.append((label(cat), ", ".join(parts)))
+    return c.svg(_summary(desc))
 
 
-@_styled
 def heatmap(
     values: Sequence[Sequence[Any]],
     row_labels: Sequence[Any],
@@ -377,70 +193,54 @@ def heatmap(
 ) -> str:
     """Annotated heatmap of ``values[row][col]``; ``None``/NaN cells are hatched grey and
     annotated with ``missing``. Annotation colour follows the cell's lightness."""
-    import numpy as np
-    from matplotlib import colormaps
-    from matplotlib.colors import Normalize
-
-    arr = np.array([[_num(v) for v in row] for row in values], dtype=float).reshape(
-        len(row_labels), len(col_labels)
-    )
-    n_r, n_c = arr.shape
+    colour_of = colormap(cmap)
+    n_r, n_c = len(row_labels), len(col_labels)
+    grid = [[num(row[j]) if j < len(row) else math.nan for j in range(n_c)]
+            for row in list(values)[:n_r]]
+    grid += [[math.nan] * n_c for _ in range(n_r - len(grid))]
+    rows = [label(r, 24) for r in row_labels]
+    cols = [label(c, 24) for c in col_labels]
     longest_row = max((len(str(r)) for r in row_labels), default=0)
-    longest_col = max((len(str(c)) for c in col_labels), default=0)
+    longest_col = max((len(c) for c in cols), default=0)
     if width is None:
         width = min(9.6, max(3.6, 1.6 + 0.065 * min(longest_row, 24) + 0.62 * n_c))
-    height = max(1.8, 1.0 + 0.36 * n_r)
-    fig = _figure(width, height)
-    ax = fig.add_subplot()
-    norm = Normalize(vmin=vmin, vmax=vmax)
-    cm = colormaps[cmap]
-    cmap_obj = cm.with_extremes(bad=MISSING_COLOR)
-    # vector cells (pcolormesh), not an image: small, crisp, and fast to render
-    im = ax.pcolormesh(
-        np.ma.masked_invalid(arr), cmap=cmap_obj, norm=norm, edgecolors="white", linewidth=1.0
-    )
-    ax.set_xlim(0, max(n_c, 1))  # an empty table (e.g. all-noise labels) still draws, silently
-    ax.set_ylim(max(n_r, 1), 0)
+    rotate = n_c * min(longest_col, 24) > 40
+    col_room = (max((text_width(s, 8) for s in cols), default=0) * 0.62 + 8) if rotate else 14
+    c = Canvas(width, max(1.8, 1.0 + 0.36 * n_r) + col_room / 72 - 14 / 72, title)
+    bar_room = 46 + (12 if colorbar_label else 0)
+    plot = c.plot_area(left_labels=rows, xlabel=xlabel, ylabel=ylabel, right=bar_room,
+                       bottom=col_room + (14 if xlabel else 0))
+    cw, ch = plot.w / max(n_c, 1), plot.h / max(n_r, 1)
+    span = (vmax - vmin) or 1.0
+    desc = []
     for r in range(n_r):
-        for c in range(n_c):
-            v = arr[r, c]
+        c.text(plot.x - 4, plot.y + (r + 0.5) * ch, rows[r], anchor="end", size=8)
+        parts = []
+        for j in range(n_c):
+            v = grid[r][j]
+            x, y = plot.x + j * cw, plot.y + r * ch
             if math.isfinite(v):
-                rgb = cm(norm(v))[:3]
-                lum = 0.2126 * rgb[0] + 0.7152 * rgb[1] + 0.0722 * rgb[2]
-                ax.text(
-                    c + 0.5,
-                    r + 0.5,
-                    fmt.format(v),
-                    ha="center",
-                    va="center",
-                    fontsize=7.5,
-                    color="#111111" if lum > 0.5 else "#ffffff",
-                )
+                fill, lum = colour_of(min(1.0, max(0.0, (v - vmin) / span)))
+                c.rect(x, y, cw, ch, fill, stroke="#ffffff", stroke_width=1.0)
+                c.text(x + cw / 2, y + ch / 2, fmt.format(v), anchor="middle", size=7.5,
+                       fill="#111111" if lum > 0.5 else "#ffffff")
+                parts.append(f"{cols[j]} {fmt.format(v)}")
             else:
-                ax.add_patch(_hatched_cell(c + 0.5, r + 0.5))
-                ax.text(
-                    c + 0.5, r + 0.5, missing, ha="center", va="center", fontsize=6.5,
-                    color="#6b6b6b",
-                )  # fmt: skip
-    ax.set_xticks([c + 0.5 for c in range(n_c)], [_text(c, 24) for c in col_labels])
-    ax.set_yticks([r + 0.5 for r in range(n_r)], [_text(r, 24) for r in row_labels])
-    if n_c * min(longest_col, 24) > 40:
-        for lbl in ax.get_xticklabels():
-            lbl.set_rotation(35)
-            lbl.set_horizontalalignment("right")
-            lbl.set_rotation_mode("anchor")
-    ax.tick_params(length=0)
-    for spine in ax.spines.values():
-        spine.set_visible(False)
-    cb = fig.colorbar(im, ax=ax, fraction=0.05, pad=0.02, shrink=0.9)
-    cb.outline.set_visible(False)
-    if colorbar_label:
-        cb.set_label(_text(colorbar_label, 60))
-    _finish_axes(ax, title=title, xlabel=xlabel, ylabel=ylabel)
-    return _to_svg(fig, label=title)
+                c.rect(x, y, cw, ch, None, hatch=True, stroke="#ffffff", stroke_width=1.0)
+                c.text(x + cw / 2, y + ch / 2, missing, anchor="middle", size=6.5, fill=MUTED)
+                parts.append(f"{cols[j]} {missing}")
+        desc.append((rows[r], ", ".join(parts)))
+    for j in range(n_c):
+        x = plot.x + (j + 0.5) * cw
+        if rotate:
+            c.text(x, plot.y + plot.h + 6, cols[j], anchor="end", size=8, fill=MUTED, rotate=-35,
+                   baseline="hanging")
+        else:
+            c.text(x, plot.y + plot.h + 9, cols[j], anchor="middle", size=8, fill=MUTED)
+    c.colorbar(plot.x + plot.w + 8, plot.y, 10, plot.h, vmin, vmax, colour_of, colorbar_label)
+    return c.svg(_summary(desc))
 
 
-@_styled
 def histogram(
     values: Sequence[Any],
     *,
@@ -457,37 +257,61 @@ def histogram(
     ``markers`` draws labelled vertical lines (e.g. ``{"threshold": 0.8}``)."""
     import numpy as np
 
-    arr = np.array([_num(v) for v in values], dtype=float)
+    arr = np.array([num(v) for v in values], dtype=float)
     finite = arr[np.isfinite(arr)]
-    fig = _figure(width, height)
-    ax = fig.add_subplot()
+    marks = sorted((markers or {}).items())
+    mark_colors = [PALETTE[3 + i % 3] for i in range(len(marks))]
+    c = Canvas(width, height, title)
+    if marks:
+        c.legend_right([(label(n), col) for (n, _), col in zip(marks, mark_colors, strict=True)],
+                       top=c.top, lines=True)
     if finite.size:
-        ax.hist(finite, bins=bins, color=PALETTE[0], edgecolor="white", linewidth=0.5, log=log)
+        counts, edges = np.histogram(finite, bins=bins)
     else:
-        ax.text(0.5, 0.5, "no finite values", ha="center", va="center", transform=ax.transAxes)
-    for i, (name, x) in enumerate(sorted((markers or {}).items())):
-        ax.axvline(x, color=PALETTE[3 + i % 3], linestyle="--", linewidth=1.2, label=_text(name))
-    if markers:
-        ax.legend(loc="upper right")
+        counts, edges = np.zeros(0), np.array([0.0, 1.0])
+    xs = [float(edges[0]), float(edges[-1]), *(float(x) for _, x in marks)]
+    x0, x1 = min(xs), max(xs)
+    if x1 <= x0:
+        x0, x1 = x0 - 0.5, x1 + 0.5
+    top = float(counts.max()) if counts.size else 1.0
+    if log:
+        lo_exp, hi_exp = 0, max(1, math.ceil(math.log10(max(top, 1.0)) + 0.05))
+        ticks = [10.0 ** e for e in range(lo_exp, hi_exp + 1)]
+        scale = (math.log10(ticks[0]), math.log10(ticks[-1]))
+    else:
+        ticks = nice_ticks(0.0, max(top, 1.0))
+        scale = (ticks[0], ticks[-1])
+    plot = c.plot_area(left_labels=[fmt_tick(t) for t in ticks], xlabel=xlabel, ylabel=ylabel,
+                       bottom_labels=True)
+
+    def sy(v: float) -> float:
+        return plot.sy(math.log10(v) if log else v, *scale)
+
+    c.y_axis(plot, scale[0], scale[1], [math.log10(t) if log else t for t in ticks],
+             lambda t: fmt_tick(10 ** t if log else t), grid=True)
+    xt = nice_ticks(x0, x1)
+    c.x_axis(plot, x0, x1, [t for t in xt if x0 <= t <= x1], fmt_tick, grid=False)
+    for n, a, b in zip(counts, edges[:-1], edges[1:], strict=True):
+        if n <= 0 or (log and n < 1):
+            continue
+        xa, xb = plot.sx(float(a), x0, x1), plot.sx(float(b), x0, x1)
+        y = sy(float(n))
+        c.rect(xa, y, xb - xa, plot.y + plot.h - y, PALETTE[0], stroke="#ffffff",
+               stroke_width=0.5)
+    if not finite.size:
+        c.text(plot.x + plot.w / 2, plot.y + plot.h / 2, "no finite values", anchor="middle")
+    for (_, x), col in zip(marks, mark_colors, strict=True):
+        px = plot.sx(float(x), x0, x1)
+        c.line(px, plot.y, px, plot.y + plot.h, col, width=1.2, dash="4 2")
     dropped = int(arr.size - finite.size)
     if dropped:
-        ax.text(
-            1.0,
-            1.02,
-            f"{dropped} undefined value(s) not shown",
-            ha="right",
-            va="bottom",
-            fontsize=7,
-            color="#6b6b6b",
-            transform=ax.transAxes,
-        )
-    ax.grid(axis="y", color=GRID_COLOR, linewidth=0.6)
-    ax.set_axisbelow(True)
-    _finish_axes(ax, title=title, xlabel=xlabel, ylabel=ylabel)
-    return _to_svg(fig, label=title)
+        c.text(plot.x + plot.w, plot.y - 4, f"{dropped} undefined value(s) not shown",
+               anchor="end", size=7, fill=MUTED)
+    desc = f"{finite.size:,} values in {len(counts)} bins from {fmt_tick(x0)} to {fmt_tick(x1)}"
+    desc += "".join(f"; {label(n)} at {fmt_tick(float(x))}" for n, x in marks)
+    return c.svg(desc)
 
 
-@_styled
 def scatter(
     x: Sequence[Any],
     y: Sequence[Any],
@@ -500,18 +324,20 @@ def scatter(
     ylabel: str | None = None,
     label_names: Mapping[Any, str] | None = None,
     noise_label: Any = -1,
-    raster_above: int = 1500,
+    raster_above: int | None = None,
     width: float = 5.6,
     height: float = 4.2,
 ) -> str:
     """2-D scatter coloured by ``labels`` (e.g. clusters of a 2-D projection); points with
     ``noise_label`` are grey and drawn underneath. Above ``max_points`` a seeded uniform sample
-    of that size is drawn (same data + seed => same chart) and the chart says so. Above
-    ``raster_above`` points the markers are embedded as a PNG image to keep the page small."""
+    of that size is drawn (same data + seed => same chart) and the chart says so. The markers of
+    one colour are one ``<path>`` (a zero-length stroke with round caps per point), so thousands
+    of points stay small. ``raster_above`` is accepted for compatibility and ignored."""
     import numpy as np
 
-    xs = np.asarray([_num(v) for v in x], dtype=float)
-    ys = np.asarray([_num(v) for v in y], dtype=float)
+    del raster_above
+    xs = np.asarray([num(v) for v in x], dtype=float)
+    ys = np.asarray([num(v) for v in y], dtype=float)
     if xs.shape != ys.shape:
         raise ValueError(f"scatter: x and y must have the same length; got {xs.size} and {ys.size}")
     lab = np.asarray(list(labels) if labels is not None else [0] * xs.size, dtype=object)
@@ -521,58 +347,47 @@ def scatter(
     if n_total > max_points:
         idx = np.sort(np.random.default_rng(seed).choice(n_total, size=max_points, replace=False))
         xs, ys, lab = xs[idx], ys[idx], lab[idx]
-    # many points: draw the markers as one embedded PNG (data: URI) instead of one SVG element
-    # per point; axes, labels and legend stay vector
-    raster = xs.size > raster_above
-    fig = _figure(width, height)
-    ax = fig.add_subplot()
+    ok = np.isfinite(xs) & np.isfinite(ys)
     is_noise = np.array([v == noise_label for v in lab], dtype=bool)
-    if is_noise.any():
-        ax.scatter(
-            xs[is_noise],
-            ys[is_noise],
-            s=6,
-            c=NOISE_COLOR,
-            linewidths=0,
-            alpha=0.6,
-            label="noise",
-            rasterized=raster,
-        )
     uniq = sorted({v for v, nz in zip(lab.tolist(), is_noise, strict=True) if not nz}, key=str)
     colors = _colors(len(uniq))
-    for i, u in enumerate(uniq):
-        m = np.array([v == u for v in lab], dtype=bool) & ~is_noise
-        name = (label_names or {}).get(u, str(u))
-        ax.scatter(
-            xs[m],
-            ys[m],
-            s=8,
-            color=colors[i],
-            linewidths=0,
-            alpha=0.85,
-            label=_text(name),
-            rasterized=raster,
-        )
+    names = [label((label_names or {}).get(u, str(u))) for u in uniq]
+    c = Canvas(width, height, title)
     if labels is not None:
-        _legend(ax, len(uniq) + int(is_noise.any()), markerscale=2.0)
+        entries = ([("noise", NOISE_COLOR)] if is_noise.any() else []) + list(
+            zip(names, colors, strict=True))
+        c.legend_right(entries, top=c.top)
+    x0, x1 = _range(xs[ok])
+    y0, y1 = _range(ys[ok])
+    xt, yt = nice_ticks(x0, x1), nice_ticks(y0, y1)
+    plot = c.plot_area(left_labels=[fmt_tick(t) for t in yt], xlabel=xlabel, ylabel=ylabel,
+                       bottom_labels=True)
+    c.x_axis(plot, xt[0], xt[-1], xt, fmt_tick, grid=True)
+    c.y_axis(plot, yt[0], yt[-1], yt, fmt_tick, grid=True)
+    layers = [(is_noise, NOISE_COLOR, 6, 0.6)] if is_noise.any() else []
+    for u, colour in zip(uniq, colors, strict=True):
+        layers.append((np.array([v == u for v in lab], dtype=bool) & ~is_noise, colour, 8, 0.85))
+    for mask, colour, size, alpha in layers:
+        m = mask & ok
+        px = plot.x + (xs[m] - xt[0]) / (xt[-1] - xt[0]) * plot.w
+        py = plot.y + plot.h - (ys[m] - yt[0]) / (yt[-1] - yt[0]) * plot.h
+        c.points(px, py, colour, diameter=math.sqrt(size) * 1.1, opacity=alpha)
     if n_total > max_points:
-        ax.text(
-            1.0,
-            1.02,
-            f"{max_points:,} of {n_total:,} points (seeded sample)",
-            ha="right",
-            va="bottom",
-            fontsize=7,
-            color="#6b6b6b",
-            transform=ax.transAxes,
-        )
-    ax.grid(color=GRID_COLOR, linewidth=0.5)
-    ax.set_axisbelow(True)
-    _finish_axes(ax, title=title, xlabel=xlabel, ylabel=ylabel)
-    return _to_svg(fig, label=title)
+        c.text(plot.x + plot.w, plot.y - 4, f"{max_points:,} of {n_total:,} points (seeded sample)",
+               anchor="end", size=7, fill=MUTED)
+    counts = [(nm, f"{int((lab == u).sum()):,} points") for nm, u in zip(names, uniq, strict=True)]
+    if is_noise.any():
+        counts.insert(0, ("noise", f"{int(is_noise.sum()):,} points"))
+    return c.svg(_summary(counts) or f"{int(ok.sum()):,} points")
 
 
-@_styled
+def _range(v: Any) -> tuple[float, float]:
+    if not v.size:
+        return 0.0, 1.0
+    lo, hi = float(v.min()), float(v.max())
+    return (lo - 0.5, hi + 0.5) if hi <= lo else (lo, hi)
+
+
 def hbar(
     labels: Sequence[Any],
     values: Sequence[Any],
@@ -590,82 +405,57 @@ def hbar(
     """Horizontal bars, first label on top, each annotated with its value. ``errors[i]`` is an
     interval ``[lo, hi]`` drawn as a whisker (e.g. a bootstrap CI); ``reference`` draws a dashed
     line (e.g. a threshold). Only the first ``max_bars`` bars are drawn."""
-    labels = list(labels)[:max_bars]
-    vals = [_num(v) for v in list(values)[:max_bars]]
-    n = len(labels)
-    height = max(1.4, 0.6 + 0.26 * n)
-    fig = _figure(width, height)
-    ax = fig.add_subplot()
-    ys = list(range(n))[::-1] if n else []
+    names = [label(v) for v in list(labels)[:max_bars]]
+    vals = [num(v) for v in list(values)[:max_bars]]
+    n = len(names)
     cols = list(colors) if colors is not None else [PALETTE[0]] * n
     errs: list[tuple[float, float]] = []
-    for e in list(errors or [])[:max_bars] + [None] * (n - len(list(errors or [])[:max_bars])):
-        lo, hi = (_num(e[0]), _num(e[1])) if e is not None else (math.nan, math.nan)
+    given = list(errors or [])[:max_bars]
+    for e in given + [None] * (n - len(given)):
+        lo, hi = (num(e[0]), num(e[1])) if e is not None else (math.nan, math.nan)
         errs.append((lo, hi) if math.isfinite(lo) and math.isfinite(hi) else (math.nan, math.nan))
     finite = [v for v in vals if math.isfinite(v)]
     finite += [x for pair in errs for x in pair if math.isfinite(x)]
     if reference is not None:
         finite.append(float(reference))
-    span = max([abs(v) for v in finite] + [0.0]) or 1.0  # all zero: a unit axis, not 1e-12
-    for y, v, c, (lo, hi) in zip(ys, vals, cols, errs, strict=False):
-        if math.isfinite(lo):
-            ax.plot([lo, hi], [y, y], color="#222222", linewidth=1.0, zorder=3)
-            ax.plot([lo, lo], [y - 0.15, y + 0.15], color="#222222", linewidth=1.0, zorder=3)
-            ax.plot([hi, hi], [y - 0.15, y + 0.15], color="#222222", linewidth=1.0, zorder=3)
-        if math.isfinite(v):
-            ax.barh(y, v, height=0.66, color=c)
-            end = max(v, hi) if math.isfinite(hi) else v
-            ax.text(end + span * 0.01, y, " " + fmt.format(v), va="center", fontsize=7.5)
-        else:
-            ax.text(0, y, " undefined", va="center", fontsize=7.5, color="#7a7a7a")
-    if reference is not None:
-        ax.axvline(
-            reference,
-            color=PALETTE[3],
-            linestyle="--",
-            linewidth=1.1,
-            label=_text(reference_label) if reference_label else None,
-        )
-        if reference_label:
-            ax.legend(loc="lower right", bbox_to_anchor=(1.0, 1.0), borderaxespad=0.2)
-    ax.set_yticks(ys, [_text(lbl) for lbl in labels])
-    ax.set_ylim(-0.6, n - 0.4)
-    left, right = min([0.0] + finite), max([0.0] + finite) * 1.15
+    left, right = min([0.0, *finite]), max([0.0, *finite]) * 1.15
     if right - left <= 0:  # every value 0: an axis from 0 to 1, not one of 1e-12
         right = left + 1.0
-    ax.set_xlim(left=left, right=right)
-    ax.tick_params(axis="y", length=0)
-    ax.spines["left"].set_visible(False)
-    ax.grid(axis="x", color=GRID_COLOR, linewidth=0.6)
-    ax.set_axisbelow(True)
-    _finish_axes(ax, title=title, xlabel=xlabel, ylabel=None)
-    return _to_svg(fig, label=title)
+    c = Canvas(width, max(1.4, 0.6 + 0.26 * n), title)
+    if reference is not None and reference_label:
+        c.legend_top([(label(reference_label), PALETTE[3])])
+    ticks = [t for t in nice_ticks(left, right) if left - 1e-12 <= t <= right + 1e-12]
+    plot = c.plot_area(left_labels=names, xlabel=xlabel, right=10)
+    c.x_axis(plot, left, right, ticks, fmt_tick, grid=True)
+    row_h = plot.h / max(n, 1)
+    x_zero = plot.sx(0.0, left, right)
+    desc = []
+    for i, (name, v, colour, (lo, hi)) in enumerate(zip(names, vals, cols, errs, strict=False)):
+        yc = plot.y + (i + 0.5) * row_h
+        c.text(plot.x - 4, yc, name, anchor="end")
+        if math.isfinite(v):
+            xv = plot.sx(v, left, right)
+            c.rect(min(x_zero, xv), yc - 0.33 * row_h, abs(xv - x_zero), 0.66 * row_h, colour)
+        if math.isfinite(lo):
+            xl, xh = plot.sx(lo, left, right), plot.sx(hi, left, right)
+            w = 0.15 * row_h
+            c.path(f"M{xl:.1f} {yc:.1f}H{xh:.1f}M{xl:.1f} {yc - w:.1f}V{yc + w:.1f}"
+                   f"M{xh:.1f} {yc - w:.1f}V{yc + w:.1f}", "#222222", width=1.0)
+        if math.isfinite(v):
+            end = max(v, hi) if math.isfinite(hi) else v
+            c.text(plot.sx(end, left, right) + 3, yc, fmt.format(v), size=7.5)
+            desc.append((name, fmt.format(v) + (f" [{fmt.format(lo)}, {fmt.format(hi)}]"
+                                                if math.isfinite(lo) else "")))
+        else:
+            c.text(x_zero + 3, yc, "undefined", size=7.5, fill="#7a7a7a")
+            desc.append((name, "undefined"))
+    if reference is not None:
+        xr = plot.sx(float(reference), left, right)
+        c.line(xr, plot.y, xr, plot.y + plot.h, PALETTE[3], width=1.1, dash="4 2")
+        desc.append((label(reference_label or "reference"), fmt.format(float(reference))))
+    return c.svg(_summary(desc))
 
 
-# ----------------------------------------------------------------------------- helpers
-def _percent_formatter() -> Any:
-    from matplotlib.ticker import FuncFormatter
-
-    return FuncFormatter(lambda v, _pos: f"{v * 100:.0f}%")
-
-
-def _legend(ax: Any, n: int, **kwargs: Any) -> None:
-    if n <= 0:
-        return
-    ncol = 1 if n <= 14 else 2
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), ncol=ncol, handlelength=1.0, **kwargs)
-
-
-def _hatched_cell(c: float, r: float) -> Any:
-    from matplotlib.patches import Rectangle
-
-    return Rectangle(
-        (c - 0.5, r - 0.5), 1.0, 1.0, facecolor=MISSING_COLOR, hatch="///", edgecolor="#c8c8c8",
-        linewidth=0.0,
-    )  # fmt: skip
-
-
-@_styled
 def trend(
     dates: Sequence[str],
     series: Sequence[Mapping[str, Any]],
@@ -680,41 +470,87 @@ def trend(
     """A metric over time (``fairaudit history``). ``dates`` are ISO 8601 timestamps (one per
     run); each series is ``{"label", "values", "lower", "upper"}`` (lists aligned with ``dates``;
     ``None`` = no value / no interval) drawn as a line with markers and a shaded interval band.
-    ``thresholds`` are ``(value, label)`` dashed lines; runs with ``failed[i]`` get a red tick
+    ``thresholds`` are ``(value, label)`` dashed lines; runs with ``failed[i]`` get a red mark
     on the top edge ("gate failed")."""
-    import datetime as dt
-
-    import numpy as np
-
-    xs = [dt.datetime.fromisoformat(str(d).replace("Z", "+00:00")).replace(tzinfo=None)
-          for d in dates]
-    fig = _figure(width, height)
-    ax = fig.add_subplot()
-    for i, s in enumerate(series):
-        colour = PALETTE[i % len(PALETTE)]
-        vals = np.array([_num(v) for v in s.get("values", [])], dtype=float)
-        lo = np.array([_num(v) for v in s.get("lower", [None] * len(xs))], dtype=float)
-        hi = np.array([_num(v) for v in s.get("upper", [None] * len(xs))], dtype=float)
-        band = np.isfinite(lo) & np.isfinite(hi)
-        if band.any():
-            ax.fill_between(xs, np.where(band, lo, np.nan), np.where(band, hi, np.nan),
-                            color=colour, alpha=0.18, linewidth=0)
-        ax.plot(xs, vals, color=colour, marker="o", markersize=3, linewidth=1.3,
-                label=_text(s.get("label", "")))
-    for j, (value, label) in enumerate(thresholds):
-        ax.axhline(float(value), color=PALETTE[3 + j % 3], linestyle="--", linewidth=1.1,
-                   label=_text(label))
-    bad = [x for x, f in zip(xs, list(failed) + [False] * len(xs), strict=False) if f]
+    when = [dt.datetime.fromisoformat(str(d).replace("Z", "+00:00")).replace(tzinfo=None)
+            for d in dates]
+    ts = [w.timestamp() for w in when]
+    t0, t1 = (min(ts), max(ts)) if ts else (0.0, 1.0)
+    if t1 <= t0:
+        t0, t1 = t0 - 86400.0, t1 + 86400.0
+    lines = [(label(s.get("label", "")), PALETTE[i % len(PALETTE)], s)
+             for i, s in enumerate(series)]
+    bad = [t for t, f in zip(ts, list(failed) + [False] * len(ts), strict=False) if f]
+    entries = [(nm, col) for nm, col, _ in lines]
+    entries += [(label(lbl), PALETTE[3 + j % 3]) for j, (_, lbl) in enumerate(thresholds)]
     if bad:
-        ax.plot(bad, [1.0] * len(bad), linestyle="none", marker="v", markersize=6,
-                color=PALETTE[3], transform=ax.get_xaxis_transform(), clip_on=False,
-                label="gate failed")
-    if len(xs) == 1:
-        ax.set_xlim(xs[0] - dt.timedelta(days=1), xs[0] + dt.timedelta(days=1))
-    fig.autofmt_xdate()
-    ax.grid(axis="y", color=GRID_COLOR, linewidth=0.6)
-    ax.set_axisbelow(True)
-    handles = len(series) + len(thresholds) + (1 if bad else 0)
-    _legend(ax, handles, fontsize=7)
-    _finish_axes(ax, title=title, xlabel=None, ylabel=ylabel)
-    return _to_svg(fig, label=title)
+        entries.append(("gate failed", PALETTE[3]))
+    c = Canvas(width, height, title)
+    c.legend_right(entries, top=c.top, lines=True)
+
+    def col(s: Mapping[str, Any], key: str) -> list[float]:
+        vals = [num(v) for v in (s.get(key) or [])]
+        return vals + [math.nan] * (len(ts) - len(vals))
+
+    allv = [v for _, _, s in lines for k in ("values", "lower", "upper") for v in col(s, k)]
+    allv += [float(v) for v, _ in thresholds]
+    finite = [v for v in allv if math.isfinite(v)]
+    lo, hi = (min(finite), max(finite)) if finite else (0.0, 1.0)
+    if hi <= lo:
+        lo, hi = lo - 0.5, hi + 0.5
+    yt = nice_ticks(lo, hi)
+    stamps = [w.strftime("%Y-%m-%d") for w in when]
+    plot = c.plot_area(left_labels=[fmt_tick(t) for t in yt], xlabel=None, ylabel=ylabel,
+                       bottom=max((text_width(s, 8) for s in stamps), default=40) * 0.6 + 12)
+    c.y_axis(plot, yt[0], yt[-1], yt, fmt_tick, grid=True)
+
+    def px(t: float) -> float:
+        return plot.sx(t, t0, t1)
+
+    def py(v: float) -> float:
+        return plot.sy(v, yt[0], yt[-1])
+
+    step = max(1, math.ceil(len(ts) / 8))
+    for t, s in list(zip(ts, stamps, strict=True))[::step]:
+        c.line(px(t), plot.y + plot.h, px(t), plot.y + plot.h + 3, "#9aa3ad", width=0.8)
+        c.text(px(t), plot.y + plot.h + 6, s, anchor="end", size=8, fill=MUTED, rotate=-30,
+               baseline="hanging")
+    desc = []
+    for name, colour, s in lines:
+        vals, los, his = col(s, "values"), col(s, "lower"), col(s, "upper")
+        band = [i for i in range(len(ts)) if math.isfinite(los[i]) and math.isfinite(his[i])]
+        for run in _runs(band):
+            upper = " ".join(f"{px(ts[i]):.1f},{py(his[i]):.1f}" for i in run)
+            lower = " ".join(f"{px(ts[i]):.1f},{py(los[i]):.1f}" for i in reversed(run))
+            c.polygon(f"{upper} {lower}", colour, opacity=0.18)
+        ok = [i for i in range(len(ts)) if math.isfinite(vals[i])]
+        for run in _runs(ok):
+            c.polyline(" ".join(f"{px(ts[i]):.1f},{py(vals[i]):.1f}" for i in run), colour,
+                       width=1.3)
+        c.points([px(ts[i]) for i in ok], [py(vals[i]) for i in ok], colour, diameter=4.5)
+        desc.append((name, ", ".join(f"{stamps[i]} {fmt_tick(vals[i])}" for i in ok) or "none"))
+    for j, (value, lbl) in enumerate(thresholds):
+        c.line(plot.x, py(float(value)), plot.x + plot.w, py(float(value)), PALETTE[3 + j % 3],
+               width=1.1, dash="4 2")
+        desc.append((label(lbl), fmt_tick(float(value))))
+    for t in bad:
+        x = px(t)
+        c.polygon(f"{x - 4:.1f},{plot.y - 6:.1f} {x + 4:.1f},{plot.y - 6:.1f} {x:.1f},{plot.y:.1f}",
+                  PALETTE[3])
+    if bad:
+        desc.append(("gate failed", f"{len(bad)} run(s)"))
+    return c.svg(_summary(desc))
+
+
+def _runs(idx: Sequence[int]) -> list[list[int]]:
+    """Consecutive runs of indices: [1, 2, 4] -> [[1, 2], [4]]."""
+    out: list[list[int]] = []
+    for i in idx:
+        if out and out[-1][-1] == i - 1:
+            out[-1].append(i)
+        else:
+            out.append([i])
+    return out
+
+
+__all__ += ["GRID_COLOR", "MISSING_COLOR", "TEXT_COLOR"]

@@ -273,12 +273,36 @@ def build_env(
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=False,
+        bytecode_cache=_bytecode_cache(),
     )
     env.filters.update(FILTERS)
     env.globals["csp"] = CSP
     if host is not None:
         host.prepare_jinja_env(env)
     return env
+
+
+def _bytecode_cache() -> Any:
+    """Jinja's compiled templates, kept between runs (compiling the report's templates costs
+    about 0.3 s per run): ``$FAIRAUDIT_CACHE_DIR`` (empty: no cache), else
+    ``$XDG_CACHE_HOME/fairaudit`` or ``~/.cache/fairaudit``, subfolder ``jinja2``. Entries are
+    keyed by the template's source, written atomically; an unwritable folder means no cache."""
+    import os
+
+    import jinja2
+
+    root = os.environ.get("FAIRAUDIT_CACHE_DIR")
+    if root is None:
+        xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        root = os.path.join(xdg, "fairaudit")
+    if not root:
+        return None
+    folder = Path(root) / "jinja2"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    return jinja2.FileSystemBytecodeCache(str(folder)) if os.access(folder, os.W_OK) else None
 
 
 # ----------------------------------------------------------------------------- sections
