@@ -1,6 +1,19 @@
-"""Benchmark: `fairaudit audit --labels` vs a bare polars streaming group-by of the same columns.
+"""Benchmark: `fairaudit audit --labels` vs a bare polars group-by of the same columns.
 
-    python benchmarks/bench_audit.py [--rows 50000000] [--repeat 3]
+    python benchmarks/bench_audit.py [--rows 50000000] [--repeat 3] [--small-only]
+
+Small case (the fixed cost, issue 25): a seeded 7,214-row CSV with three columns (race, sex,
+segment) under benchmarks/_data/, timed in the same run, each in a fresh process:
+
+* baseline: `python -c "import polars as pl; pl.read_csv(f).group_by([race, sex, segment]).len()"`
+* fairaudit: `fairaudit audit f --sensitive race,sex --labels segment --quiet` (input checks,
+  balance/distribution/capacity with 200 bootstrap replicates, JSON + HTML report)
+
+fairaudit's bytecode is compiled first (`compileall`), as pip does when it installs the wheel
+(an environment with PYTHONDONTWRITEBYTECODE=1 would otherwise recompile every module per run).
+The Jinja template cache is warmed by one untimed run.
+
+Large case:
 
 Generates (once, seeded) a Parquet file with an int cluster column and two categorical sensitive
 columns under benchmarks/_data/, then times, in the same run and each in a fresh process:
@@ -59,6 +72,32 @@ def generate(path: Path, rows: int, seed: int = 0) -> None:
     tmpdir.rmdir()
 
 
+SMALL_ROWS = 7_214
+
+
+def generate_small(path: Path, seed: int = 0) -> None:
+    """Three columns like a scored-risk table: race, sex and a segment (seeded)."""
+    import numpy as np
+    import polars as pl
+
+    if path.exists():
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    n = SMALL_ROWS
+    race = np.array(["African-American", "Caucasian", "Hispanic", "Other", "Asian",
+                     "Native American"])[rng.choice(6, n, p=[0.51, 0.34, 0.09, 0.05, 0.005,
+                                                             0.005])]
+    sex = np.array(["Male", "Female"])[(rng.random(n) < 0.19).astype(int)]
+    segment = np.array(["low", "medium", "high"])[rng.choice(3, n, p=[0.5, 0.3, 0.2])]
+    pl.DataFrame({"race": race, "sex": sex, "segment": segment}).write_csv(path)
+
+
+BARE_COUNT = (
+    "import sys, polars as pl; "
+    "pl.read_csv(sys.argv[1]).group_by(['race', 'sex', 'segment']).len()"
+)
+
 BASELINE = """
 import sys, polars as pl
 df = (pl.scan_parquet(sys.argv[1]).group_by(["cluster", "sex", "race"]).agg(pl.len())
@@ -96,15 +135,33 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=50_000_000)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--small-only", action="store_true",
+                    help="only the 7,214-row case and `fairaudit --help`")
     args = ap.parse_args()
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "fairaudit"),
+                    str(ROOT / "plugins")], check=True, stdout=subprocess.DEVNULL)
+    out = HERE / "_out"
+    out.mkdir(exist_ok=True)
+    fa = str(BIN / "fairaudit")
+    small = HERE / "_data" / f"small_{SMALL_ROWS}.csv"
+    generate_small(small)
+    small_audit = [fa, "audit", str(small), "--sensitive", "race,sex", "--labels", "segment",
+                   "--quiet", "--out", str(out / "small.html")]
+    subprocess.run(small_audit, check=False, stdout=subprocess.DEVNULL)  # warm the caches
+    rows = []
+    bare = measure([sys.executable, "-c", BARE_COUNT, str(small)], args.repeat)
+    rows.append((f"bare polars read_csv + group_by().len() ({SMALL_ROWS:,} rows)", bare))
+    rows.append((f"fairaudit audit --labels ({SMALL_ROWS:,} rows, 3 columns, HTML+JSON)",
+                 measure(small_audit, args.repeat)))
+    rows.append(("fairaudit --help", measure([fa, "--help"], max(args.repeat, 5))))
+    _table(rows, args.repeat, f"rows={SMALL_ROWS:,} (small case)")
+    if args.small_only:
+        return
     data = HERE / "_data" / f"labels_{args.rows}.parquet"
     t0 = time.perf_counter()
     generate(data, args.rows)
     print(f"data: {data} ({data.stat().st_size / 1e6:.0f} MB, generated/checked in "
           f"{time.perf_counter() - t0:.0f}s)", file=sys.stderr)
-    out = HERE / "_out"
-    out.mkdir(exist_ok=True)
-    fa = str(BIN / "fairaudit")
     rows = []
     base = measure([sys.executable, "-c", BASELINE, str(data)], args.repeat)
     rows.append(("bare polars streaming group-by", base))
@@ -121,8 +178,16 @@ def main() -> None:
                     "sex,race", "--quiet", "--out", str(out / "demo.html")], args.repeat)
     rows.append(("fairaudit audit on the demo data (4,000 rows, default comparison)", demo))
 
-    print(f"\n{dt.date.today()} · {platform.platform()} · {os.cpu_count()} cores · "
-          f"Python {platform.python_version()} · rows={args.rows:,} · median of {args.repeat}")
+    _table(rows, args.repeat, f"rows={args.rows:,}")
+
+
+def _table(rows: list[tuple[str, tuple[float, float]]], repeat: int, what: str) -> None:
+    """A Markdown table; the first row is the baseline of the ratios."""
+    base = rows[0][1]
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(f"\n{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC · {platform.platform()} · "
+          f"{os.cpu_count()} cores · load {load:.1f} · Python {platform.python_version()} · "
+          f"{what} · median of {repeat}")
     print("| command | wall (s) | peak RSS (MB) | time ÷ baseline | memory ÷ baseline |")
     print("| --- | ---: | ---: | ---: | ---: |")
     for name, (wall, rss) in rows:

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -59,6 +60,7 @@ def audit(
     dp_fitted: str | None = None,
     dp_domain: str | None = None,
     delta: float | None = None,
+    progress: bool = False,
 ) -> AuditRun:
     """Audit ``data``: a path, directory or glob; a polars DataFrame/LazyFrame; a pandas
     DataFrame (converted column by column, pyarrow not needed); or any object with the Arrow
@@ -99,6 +101,8 @@ def audit(
     accepts publishing clusterings fitted on the same rows; ``dp_domain="private"`` chooses the
     released cells privately (a threshold; ``delta``, default 1e-7). They override a chain's
     ``[privacy]`` table; bad values raise ``ConfigError`` naming the parameter.
+    ``progress=True`` shows the progress of long steps on stderr while it runs (bars on a
+    terminal, a line every 10 s otherwise; :func:`fairaudit.core.progress.show_progress`).
     """
     from fairaudit.core import params
     from fairaudit.core.chain import (
@@ -124,6 +128,8 @@ def audit(
         "disabled_plugins": disabled_plugins, "chain": chain, "engine": engine,
         "scheduler": scheduler, "workers": workers,
     })
+    if not isinstance(progress, bool):
+        raise ConfigError(f"progress: expected True or False; got {progress!r}")
     problem = retired_suppress(suppress, "suppress=")
     if problem is not None:
         raise ConfigError(f"suppress: {problem}")
@@ -169,8 +175,11 @@ def audit(
 
     runner = engine_for(spec.engine, name=v["engine"], scheduler=v["scheduler"],
                         workers=v["workers"], env_default=False)
+    from fairaudit.core.progress import show_progress
+
     try:
-        run = run_chain(spec, host, data_path=data, engine=runner)
+        with show_progress() if progress is True else contextlib.nullcontext():
+            run = run_chain(spec, host, data_path=data, engine=runner)
     finally:
         runner.close()
     return attach_comparison(run, options) if options is not None else run

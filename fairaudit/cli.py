@@ -12,7 +12,6 @@ import functools
 import json
 import logging
 import sys
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -30,18 +29,6 @@ _OWN_LOGGERS = ("fairaudit", "fairaudit_builtins")
 class _Terminated(BaseException):
     """Raised in the main thread when the process receives SIGTERM (like KeyboardInterrupt, so
     every ``finally`` and atomic write cleans up on the way out)."""
-
-
-class _Progress:
-    """Step messages on stderr, only when it is a terminal (silent in pipes and CI)."""
-
-    def __init__(self, enabled: bool):
-        self.enabled = enabled
-        self.t0 = time.perf_counter()
-
-    def __call__(self, message: str) -> None:
-        if self.enabled:
-            click.echo(f"[{time.perf_counter() - self.t0:6.1f}s] {message}", err=True)
 
 
 def _set_verbose(ctx: click.Context, param: click.Parameter, value: bool) -> None:
@@ -150,7 +137,7 @@ def _common(fn: Callable[..., Any]) -> Callable[..., Any]:
     fn = _verbose_option(fn)
     fn = click.option("--debug", is_flag=True,
                       help="fairaudit's debug log and tracebacks (the exit code is unchanged).")(fn)
-    fn = click.option("--quiet", "-q", is_flag=True, help="No progress or summary output.")(fn)
+    fn = click.option("--quiet", "-q", is_flag=True, help="No progress or summary output (errors only).")(fn)
     fn = click.option(
         "--disable-plugin",
         "disabled",
@@ -455,6 +442,7 @@ def _run_and_write(spec, host, data, out: Path, json_out: Path | None, quiet: bo
                    summary_md: Path | None = None, engine: Any = None,
                    chain_file: str | None = None, baseline: Any = None) -> int:
     from fairaudit.core.io import atomic_write_text
+    from fairaudit.core.progress import show_progress, step
     from fairaudit.core.runner import run_chain
     from fairaudit.report.outputs import check_outputs, input_refs, write_outputs
     from fairaudit.report.render import render_html
@@ -469,20 +457,21 @@ def _run_and_write(spec, host, data, out: Path, json_out: Path | None, quiet: bo
         outputs["--summary-md"] = summary_md
     # before any computation: never overwrite the input, --out != --json, folders writable
     check_outputs(outputs, inputs)
-    progress = _Progress(enabled=not quiet and sys.stderr.isatty())
     if baseline is not None:
         from fairaudit.ops.baseline import guard_paths
         from fairaudit.ops.compare import load_audit
 
         guard_paths(baseline, (out, json_path))
         load_audit(baseline.baseline, what="baseline")  # a bad baseline fails before the run
-    run_obj = run_chain(spec, host, data_path=data, progress=progress, engine=engine)
-    if baseline is not None:
-        from fairaudit.ops.baseline import attach_comparison
+    # progress on stderr (bars on a terminal, periodic lines otherwise), never in the outputs
+    with show_progress(enabled=not quiet):
+        run_obj = run_chain(spec, host, data_path=data, engine=engine)
+        if baseline is not None:
+            from fairaudit.ops.baseline import attach_comparison
 
-        run_obj = attach_comparison(run_obj, baseline)
-    progress("render report")
-    html = render_html(run_obj, host)  # render fully before writing anything
+            run_obj = attach_comparison(run_obj, baseline)
+        with step("render report"):
+            html = render_html(run_obj, host)  # render fully before writing anything
     write_outputs([(json_path, json.dumps(run_obj.to_json(), indent=2, ensure_ascii=False)),
                    (out, html)])
     if summary_md is not None:

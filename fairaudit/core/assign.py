@@ -104,6 +104,9 @@ def assign_all_rows(
     assigned = 0
     if not predictors:
         return Assignment({}, 0, {}, cannot)
+    from fairaudit.core.progress import Meter
+
+    meter = Meter("assign rows", None, "rows")
     for batch in _batches(q, batch_rows):
         data = dataclasses.replace(
             template, frame=batch, features=batch.select(list(roles.features)),
@@ -134,8 +137,10 @@ def assign_all_rows(
                 labels_array=labels,
             ))
         assigned += data.n_rows
+        meter.update(assigned)
         if progress is not None:
             progress(f"assign: {assigned:,} rows")
+    meter.close(assigned)
     joints = {name: sum_joint_tables(parts) for name, parts in partial.items() if parts}
     return Assignment(joints, assigned, skipped, cannot)
 

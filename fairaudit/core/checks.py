@@ -297,6 +297,20 @@ def _group_checks(key: str, groups: list[str], counts: list[int], *, is_column: 
     return checks
 
 
+def _map_describe(column: str, dtype: str, failing: str,
+                  wanted: str) -> Callable[[Mapping[str, Any]], tuple[str, str]]:
+    """The sentences of a map check (integral, finite): how many non-null values fail it."""
+
+    def describe(res: Mapping[str, Any]) -> tuple[str, str]:
+        n = int(res.get("element_count", 0)) - int(res.get("missing_count", 0))
+        bad = int(res.get("unexpected_count", 0))
+        observed = (f"{_q(column)}{dtype}: {bad:,} of {n:,} non-null sampled values {failing}"
+                    f"{_unexpected_examples(res)}")
+        return observed, f"{_q(column)}: {wanted}"
+
+    return describe
+
+
 def _row_checks(kinds: Mapping[str, str], *, sensitive: list[str], labels: str | None,
                 labels_are_names: bool, features: list[str], n_rows: int,
                 max_null_fraction: float) -> list[Check]:
@@ -320,15 +334,9 @@ def _row_checks(kinds: Mapping[str, str], *, sensitive: list[str], labels: str |
         checks.append(_exists_check((3, 0), "labels", labels, labels in kinds))
         if labels in kinds and not labels_are_names:  # names (strings) are cluster names
 
-            def describe_labels(res: Mapping[str, Any], column: str = labels) -> tuple[str, str]:
-                n = int(res.get("element_count", 0)) - int(res.get("missing_count", 0))
-                bad = int(res.get("unexpected_count", 0))
-                observed = (
-                    f"{_q(column)} (dtype {kinds[column]}): {bad:,} of {n:,} non-null sampled "
-                    f"values are not integers{_unexpected_examples(res)}"
-                )
-                return observed, f"{_q(column)}: integer cluster labels (-1 = noise)"
-
+            describe_labels = _map_describe(
+                labels, f" (dtype {kinds[labels]})", "are not integers",
+                "integer cluster labels (-1 = noise)")
             checks.append(Check((3, 1), f"labels_integral[{labels}]", labels, ERROR,
                                 "expect_column_values_to_be_integral", {"column": labels},
                                 describe_labels))
@@ -338,15 +346,8 @@ def _row_checks(kinds: Mapping[str, str], *, sensitive: list[str], labels: str |
             continue
         checks.append(_not_null_check((4, i, 1), "feature_not_nan", column, 1.0, "null/NaN"))
 
-        def describe_finite(res: Mapping[str, Any], column: str = column) -> tuple[str, str]:
-            n = int(res.get("element_count", 0)) - int(res.get("missing_count", 0))
-            bad = int(res.get("unexpected_count", 0))
-            observed = (
-                f"{_q(column)}: {bad:,} of {n:,} non-null sampled values are infinite"
-                f"{_unexpected_examples(res)}"
-            )
-            return observed, f"{_q(column)}: finite numeric values only"
-
+        describe_finite = _map_describe(column, "", "are infinite",
+                                        "finite numeric values only")
         checks.append(Check((4, i, 2), f"feature_finite[{column}]", column, ERROR,
                             "expect_column_values_to_be_finite", {"column": column},
                             describe_finite))

@@ -25,6 +25,7 @@ import numpy as np
 from fairaudit.core.components import CountingAuditor, MetricSpec
 from fairaudit.core.contingency import BootstrapReplicates, JointTable
 from fairaudit.core.data import GroupTable
+from fairaudit.core.progress import Meter
 from fairaudit.errors import FairauditError
 from fairaudit.report.results import MetricResult
 
@@ -161,6 +162,8 @@ def run_counting_auditor(
     out: list[MetricResult] = []
     specs: dict[str, MetricSpec] = {m.name: m for m in comp.metrics}
     keep_small = getattr(comp, "small_groups", "exclude") == "keep"
+    meter = None if replicates is None else Meter(
+        f"bootstrap {comp.name} on {labelling}", replicates.n_boot * len(tables), "replicates")
     for attribute, full in tables.items():
         if full.counts.size == 0:
             continue
@@ -181,6 +184,8 @@ def run_counting_auditor(
             if wanted:
                 batch = _compute_batch(comp, table, counts, wanted)
             del counts  # (B x groups x clusters): large with many clusters
+        if meter is not None:
+            meter.advance(replicates.n_boot)
         by_metric = _breakdown_by_metric(comp, table, list(values))
         for metric, value in values.items():
             m = specs.get(metric)
@@ -224,6 +229,8 @@ def run_counting_auditor(
                     n_rows=n_rows, headline=m.headline, notes=tuple(notes), detail=detail,
                 )
             )
+    if meter is not None:
+        meter.close()
     return out
 
 

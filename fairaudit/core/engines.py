@@ -25,6 +25,7 @@ from typing import Any
 from fairaudit.core.assign import Assignment, FittedStep, assign_all_rows
 from fairaudit.core.contingency import JointTable, joint_from_frame, sum_joint_tables
 from fairaudit.core.data import AuditData, ColumnRoles
+from fairaudit.core.progress import Meter
 from fairaudit.errors import ConfigError, InputError
 
 log = logging.getLogger(__name__)
@@ -42,9 +43,12 @@ class LocalEngine:
               ) -> tuple[JointTable, int]:
         import polars as pl
 
-        joint = joint_from_frame(lf, label=roles.labels, sensitive=roles.sensitive,
-                                 ordinal=roles.ordinal)
-        return joint, int(lf.select(pl.len()).collect().item())
+        with Meter("read rows", None, "rows") as meter:  # one streaming pass: no counts midway
+            joint = joint_from_frame(lf, label=roles.labels, sensitive=roles.sensitive,
+                                     ordinal=roles.ordinal)
+            n = int(lf.select(pl.len()).collect().item())
+            meter.close(n)
+        return joint, n
 
     def assign(self, lf: Any, *, path: Any, reader_options: Mapping[str, Any],
                template: AuditData, preprocessors: Sequence[FittedStep],
@@ -149,12 +153,15 @@ class DaskEngine:
         index = {fut.key: i for i, fut in enumerate(futures)}
         out: list[Any] = [None] * len(files)
         done = 0
+        meter = Meter(f"{what} (dask)", len(files), "files")
         try:
             for fut in as_completed(futures):
                 out[index[fut.key]] = fut.result()  # re-raises a worker's InputError
                 done += 1
+                meter.update(done)
                 if progress is not None:
                     progress(f"{what}: {done}/{len(files)} partitions")
+            meter.close()
         finally:
             for fut in futures:
                 fut.cancel()

@@ -40,6 +40,8 @@ from fairaudit.core.contingency import (
 )
 from fairaudit.core.data import ROW_ID, AuditData, ColumnRoles, Labelling
 from fairaudit.core.fit_quality import cluster_silhouettes, degenerate_warnings, fit_diagnostics
+from fairaudit.core.progress import step as progress_step
+from fairaudit.core.progress import what_of
 from fairaudit.core.twins import expand_twins, price_of_fairness
 from fairaudit.errors import ConfigError, FairauditError, InputError
 from fairaudit.report.explain import explain, metric_specs
@@ -83,7 +85,8 @@ class _Clock:
             what = f"{kind} {step}" + (f" on {labelling}" if labelling else "")
             self.progress(what)
         t0 = time.perf_counter()
-        out = fn(*args)
+        with progress_step(what_of(kind, step, labelling)):  # fairaudit.progress records
+            out = fn(*args)
         dt = time.perf_counter() - t0
         self.timings.append(StepTiming(kind, step, labelling, dt))
         self.host.step_finished(step=step, kind=kind, labelling=labelling, seconds=dt)
