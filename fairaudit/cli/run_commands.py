@@ -112,13 +112,10 @@ def audit(data: str, sensitive, labels, features, exclude, chain_file, clusters,
           tolerances, quiet, debug, disabled, publish, epsilon, privacy_budget, ledger,
           privacy_source, dp_categories, dp_clusters, dp_fitted, dp_domain, delta) -> int:
     """Audit DATA (Parquet file, directory or glob of Parquet files, or CSV)."""
-    from fairaudit.core.chain import (
-        SUPPRESS_DEPRECATED,
-        chain_from_flags,
-        load_chain,
-        parse_threshold_flag,
-    )
+    from fairaudit.core.build import chain_from_flags
+    from fairaudit.core.chain import load_chain, parse_threshold_flag
     from fairaudit.core.params import check, check_all
+    from fairaudit.core.spec import SUPPRESS_DEPRECATED
     from fairaudit.errors import ConfigError
 
     _setup_logging(debug, quiet)
@@ -299,7 +296,8 @@ def _summary(run_obj: Any, out: Path, json_path: Path) -> None:
 @_handle_errors
 def validate(chain_file: str, quiet: bool, debug: bool, disabled: Sequence[str]) -> int:
     """Check CHAIN.toml against the installed components (every problem at once)."""
-    from fairaudit.core.chain import load_chain, validate_chain
+    from fairaudit.core.chain import load_chain
+    from fairaudit.core.validate import validate_chain
 
     _setup_logging(debug, quiet)
     host = _host(disabled)
@@ -332,7 +330,7 @@ def demo_data_path() -> Path:
 @_handle_errors
 def demo(out: str, quiet: bool, debug: bool, disabled: Sequence[str]) -> int:
     """Audit the bundled example (UCI Adult sample, sensitive sex and race)."""
-    from fairaudit.core.chain import chain_from_flags
+    from fairaudit.core.build import chain_from_flags
 
     _setup_logging(debug, quiet)
     host = _host(disabled)
