@@ -69,3 +69,21 @@ def test_a_bad_chain_object_is_refused_with_its_name():
 
     with pytest.raises(ConfigError, match="chain"):
         fairaudit.audit(make_synthetic(n=50), sensitive=["sex"], chain=42)
+
+
+def test_a_chain_built_in_python_is_validated_like_a_file():
+    from fairaudit.core.spec import PrivacySpec
+    from fairaudit.errors import ChainValidationError, ConfigError
+
+    spec = ChainSpec(data=DataSpec(sensitive=("sex",), labels="segment", sample=1),
+                     options=Options(bootstrap=-5, ci_level=1.5),
+                     audit=(StepSpec("audit", "balance", "audit[0]"),), source="python")
+    with pytest.raises(ChainValidationError) as exc:
+        fairaudit.audit(make_synthetic(n=100), chain=spec)
+    for where in ("options.bootstrap", "options.ci_level", "data.sample"):
+        assert where in str(exc.value), (where, str(exc.value))
+    bad_privacy = dataclasses.replace(spec, options=Options(),
+                                      data=DataSpec(sensitive=("sex",), labels="segment"),
+                                      privacy=PrivacySpec(publish=True, epsilon=-1.0))
+    with pytest.raises(ConfigError, match="privacy.epsilon"):
+        fairaudit.audit(make_synthetic(n=100), chain=bad_privacy)

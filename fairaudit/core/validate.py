@@ -42,9 +42,12 @@ def validate_chain(
     """
     problems = _Problems()
     problems.items.extend(spec.problems)
-    if not spec.privacy.publish:  # privacy options of a chain file with no publish anywhere
-        for path, msg in privacy_problems(spec.privacy, _TOML_NAMES):
-            problems.add(path, msg)
+    # the values of the spec itself: a ChainSpec built in Python meets the same checks as the
+    # chain file's keys and the flags (fairaudit.core.params); privacy options without publish
+    for path, msg in _value_problems(spec):
+        problems.add(path, msg)
+    for path, msg in privacy_problems(spec.privacy, _TOML_NAMES):
+        problems.add(path, msg)
     kinds = {"preprocess": "preprocessor", "cluster": "clusterer", "audit": "auditor"}
     classes: dict[str, type] = {}
     for group in ("preprocess", "cluster", "audit"):
@@ -252,3 +255,22 @@ def _check_columns(spec: ChainSpec, columns: list[str], problems: _Problems) -> 
 
 
 # --------------------------------------------------------------------------- CLI flags
+
+
+def _value_problems(spec: ChainSpec) -> list[tuple[str, str]]:
+    """Each ``data.*``, ``options.*`` and ``engine.*`` value of ``spec`` checked by its one
+    declared check (:data:`fairaudit.core.params.PARAMS`), named by its chain key."""
+    from fairaudit.core.params import PARAMS, problem
+
+    out = []
+    for name, p in PARAMS.items():
+        if p.key is None or "." not in p.key or name == "separator":
+            continue
+        table, key = p.key.split(".", 1)
+        holder = {"data": spec.data, "options": spec.options, "engine": spec.engine}.get(table)
+        if holder is None or not hasattr(holder, key):
+            continue
+        msg = problem(name, getattr(holder, key))
+        if msg is not None:
+            out.append((p.key, msg))
+    return out
