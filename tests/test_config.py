@@ -44,6 +44,8 @@ def test_a_chain_built_in_python_runs_like_its_toml():
         source="python",
     )
     assert dataclasses.is_dataclass(spec) and spec.__dataclass_params__.frozen
+    assert (fairaudit.ChainSpec, fairaudit.DataSpec, fairaudit.StepSpec) == (ChainSpec, DataSpec,
+                                                                              StepSpec)
     from_toml = load_chain(toml)
     assert dataclasses.replace(from_toml, source="python") == spec  # the same object
     _same_run(fairaudit.audit(data, chain=spec), fairaudit.audit(data, chain=str(toml)))

@@ -31,7 +31,7 @@ from fairaudit.report.results import (
     MetricResult,
 )
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("fairaudit.core.runner")  # the run's step log, as in --verbose before
 
 DATA_LABELLING = "(data)"
 """The ``labelling`` of results from auditors that judge the data, not a clustering."""
