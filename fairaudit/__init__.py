@@ -1,7 +1,8 @@
 """fairaudit: audit the fairness of clusterings of tabular data about people.
 
 ``fairaudit.audit(...)`` runs an audit from Python; ``fairaudit.write_report(run, path)`` writes
-its HTML and JSON. Algorithms live in :mod:`fairaudit.cluster`, :mod:`fairaudit.metrics` and
+its HTML and JSON. A run's configuration is one frozen :class:`ChainSpec` (with
+:class:`DataSpec`, :class:`StepSpec`), which ``fairaudit.audit(data, chain=spec)`` also takes. Algorithms live in :mod:`fairaudit.cluster`, :mod:`fairaudit.metrics` and
 :mod:`fairaudit.preprocess`. Nothing heavy is imported until used.
 """
 
@@ -24,6 +25,9 @@ _LAZY = {
     "write_report": "fairaudit.api",
     "AuditRun": "fairaudit.report.results",
     "hookimpl": "fairaudit.hookspecs",
+    "ChainSpec": "fairaudit.core.spec",
+    "DataSpec": "fairaudit.core.spec",
+    "StepSpec": "fairaudit.core.spec",
 }
 __all__ = ["__version__", *_LAZY]
 
@@ -36,6 +40,15 @@ if TYPE_CHECKING:  # what type checkers see; at run time the names load lazily (
     )
     from fairaudit.api import (
         write_report as write_report,
+    )
+    from fairaudit.core.spec import (
+        ChainSpec as ChainSpec,
+    )
+    from fairaudit.core.spec import (
+        DataSpec as DataSpec,
+    )
+    from fairaudit.core.spec import (
+        StepSpec as StepSpec,
     )
     from fairaudit.hookspecs import (
         hookimpl as hookimpl,

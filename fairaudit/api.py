@@ -13,15 +13,18 @@ import contextlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fairaudit.report.results import AuditRun
+
+if TYPE_CHECKING:
+    from fairaudit.core.spec import ChainSpec
 
 
 def audit(
     data: Any,
     *,
-    sensitive: Sequence[str] | str,
+    sensitive: Sequence[str] | str = (),
     labels: str | None = None,
     cluster: Iterable[str | tuple[str, Mapping[str, Any]]] = (),
     features: Sequence[str] | None = None,
@@ -42,7 +45,7 @@ def audit(
     on_null: str | None = None,
     on_nonfinite: str | None = None,
     timing: bool | None = None,
-    chain: str | Path | None = None,
+    chain: str | Path | ChainSpec | None = None,
     disabled_plugins: Sequence[str] = (),
     scheduler: str | None = None,
     workers: int | None = None,
@@ -86,6 +89,8 @@ def audit(
     results are identical to the local engine's. They override the chain's ``[engine]`` table;
     ``engine="local"`` runs locally whatever the chain says, ``engine="dask"`` without an
     address uses the chain's, else ``DASK_SCHEDULER_ADDRESS``.
+    ``chain`` is a chain TOML file or a :class:`~fairaudit.core.spec.ChainSpec` built in Python
+    (the same frozen object the file and the flags build); the other arguments add to it.
     ``baseline`` (an earlier audit: path, JSON document or run) also compares with it and gates on
     both (``run.doc["comparison"]``; ``tolerance`` maps ``METRIC[[ATTR]]`` to an allowed
     worsening); a chain's ``[compare]`` table does the same.
@@ -105,16 +110,12 @@ def audit(
     terminal, a line every 10 s otherwise; :func:`fairaudit.core.progress.show_progress`).
     """
     from fairaudit.core import params
-    from fairaudit.core.chain import (
-        API_NAMES,
-        chain_from_flags,
-        load_chain,
-        retired_suppress,
-        threshold_from,
-    )
+    from fairaudit.core.build import chain_from_flags
+    from fairaudit.core.chain import threshold_from
     from fairaudit.core.io import as_polars
     from fairaudit.core.plugins import Host
     from fairaudit.core.runner import run_chain
+    from fairaudit.core.spec import API_NAMES, retired_suppress
     from fairaudit.errors import ConfigError
 
     # every parameter checked in one place (fairaudit.core.params) before any work
@@ -150,7 +151,7 @@ def audit(
         sample=v["sample"], thresholds=thresholds, min_cell=v["min_cell"],
         bootstrap=v["bootstrap"], ci_method=v["ci_method"], on_null=v["on_null"],
         on_nonfinite=v["on_nonfinite"], audits=v["audit"], skip_audits=v["skip_audit"],
-        timing=v["timing"], base=load_chain(chain) if chain else None, twins=v["twins"],
+        timing=v["timing"], base=_base_chain(v["chain"]), twins=v["twins"],
         privacy={"publish": publish, "epsilon": epsilon, "budget": privacy_budget,
                  "ledger": None if ledger is None else str(ledger), "source": privacy_source,
                  "categories": None if dp_categories is None else
@@ -161,7 +162,7 @@ def audit(
     )
     from fairaudit.ops.baseline import BaselineOptions, attach_comparison, resolve
 
-    options = resolve(None, (), str(chain) if chain else None)
+    options = resolve(None, (), v["chain"] if isinstance(v["chain"], str) else None)
     if baseline is not None:
         options = BaselineOptions(baseline, {**(options.tolerance if options else {}),
                                              **(v["tolerance"] or {})})
@@ -183,6 +184,16 @@ def audit(
     finally:
         runner.close()
     return attach_comparison(run, options) if options is not None else run
+
+
+def _base_chain(chain: Any) -> Any:
+    """The chain ``fairaudit.audit`` builds on: a ChainSpec as given, a TOML file's, or none."""
+    from fairaudit.core.chain import load_chain
+    from fairaudit.core.spec import ChainSpec
+
+    if chain is None or isinstance(chain, ChainSpec):
+        return chain
+    return load_chain(chain)
 
 
 def write_report(run: AuditRun, html_path: str | Path, json_path: str | Path | None = None,

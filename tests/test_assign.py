@@ -7,7 +7,7 @@ import polars as pl
 import pytest
 from fixture_plugins import load_fixture_plugin
 
-from fairaudit.core.chain import chain_from_flags
+from fairaudit.core.build import chain_from_flags
 from fairaudit.core.contingency import joint_from_frame, sum_joint_tables
 from fairaudit.core.plugins import Host, make_plugin_manager
 from fairaudit.core.runner import run_chain
@@ -39,7 +39,7 @@ def _run(host, df, clusters, preprocess=(), sample=500):
     if preprocess is not None:
         import dataclasses
 
-        from fairaudit.core.chain import StepSpec
+        from fairaudit.core.spec import StepSpec
 
         spec = dataclasses.replace(spec, preprocess=tuple(
             StepSpec("preprocess", p, f"preprocess[{i}]", {}, p) for i, p in enumerate(preprocess)

@@ -795,8 +795,8 @@ def test_9_chain_and_cli_give_the_same_ranges(run_cli, tmp_path):
     chain.write_text('[data]\nsensitive = ["sex"]\nlabels = "segment"\n[options]\nmin_cell = 0\n'
                      "bootstrap = 1000000000\n", encoding="utf-8")
     with pytest.raises(ChainValidationError) as info:
-        from fairaudit.core.chain import validate_chain
         from fairaudit.core.plugins import Host
+        from fairaudit.core.validate import validate_chain
 
         validate_chain(load_chain(chain), Host.create(entrypoints=False).registry)
     text = str(info.value)

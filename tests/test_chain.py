@@ -8,14 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from fairaudit.core.chain import (
-    chain_from_flags,
-    load_chain,
-    parse_chain,
-    parse_component_flag,
-    parse_threshold_flag,
-    validate_chain,
-)
+from fairaudit.core.build import chain_from_flags
+from fairaudit.core.chain import load_chain, parse_chain, parse_component_flag, parse_threshold_flag
+from fairaudit.core.validate import validate_chain
 from fairaudit.errors import ChainValidationError, ConfigError
 
 ROOT = Path(__file__).resolve().parent.parent

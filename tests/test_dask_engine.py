@@ -12,7 +12,7 @@ pytest.importorskip("distributed")
 
 from fixture_plugins import load_fixture_plugin  # noqa: E402
 
-from fairaudit.core.chain import chain_from_flags  # noqa: E402
+from fairaudit.core.build import chain_from_flags
 from fairaudit.core.engines import DaskEngine, LocalEngine  # noqa: E402
 from fairaudit.core.plugins import Host, make_plugin_manager  # noqa: E402
 from fairaudit.core.runner import run_chain  # noqa: E402

@@ -21,7 +21,8 @@ CLUSTERS = ("kmeans:n_clusters=3", "dbscan:eps=0.5")
 
 
 def _run(host, data: Path, seed: int) -> dict:
-    from fairaudit.core.chain import chain_from_flags, parse_threshold_flag
+    from fairaudit.core.build import chain_from_flags
+    from fairaudit.core.chain import parse_threshold_flag
     from fairaudit.core.runner import run_chain
 
     spec = chain_from_flags(

@@ -41,7 +41,7 @@ def test_verbose_logs_each_step(tmp_path, cli):
     for flags in (["--verbose"], ["-v"]):
         loud = cli.invoke(main, [*args, *flags])
         assert loud.exit_code == 0, loud.output
-        assert re.search(r"INFO fairaudit\.runner: auditor balance on segment: [\d.]+ s",
+        assert re.search(r"INFO fairaudit\.core\.runner: auditor balance on segment: [\d.]+ s",
                          loud.output), loud.output
     top = cli.invoke(main, ["--verbose", *args])  # also before the command
     assert "INFO fairaudit.core.runner" in top.output

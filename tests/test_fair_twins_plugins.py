@@ -136,7 +136,7 @@ def test_fce_default_bases_skip_other_consensuses():
 
 
 def _host_run(df, clusters, sample=300, labels=None):
-    from fairaudit.core.chain import chain_from_flags
+    from fairaudit.core.build import chain_from_flags
     from fairaudit.core.plugins import Host
 
     host = Host.create()
@@ -184,7 +184,7 @@ def test_host_fce_with_a_labels_column_base():
 def test_host_drops_fce_when_a_base_cannot_predict():
     from fixture_plugins import load_fixture_plugin
 
-    from fairaudit.core.chain import chain_from_flags
+    from fairaudit.core.build import chain_from_flags
     from fairaudit.core.plugins import Host, make_plugin_manager
     from fairaudit.core.runner import run_chain
 

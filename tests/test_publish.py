@@ -15,8 +15,8 @@ import polars as pl
 import pytest
 
 import fairaudit
-from fairaudit.core.chain import PrivacySpec
 from fairaudit.core.contingency import JointTable
+from fairaudit.core.spec import PrivacySpec
 from fairaudit.errors import ConfigError
 from fairaudit.privacy import dp
 from fairaudit.privacy.publish import Release

@@ -12,7 +12,8 @@ import pytest
 from fixture_plugins import load_fixture_plugin
 from sklearn.metrics import silhouette_score
 
-from fairaudit.core.chain import chain_from_flags, parse_chain
+from fairaudit.core.build import chain_from_flags
+from fairaudit.core.chain import parse_chain
 from fairaudit.core.fit_quality import degenerate_warnings, fit_diagnostics, tiny_bound
 from fairaudit.core.plugins import Host, make_plugin_manager
 from fairaudit.core.runner import run_chain
@@ -420,7 +421,7 @@ def test_pairing_rules_on_documents():
 def test_twins_flag_reaches_the_chain(host):
     spec = chain_from_flags(host.registry, sensitive=["sex"], twins=True)
     assert spec.options.twins is True
-    from fairaudit.core.chain import DEFAULT_TWINS
+    from fairaudit.core.spec import DEFAULT_TWINS
 
     default = chain_from_flags(host.registry, sensitive=["sex"])
     assert default.source == "flags:default" and default.options.twins is DEFAULT_TWINS

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from fairaudit.core.chain import chain_from_flags, parse_threshold_flag
+from fairaudit.core.build import chain_from_flags
+from fairaudit.core.chain import parse_threshold_flag
 from fairaudit.core.runner import run_chain
 
 

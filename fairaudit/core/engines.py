@@ -234,7 +234,7 @@ def engine_for(chain_engine: Any = None, *, name: str | None = None,
     2. ``scheduler`` or ``workers`` (``--scheduler`` / ``--workers``, the Python API's keywords);
     3. ``DASK_SCHEDULER_ADDRESS`` in ``env`` — always on the command line (``env_default``),
        and for the Python API only when the chain or ``name`` asks for Dask without saying where;
-    4. the chain's ``[engine]`` table (``chain_engine``, a :class:`fairaudit.core.chain.EngineSpec`);
+    4. the chain's ``[engine]`` table (``chain_engine``, a :class:`fairaudit.core.spec.EngineSpec`);
     5. the local engine — but ``name = "dask"`` (``--engine dask`` or the chain) with no
        address and no worker count anywhere is an error.
     """

@@ -162,6 +162,13 @@ def path_like(v: Any) -> str:
     return str(v)
 
 
+def chain_like(v: Any) -> Any:
+    """A chain: a :class:`~fairaudit.core.spec.ChainSpec` built in Python, or a TOML file's path."""
+    from fairaudit.core.spec import ChainSpec
+
+    return v if isinstance(v, ChainSpec) else path_like(v)
+
+
 def one_char(v: Any) -> str:
     if not isinstance(v, str) or len(v) != 1:
         raise Invalid
@@ -217,7 +224,8 @@ PARAMS: dict[str, Param] = {p.name: p for p in (
           "auditor names 'name:k=v' or (name, {param: value}) pairs", components),
     Param("skip_audit", "--skip-audit", None, "auditor names", names),
     Param("disabled_plugins", "--disable-plugin", None, "plugin names", names),
-    Param("chain", "--chain", None, "a path to a chain TOML file", optional(path_like)),
+    Param("chain", "--chain", None, "a ChainSpec or the path of a chain TOML file",
+          optional(chain_like)),
     Param("engine", "--engine", "engine.name", "'local' or 'dask'",
           optional(choice("local", "dask"))),
     Param("scheduler", "--scheduler", "engine.scheduler",

@@ -262,22 +262,37 @@ def glossary(
 
 
 # ============================================================================ the pass
-def explain(
+def explain_results(
     doc: Mapping[str, Any], specs: Mapping[SpecKey, MetricSpec] | None = None
 ) -> dict[str, Any]:
-    """``doc`` with ``results[i].explanation`` (headline results), ``verdicts`` and
-    ``glossary`` added. ``doc`` itself is not changed. Run it on the document the run writes:
-    it reads nothing else."""
+    """``doc`` with ``results[i].explanation`` added to each headline result (``doc`` itself is
+    not changed)."""
     specs = specs or {}
     ctx = context(doc)
-    out = dict(doc)
     results = []
     for r in doc.get("results") or ():
         r = dict(r)
         if r.get("headline"):
             r["explanation"] = sentence(r, ctx, specs.get((r["auditor"], r["metric"])))
         results.append(r)
-    out["results"] = results
+    return {**doc, "results": results}
+
+
+def add_verdicts(
+    doc: Mapping[str, Any], specs: Mapping[SpecKey, MetricSpec] | None = None
+) -> dict[str, Any]:
+    """``doc`` with ``verdicts`` and ``glossary`` added (``doc`` itself is not changed)."""
+    specs = specs or {}
+    out = dict(doc)
     out["verdicts"] = verdicts(out, specs)
     out["glossary"] = glossary(out, specs)
     return out
+
+
+def explain(
+    doc: Mapping[str, Any], specs: Mapping[SpecKey, MetricSpec] | None = None
+) -> dict[str, Any]:
+    """``doc`` with ``results[i].explanation`` (headline results), ``verdicts`` and
+    ``glossary`` added. ``doc`` itself is not changed. Run it on the document the run writes:
+    it reads nothing else. (The runner's ``explain`` and ``verdicts`` stages, in one call.)"""
+    return add_verdicts(explain_results(doc, specs), specs)

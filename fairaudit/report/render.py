@@ -36,6 +36,7 @@ if TYPE_CHECKING:  # pragma: no cover
     import jinja2
 
     from fairaudit.core.plugins import Host
+    from fairaudit.report.model import AuditDocument
     from fairaudit.report.results import AuditRun
 
 from fairaudit.core.io import atomic_write_text
@@ -354,9 +355,16 @@ def _render_sections(env: jinja2.Environment, run: AuditRun, classes: Sequence[t
 
 
 def render_html(
-    run: AuditRun, host: Host | None = None, *, template_dirs: Sequence[Path | str] = ()
+    run: AuditRun | AuditDocument, host: Host | None = None, *,
+    template_dirs: Sequence[Path | str] = ()
 ) -> str:
-    """The report page for ``run`` as a string (deterministic: same JSON => same HTML)."""
+    """The report page for ``run`` (an :class:`AuditRun` or the typed
+    :class:`~fairaudit.report.model.AuditDocument`) as a string (deterministic: same JSON =>
+    same HTML)."""
+    from fairaudit.report.model import AuditDocument
+
+    if isinstance(run, AuditDocument):
+        run = run.to_run()
     classes = collect_sections(host)
     env = build_env(host, template_dirs=template_dirs, sections=classes)
     blocks = _render_sections(env, run, classes)

@@ -91,3 +91,39 @@ def cluster_label(lab: Mapping[str, Any] | None, cluster: Any, *, unit: str = "c
     if cluster == -1:
         return "noise"
     return f"{unit} {cluster}"
+
+
+# ---------------------------------------------------------------------------- numbers in words
+_REL = 1e-9
+"""Relative tolerance of :func:`_close` (a value equal to a cell's, up to rounding)."""
+
+
+def _int(x: float | int) -> str:
+    return f"{int(round(x)):,}"
+
+
+def _about(x: float) -> str:
+    """An expected count: one decimal below 100, whole numbers above."""
+    return f"{x:,.1f}" if x < 100 else _int(x)
+
+
+def value_text(x: float | None) -> str:
+    if x is None:
+        return "undefined"
+    return f"{0.0 if abs(x) < 5e-13 else x:.3f}"
+
+
+def _step(x: float) -> str:
+    """A small change, never shown as 0.000: three decimals, or two significant digits below
+    0.001 (one person in a cluster of 4,000 moves a share by 0.00025)."""
+    return f"{x:.3f}" if x >= 0.001 or x == 0 else f"{x:.2g}"
+
+
+def capitalize(s: str) -> str:
+    return s[:1].upper() + s[1:]
+
+
+
+
+def _close(a: float, b: float) -> bool:
+    return abs(a - b) <= _REL * max(1.0, abs(a), abs(b))

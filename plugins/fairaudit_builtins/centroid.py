@@ -1,5 +1,9 @@
 """Built-in centroid clusterers ``ffcm``, ``fcm``, ``lofkm`` and the ``lcd`` auditor (issue 4).
 
+One unit: this module is the ``builtins_centroid`` plugin (one entry point, named in every
+audit's ``environment.plugins``); its clusterers, auditor and two sections are registered
+together, so a split would change the plugin list users see (a follow-up with its own entry point).
+
 - ``ffcm``: fair fuzzy c-means (seed 001) on the features, with the sensitive attributes as the
   fair-loss groups. Provides labels (argmax membership), prototypes and memberships; ``extras_``
   holds the membership-weighted group composition of every cluster beside the hard one.
