@@ -148,13 +148,18 @@ def main() -> None:
     small_audit = [fa, "audit", str(small), "--sensitive", "race,sex", "--labels", "segment",
                    "--quiet", "--out", str(out / "small.html")]
     subprocess.run(small_audit, check=False, stdout=subprocess.DEVNULL)  # warm the caches
-    rows = []
-    bare = measure([sys.executable, "-c", BARE_COUNT, str(small)], args.repeat)
-    rows.append((f"bare polars read_csv + group_by().len() ({SMALL_ROWS:,} rows)", bare))
-    rows.append((f"fairaudit audit --labels ({SMALL_ROWS:,} rows, 3 columns, HTML+JSON)",
-                 measure(small_audit, args.repeat)))
-    rows.append(("fairaudit --help", measure([fa, "--help"], max(args.repeat, 5))))
+    # interleaved (baseline, audit, --help) rounds: a shared machine's load changes by the
+    # minute, and each ratio should compare runs made under the same load
+    cmds = [[sys.executable, "-c", BARE_COUNT, str(small)], small_audit, [fa, "--help"]]
+    rounds = [[measure(c, 1) for c in cmds] for _ in range(args.repeat)]
+    med = [(statistics.median(r[i][0] for r in rounds), max(r[i][1] for r in rounds))
+           for i in range(len(cmds))]
+    ratios = sorted(r[1][0] / r[0][0] for r in rounds)
+    rows = [(f"bare polars read_csv + group_by().len() ({SMALL_ROWS:,} rows)", med[0]),
+            (f"fairaudit audit --labels ({SMALL_ROWS:,} rows, 3 columns, HTML+JSON)", med[1]),
+            ("fairaudit --help", med[2])]
     _table(rows, args.repeat, f"rows={SMALL_ROWS:,} (small case)")
+    print(f"audit ÷ bare count per round (same minute): {', '.join(f'{r:.2f}' for r in ratios)}")
     if args.small_only:
         return
     data = HERE / "_data" / f"labels_{args.rows}.parquet"
