@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from fairaudit.cluster._progress import Progress
+
 __all__ = ["leaf_rank", "query_rows", "self_knn"]
 
 _CHUNK = 65_536  # rows per query call: the reordered copy stays small
@@ -25,11 +27,14 @@ def self_knn(tree, X: np.ndarray, k: int, workers: int = -1) -> tuple[np.ndarray
     shape = (n,) if k == 1 else (n, k)
     dist = np.empty(shape, dtype=np.float64)
     idx = np.empty(shape, dtype=np.intp)
+    progress = Progress("k-NN query", n, "rows")
     for lo in range(0, n, _CHUNK):
         rows = perm[lo : lo + _CHUNK]
         d, i = tree.query(X[rows], k=k, workers=workers)
         dist[rows] = d
         idx[rows] = i
+        progress.update(lo + rows.size)
+    progress.close()
     return dist, idx
 
 

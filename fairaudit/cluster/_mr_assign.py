@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from fairaudit.cluster._progress import Progress
+
 __all__ = ["mutual_reachability_assign"]
 
 _FIRST_K = 16
@@ -46,6 +48,7 @@ def mutual_reachability_assign(
     # of a k-d tree over the new rows), so consecutive queries walk the same nodes of ``tree``
     spatial = np.asarray(cKDTree(X).indices) if X.shape[0] > 1 else np.arange(X.shape[0])
     X = X[spatial]
+    progress = Progress("FairDen assignment", X.shape[0], "rows")
     for lo in range(0, X.shape[0], _BATCH):
         rows = np.arange(lo, min(lo + _BATCH, X.shape[0]))
         K = int(min(n_fit, max(_FIRST_K, 2 * q)))
@@ -70,6 +73,8 @@ def mutual_reachability_assign(
             out[rows[done]] = fit_labels[best[done]]
             rows = rows[~done]
             K = int(min(n_fit, 2 * K))
+        progress.update(min(lo + _BATCH, X.shape[0]))
+    progress.close()
     res = np.empty_like(out)
     res[spatial] = out
     return res

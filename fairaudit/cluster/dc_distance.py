@@ -38,6 +38,7 @@ from scipy.sparse.csgraph import connected_components, dijkstra
 from scipy.spatial import cKDTree
 
 from fairaudit.cluster._knn import leaf_rank, query_rows, self_knn
+from fairaudit.cluster._progress import Progress
 
 __all__ = [
     "MergeTree",
@@ -165,6 +166,7 @@ def _mst_boruvka(
     n_comp = n
     idx = np.arange(n)
     rounds = 0
+    progress = Progress("spanning tree (Boruvka)", n - 1, "merges")
     while n_comp > 1:
         rounds += 1
         outside = comp[knn_i] != comp[:, None]
@@ -222,6 +224,8 @@ def _mst_boruvka(
         n_comp, comp = connected_components(g, directed=False)
         comp = comp.astype(np.int64)
         logger.debug("boruvka round %d: %d components", rounds, n_comp)
+        progress.update(n - n_comp)
+    progress.close()
     u = np.concatenate(eu)
     v = np.concatenate(ev)
     w = _mr(X, core, u, v)
