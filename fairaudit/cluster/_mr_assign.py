@@ -51,7 +51,10 @@ def mutual_reachability_assign(
     progress = Progress("FairDen assignment", X.shape[0], "rows")
     for lo in range(0, X.shape[0], _BATCH):
         rows = np.arange(lo, min(lo + _BATCH, X.shape[0]))
-        K = int(min(n_fit, max(_FIRST_K, 2 * q)))
+        # first ask q neighbours: κ(x) is the q-th, and most rows are settled by them (the
+        # winner's r equals κ(x) at a distance under it); the others ask 2K, 4K, ...
+        # (measured: 1.3× the rows/s of a first K = 2q, identical labels)
+        K = int(min(n_fit, max(_FIRST_K, q)))
         while rows.size:
             d, idx = tree.query(X[rows], k=K, workers=-1)
             d = d.reshape(rows.size, K)

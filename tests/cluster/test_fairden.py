@@ -440,8 +440,9 @@ def test_predict_matches_brute_force_oracle(seed):
     assert np.array_equal(f.predict(new), want)
 
 
-@pytest.mark.parametrize("min_pts", [2, 4, 9])
+@pytest.mark.parametrize("min_pts", [2, 4, 9, 21, 33])
 def test_assignment_rule_with_ties_matches_brute_force(min_pts):
+    # min_pts 21 and 33: the first query asks q = min_pts - 1 > 16 neighbours (issue 25)
     # integer grid: many rows at equal distances and exact duplicates (ties in r and in d); the
     # rule asks the rows in a spatial order, the labels must still be the row-order oracle's
     from fairaudit.cluster._mr_assign import mutual_reachability_assign
@@ -456,6 +457,22 @@ def test_assignment_rule_with_ties_matches_brute_force(min_pts):
     want = brute_assign(fit_X, core, labels, new, min_pts)
     np.testing.assert_array_equal(
         mutual_reachability_assign(fit_X, core, labels, new, min_pts), want)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_assignment_in_ten_dimensions_matches_brute_force(seed):
+    # the benchmark's shape (10 features, min_pts 21): rows settled by the first q neighbours
+    # and rows that ask 2q, 4q, ... (far rows, rows whose winner lies beyond the q-th)
+    from fairaudit.cluster._mr_assign import mutual_reachability_assign
+    from fairaudit.cluster.dc_distance import core_distances
+
+    rng = np.random.default_rng(seed)
+    fit_X = np.vstack([rng.normal(size=(300, 10)), rng.normal(size=(200, 10)) * 0.3 + 2.0])
+    labels = rng.integers(-1, 3, size=fit_X.shape[0])
+    core = core_distances(fit_X, 21)
+    new = np.vstack([rng.normal(size=(300, 10)) * 1.5, rng.normal(size=(20, 10)) * 8.0])
+    want = brute_assign(fit_X, core, labels, new, 21)
+    np.testing.assert_array_equal(mutual_reachability_assign(fit_X, core, labels, new, 21), want)
 
 
 def test_predict_on_training_rows_reproduces_labels():

@@ -143,3 +143,15 @@ def test_no_small_cluster_the_twin_lacks(k):
             if members.size < bound:
                 assert frozenset(members.tolist()) in twin_small, (k, seed, members.size)
         assert a_fair <= a_twin
+
+
+def test_refinement_threads_do_not_change_the_result():
+    # LOFKM passes n_jobs to the refinement's neighbour searches (issue 25): same result
+    rng = np.random.default_rng(3)
+    X = np.vstack([rng.normal(size=(300, 3)), rng.normal(size=(200, 3)) * 0.5 + 2.5])
+    C = X[[0, 350, 10]]
+    one = refine_prototypes(X, C, t=5, min_size=5, workers=1)
+    two = refine_prototypes(X, C, t=5, min_size=5, workers=-1)
+    np.testing.assert_array_equal(one.centres, two.centres)
+    np.testing.assert_array_equal(one.labels, two.labels)
+    assert one.avg_lcd == two.avg_lcd and one.moves == two.moves

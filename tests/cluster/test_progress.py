@@ -7,8 +7,7 @@ import logging
 import numpy as np
 import pytest
 
-from fairaudit.cluster import FairFuzzyCMeans
-from fairaudit.cluster import _progress
+from fairaudit.cluster import FairFuzzyCMeans, _progress
 from fairaudit.cluster._mr_assign import mutual_reachability_assign
 from fairaudit.cluster._progress import Progress
 
