@@ -106,7 +106,8 @@ def refine_prototypes(
         if cand.size == 0:
             return 0.0
         pos = np.searchsorted(rows, cand)
-        return float(point_lcd(X[rows], cent[j], pos, t, workers).max())
+        # one thread: a few dozen rows per query, less work than starting threads
+        return float(point_lcd(X[rows], cent[j], pos, t, 1).max())
 
     lab = nearest_centre(X, C)
     fixed = sorted({int(j) for j in frozen})

@@ -266,7 +266,17 @@ class LOFKMeans(ClusterMixin, BaseEstimator):
             w = w * sw
         progress.update(1)
         seed = rng.randint(np.iinfo(np.int32).max)
-        km = self._kmeans(seed).fit(X, sample_weight=w)
+        plain = None
+        if targeted:
+            # the twin's solution (plain k-means from the same seeded starts) is one start of the
+            # refinement; the other, a local minimum of the LOF-weighted objective (eq. 11), is
+            # reached by weighted Lloyd iterations from it: one start instead of n_init seeded
+            # ones (the refinement judges both starts by AvgLCD; docs/methods/lofkm.md)
+            plain = self._kmeans(seed).fit(X, sample_weight=sample_weight)
+            km = KMeans(n_clusters=int(self.n_clusters), init=plain.cluster_centers_, n_init=1,
+                        max_iter=int(self.max_iter), tol=float(self.tol)).fit(X, sample_weight=w)
+        else:
+            km = self._kmeans(seed).fit(X, sample_weight=w)
         self.lof_ = lof
         self.weights_ = weights
         self.deduplicated_ = dedup
@@ -278,9 +288,7 @@ class LOFKMeans(ClusterMixin, BaseEstimator):
         self.refinement_ = None
         progress.update(2)
         if targeted:
-            # plain k-means from the same seeded starts (the twin's solution) is the other start
-            plain = km if sample_weight is None and np.all(weights == 1.0) else \
-                self._kmeans(seed).fit(X, sample_weight=sample_weight)
+            assert plain is not None
             self._refine(X, w, [("lof", km.cluster_centers_), ("kmeans", plain.cluster_centers_)],
                          rng)
         progress.close()
