@@ -128,10 +128,11 @@ def main() -> None:
     k, seed = args.k, args.seed
     limit = contextlib.nullcontext()
     if args.threads:
+        # load scikit-learn's OpenMP runtime first: threadpoolctl caps only the thread pools of
+        # libraries already loaded
+        import sklearn.cluster  # noqa: F401
         from threadpoolctl import threadpool_limits
 
-        import sklearn.cluster  # noqa: F401 - load scikit-learn's OpenMP runtime first:
-        # threadpoolctl caps only the thread pools of libraries already loaded
         limit = threadpool_limits(args.threads)
     with limit:
         for n in (int(x) for x in args.rows.split(",")):
