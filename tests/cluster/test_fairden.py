@@ -475,6 +475,27 @@ def test_assignment_in_ten_dimensions_matches_brute_force(seed):
     np.testing.assert_array_equal(mutual_reachability_assign(fit_X, core, labels, new, 21), want)
 
 
+@pytest.mark.parametrize(("dim", "min_pts"), [(5, 9), (10, 21)])
+def test_assignment_ties_in_higher_dimensions_match_brute_force(dim, min_pts):
+    # the k-d tree over the fitted rows has larger leaves from 4 dimensions on (_knn.leafsize_for):
+    # equally distant rows are met in another order; on an integer grid (ties in r and d, exact
+    # duplicates) the labels must still be the row-order oracle's
+    from fairaudit.cluster._knn import leafsize_for
+    from fairaudit.cluster._mr_assign import mutual_reachability_assign
+    from fairaudit.cluster.dc_distance import core_distances
+
+    assert leafsize_for(dim) > 16
+    rng = np.random.default_rng(dim)
+    fit_X = rng.integers(0, 3, size=(1500, dim)).astype(float)
+    labels = rng.integers(-1, 4, size=fit_X.shape[0])
+    core = core_distances(fit_X, min_pts)
+    new = np.vstack([rng.integers(-1, 4, size=(300, dim)).astype(float),
+                     rng.integers(0, 6, size=(100, dim)) / 2.0])
+    want = brute_assign(fit_X, core, labels, new, min_pts)
+    np.testing.assert_array_equal(
+        mutual_reachability_assign(fit_X, core, labels, new, min_pts), want)
+
+
 def test_predict_on_training_rows_reproduces_labels():
     X, s = blobs(seed=8)
     X = np.vstack([X, [[30.0, 30.0]]])  # one isolated row, noise after the noise rule
