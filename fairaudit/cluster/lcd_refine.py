@@ -174,46 +174,7 @@ def refine_prototypes(
 def point_lcd(Y: np.ndarray, c: np.ndarray, rows: np.ndarray, t: int, workers: int) -> np.ndarray:
     """LCD(X, C) of the members ``rows`` of one cluster (rows of ``Y``, prototype ``c``): the
     values :func:`fairaudit.metrics.local_connectivity._cluster_lcd` gives those rows, bit for
-    bit (the same tree over ``Y``, the same neighbour counts asked per row, the same sums),
-    without asking the other members' neighbours."""
-    from scipy.spatial import cKDTree
+    bit, without asking the other members' neighbours."""
+    from fairaudit.metrics.local_connectivity import _cluster_lcd
 
-    from fairaudit.metrics.local_connectivity import _BLOCK, TIE_RTOL
-
-    m = Y.shape[0]
-    rows = np.asarray(rows, dtype=np.intp)
-    out = np.zeros(m)
-    if m < 2 or rows.size == 0:
-        return out[rows]
-    dc = np.sqrt(((Y - c) ** 2).sum(axis=1))
-    tree = cKDTree(Y)
-    todo = rows[dc[rows] > 0]
-    k = min(m, 2 * t + 2)
-    while todo.size:
-        kk = min(k, m)
-        step = max(1, _BLOCK // kk)
-        again = []
-        for s0 in range(0, todo.size, step):
-            idx = todo[s0 : s0 + step]
-            dist, nb = tree.query(Y[idx], k=kk, workers=workers)
-            if kk == 1:
-                dist, nb = dist[:, None], nb[:, None]
-            dX = dc[idx][:, None]
-            ok = (
-                (nb != idx[:, None])
-                & (dist < dX * (1.0 - TIE_RTOL))
-                & (dc[nb] <= dX * (1.0 + TIE_RTOL))
-            )
-            rank = np.cumsum(ok, axis=1)
-            take = ok & (rank <= t)
-            found = rank[:, -1]
-            done = (found >= t) | (kk >= m) | (dist[:, -1] >= dX[:, 0])
-            denom = dc[nb] + dist
-            with np.errstate(invalid="ignore", divide="ignore"):
-                contrib = (denom / dX - 1.0) * (dist / denom)
-            contrib = np.where(take, contrib, 0.0)
-            out[idx[done]] = contrib[done].sum(axis=1)
-            again.append(idx[~done])
-        todo = np.concatenate(again) if again else np.empty(0, dtype=np.intp)
-        k = kk * 4
-    return out[rows]
+    return _cluster_lcd(Y, c, t, workers, rows=rows)[0]
