@@ -244,6 +244,12 @@ def main() -> None:
       fairaudit run chain.toml data.parquet
     Exit codes: 0 passed, 1 a threshold failed, 2 usage/config/input error, 3 internal error.
     """
+    # OpenMP threads (scikit-learn's k-means, the twins' fits) sleep while they wait instead of
+    # spinning: on a shared or busy machine spinning made k-means fits 100x slower (issue 25,
+    # docs/benchmarks.md). Set before any OpenMP runtime loads; a user's own value is kept.
+    import os
+
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
 def _split(values: Sequence[str]) -> tuple[str, ...]:
