@@ -28,6 +28,7 @@ the nearest centre; ``predict(X, sensitive=S)`` solves the fair assignment for t
 from __future__ import annotations
 
 import logging
+import numbers
 from typing import Any
 
 import numpy as np
@@ -204,10 +205,14 @@ class BeraFairAssignment(ClusterMixin, BaseEstimator):
         check_int(name, "max_iter", self.max_iter, 1)
         check_int(name, "chunk_size", self.chunk_size, 2)
         check_float(name, "delta", self.delta, 0.0, 1.0, open_hi=True)
-        rng = as_generator(self.random_state)
         attrs = sensitive_codes(sensitive, n, name, fair=bool(self.fair))
+        # an int seed goes to k-means as it is: the centres (and the twin) are those of
+        # KMeans(n_clusters, n_init, random_state=seed) on the same rows
+        seed = self.random_state
+        if not isinstance(seed, numbers.Integral) or isinstance(seed, bool):
+            seed = int(as_generator(seed).integers(2**31 - 1))
         km = KMeans(k, n_init=int(self.n_init), max_iter=int(self.max_iter),
-                    random_state=int(rng.integers(2**31 - 1))).fit(X)
+                    random_state=int(seed)).fit(X)
         self.cluster_centers_ = km.cluster_centers_
         self.kmeans_labels_ = km.labels_.astype(np.int64)
         self.n_iter_ = int(km.n_iter_)
