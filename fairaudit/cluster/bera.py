@@ -90,11 +90,16 @@ def fair_assignment_lp(
                          shape=(r, n * k))
     A_eq = sp.csr_matrix((np.ones(n * k), (np.repeat(np.arange(n), k), var.ravel())),
                          shape=(n, n * k))
-    res = linprog(cost.ravel(), A_ub=A_ub, b_ub=np.zeros(r), A_eq=A_eq, b_eq=np.ones(n),
+    scale = float(cost.max()) if cost.size and cost.max() > 0 else 1.0  # same optimum
+    res = linprog(cost.ravel() / scale, A_ub=A_ub, b_ub=np.zeros(r), A_eq=A_eq, b_eq=np.ones(n),
                   bounds=(0, 1), method="highs-ds")
+    if res.status == 4:  # numerical trouble of the dual simplex: interior point + crossover
+        logger.info("fair assignment LP: dual simplex failed (%s); interior point", res.message)
+        res = linprog(cost.ravel() / scale, A_ub=A_ub, b_ub=np.zeros(r), A_eq=A_eq,
+                      b_eq=np.ones(n), bounds=(0, 1), method="highs-ipm")
     if res.status != 0:
         raise ValueError(f"the fair assignment LP has no solution ({res.message.strip()})")
-    return res.x.reshape(n, k), float(res.fun)
+    return res.x.reshape(n, k), float(res.fun) * scale
 
 
 def iterative_rounding(
@@ -146,7 +151,8 @@ def iterative_rounding(
                               shape=(r, nv))
             kw = {"A_ub": sp.vstack([M, -M]).tocsr(),
                   "b_ub": np.concatenate([np.array(hi), -np.array(lo)])}
-        res = linprog(c, A_eq=A_eq, b_eq=np.ones(frac.size), bounds=(0, 1), method="highs-ds",
+        res = linprog(c / (float(c.max()) if c.size and c.max() > 0 else 1.0), A_eq=A_eq,
+                      b_eq=np.ones(frac.size), bounds=(0, 1), method="highs-ds",
                       **kw)
         new = np.zeros_like(xf)
         if res.status == 0:
