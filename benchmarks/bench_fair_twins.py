@@ -1,7 +1,8 @@
 """What the fairness mechanisms of issue 13 cost: each fair estimator against its paper form and
 its twin, fitted on the same rows in the same run (ratios are the point; the machine is shared).
 
-    nice .venv/bin/python benchmarks/bench_fair_twins.py --rows 5000,20000 [--k 4] [--seed 0]
+    nice .venv/bin/python benchmarks/bench_fair_twins.py --rows 5000,20000 [--k 4] [--seed 0] \
+        [--methods LOFKM,FFCM] [--threads 1] [--synthetic]
 
 Rows: a seeded draw of Adult's numeric columns (age, fnlwgt, education-num, capital-gain,
 capital-loss, hours-per-week; z-scored), sensitive = sex, from ``../shared/data`` — or, without
@@ -19,7 +20,9 @@ with two columns). Fits:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
+import os
 import platform
 import time
 from pathlib import Path
@@ -51,10 +54,11 @@ def _table(n: int, seed: int, synthetic: bool = False) -> tuple[np.ndarray, np.n
     return X, s, src
 
 
-def _time(fn) -> float:
-    t = time.perf_counter()
+def _time(fn) -> tuple[float, float]:
+    """(wall, CPU) seconds of one call; CPU over all threads of this process."""
+    t, c = time.perf_counter(), time.process_time()
     fn()
-    return time.perf_counter() - t
+    return time.perf_counter() - t, time.process_time() - c
 
 
 def _runs(X: np.ndarray, s: np.ndarray, k: int, seed: int, n: int) -> dict:
@@ -109,25 +113,42 @@ def main() -> None:
                     "FairDen's k-NN)")
     ap.add_argument("--methods", default="FairDen,LOFKM,FFCM,FFCM-anderson,FCE",
                     help="comma-separated subset of FairDen, LOFKM, FFCM, FFCM-anderson, FCE")
+    ap.add_argument("--threads", type=int, default=0,
+                    help="cap the BLAS / OpenMP thread pools (threadpoolctl); 0 = no cap. On a "
+                    "loaded machine scikit-learn's OpenMP k-means can spend more time waiting "
+                    "for its second thread than computing: --threads 1 gives steadier ratios")
     args = ap.parse_args()
     wanted = args.methods.split(",")
     print(f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC, {platform.platform()}, "
-          f"python {platform.python_version()}, k = {args.k}, seed {args.seed}")
-    print("| rows | method | fair (default) s | paper form s | twin s | fair / paper | fair / twin |")
-    print("|---|---|---|---|---|---|---|")
+          f"python {platform.python_version()}, k = {args.k}, seed {args.seed}, "
+          f"threads {args.threads or 'uncapped'}, load average {os.getloadavg()[0]:.1f}")
+    print("| rows | method | fair (default) s | paper form s | twin s | fair / paper | "
+          "fair / twin | fair / twin (CPU) | load |")
+    print("|---|---|---|---|---|---|---|---|---|")
     k, seed = args.k, args.seed
-    for n in (int(x) for x in args.rows.split(",")):
-        X, s, src = _table(n, seed, args.synthetic)
-        runs = _runs(X, s, k, seed, n)
-        for name, (fair, paper, twin) in runs.items():
-            if name not in wanted:
-                continue
-            tf = _time(fair)
-            tp = _time(paper) if paper else float("nan")
-            tt = _time(twin)
-            print(f"| {n:,} ({src.split(',')[0]}) | {name} | {tf:.2f} | "
-                  f"{'—' if paper is None else f'{tp:.2f}'} | {tt:.2f} | "
-                  f"{'—' if paper is None else f'{tf / tp:.1f}×'} | {tf / tt:.1f}× |", flush=True)
+    limit = contextlib.nullcontext()
+    if args.threads:
+        # load scikit-learn's OpenMP runtime first: threadpoolctl caps only the thread pools of
+        # libraries already loaded
+        import sklearn.cluster  # noqa: F401
+        from threadpoolctl import threadpool_limits
+
+        limit = threadpool_limits(args.threads)
+    with limit:
+        for n in (int(x) for x in args.rows.split(",")):
+            X, s, src = _table(n, seed, args.synthetic)
+            runs = _runs(X, s, k, seed, n)
+            for name, (fair, paper, twin) in runs.items():
+                if name not in wanted:
+                    continue
+                load = os.getloadavg()[0]
+                tf, cf = _time(fair)
+                tp = _time(paper)[0] if paper else float("nan")
+                tt, ct = _time(twin)
+                print(f"| {n:,} ({src.split(',')[0]}) | {name} | {tf:.2f} | "
+                      f"{'—' if paper is None else f'{tp:.2f}'} | {tt:.2f} | "
+                      f"{'—' if paper is None else f'{tf / tp:.1f}×'} | {tf / tt:.1f}× | "
+                      f"{cf / ct:.1f}× | {load:.1f} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,11 @@ pytest_plugins = ["fairaudit.testing"]
 
 # Never let GX phone home, whatever the test does.
 os.environ.setdefault("GX_ANALYTICS_ENABLED", "False")
+# OpenMP threads (scikit-learn's k-means) sleep instead of spinning while they wait: on a shared,
+# loaded machine the spinning made k-means 100x slower (issue 25: the LOFKM test files took 504 s
+# at load 15, 45 s with this; docs/benchmarks.md). Read once, when libgomp loads: set before any
+# test imports scikit-learn. Results do not depend on it.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE_DATA = ROOT / "examples" / "data" / "adult_sample.parquet"
@@ -45,7 +50,7 @@ def make_synthetic(n: int = 2000, seed: int = 0) -> pl.DataFrame:
 @pytest.fixture
 def host():
     """A host with the built-in plugins only (no entry points)."""
-    from fairaudit.plugins import Host
+    from fairaudit.core.plugins import Host
 
     return Host.create(entrypoints=False)
 

@@ -11,9 +11,35 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["leaf_rank", "query_rows", "self_knn"]
+from fairaudit.cluster._progress import Progress
+
+__all__ = ["kd_tree", "leaf_rank", "leafsize_for", "query_rows", "self_knn"]
 
 _CHUNK = 65_536  # rows per query call: the reordered copy stays small
+
+
+def leafsize_for(d: int) -> int:
+    """Leaf size of a ``cKDTree`` over d-dimensional points (scipy's default is 16).
+
+    In more than a few dimensions a query walks many nodes, and a node step costs more than
+    the distances of a leaf's points (a tight C loop), so fewer, larger leaves are faster.
+    Measured (k-NN queries with k = 2d, 20,000 points of 8 Gaussian blobs, 50,000 queries, one
+    core; 2026-11-26, load 8): best leaf size 16 for d <= 3, 64 for d = 5 and 7 (1.2x and 1.4x
+    the default), 128 for d = 10 and 14 (1.9x and 1.6x). The leaf size changes no distance (the
+    same point-to-point arithmetic), only the order in which equally distant points are met.
+    """
+    if d <= 3:
+        return 16
+    if d <= 8:
+        return 64
+    return 128
+
+
+def kd_tree(X: np.ndarray):  # noqa: ANN201 - scipy's cKDTree (imported lazily)
+    """``cKDTree(X)`` with the leaf size of :func:`leafsize_for`."""
+    from scipy.spatial import cKDTree
+
+    return cKDTree(X, leafsize=leafsize_for(X.shape[1]))
 
 
 def self_knn(tree, X: np.ndarray, k: int, workers: int = -1) -> tuple[np.ndarray, np.ndarray]:
@@ -25,11 +51,14 @@ def self_knn(tree, X: np.ndarray, k: int, workers: int = -1) -> tuple[np.ndarray
     shape = (n,) if k == 1 else (n, k)
     dist = np.empty(shape, dtype=np.float64)
     idx = np.empty(shape, dtype=np.intp)
+    progress = Progress("k-NN query", n, "rows")
     for lo in range(0, n, _CHUNK):
         rows = perm[lo : lo + _CHUNK]
         d, i = tree.query(X[rows], k=k, workers=workers)
         dist[rows] = d
         idx[rows] = i
+        progress.update(lo + rows.size)
+    progress.close()
     return dist, idx
 
 

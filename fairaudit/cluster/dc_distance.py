@@ -37,7 +37,8 @@ from scipy.sparse import coo_matrix, csr_matrix
 from scipy.sparse.csgraph import connected_components, dijkstra
 from scipy.spatial import cKDTree
 
-from fairaudit.cluster._knn import leaf_rank, query_rows, self_knn
+from fairaudit.cluster._knn import kd_tree, leaf_rank, query_rows, self_knn
+from fairaudit.cluster._progress import Progress
 
 __all__ = [
     "MergeTree",
@@ -89,7 +90,7 @@ def core_distances(X: np.ndarray, min_pts: int) -> np.ndarray:
     min_pts = _check_min_pts(min_pts, X.shape[0])
     if min_pts == 1:
         return np.zeros(X.shape[0])
-    d, _ = self_knn(cKDTree(X), X, min_pts)
+    d, _ = self_knn(kd_tree(X), X, min_pts)
     return np.ascontiguousarray(d[:, min_pts - 1])
 
 
@@ -147,7 +148,7 @@ def _mst_boruvka(
     X: np.ndarray, core: np.ndarray, n_neighbors: int, knn: tuple | None = None
 ) -> MSTEdges:
     n = X.shape[0]
-    tree = cKDTree(X) if knn is None else knn[0]
+    tree = kd_tree(X) if knn is None else knn[0]
     K = int(min(n, max(n_neighbors, 2)))
     if knn is None:
         knn_d, knn_i = self_knn(tree, X, K)
@@ -165,6 +166,7 @@ def _mst_boruvka(
     n_comp = n
     idx = np.arange(n)
     rounds = 0
+    progress = Progress("spanning tree (Boruvka)", n - 1, "merges")
     while n_comp > 1:
         rounds += 1
         outside = comp[knn_i] != comp[:, None]
@@ -222,6 +224,8 @@ def _mst_boruvka(
         n_comp, comp = connected_components(g, directed=False)
         comp = comp.astype(np.int64)
         logger.debug("boruvka round %d: %d components", rounds, n_comp)
+        progress.update(n - n_comp)
+    progress.close()
     u = np.concatenate(eu)
     v = np.concatenate(ev)
     w = _mr(X, core, u, v)
@@ -348,7 +352,7 @@ def _resolve_bitwise(
             others = np.flatnonzero(side != s)
             if others.size == 0:
                 continue
-            _query_outside(X, core, qs, others, cKDTree(X[others]), comp, ub, cand, partner)
+            _query_outside(X, core, qs, others, kd_tree(X[others]), comp, ub, cand, partner)
 
 
 def _resolve_component_pivots(
@@ -380,7 +384,7 @@ def _resolve_component_pivots(
     if q.size == 0:
         return
     others = np.flatnonzero(comp != c)
-    sub = cKDTree(X[others])
+    sub = kd_tree(X[others])
     members = np.flatnonzero(comp == c)
     m = members.size
     loc = np.full(X.shape[0], -1, dtype=np.int64)
@@ -477,13 +481,13 @@ def closest_pair(A: np.ndarray, B: np.ndarray, *, graph_k: int = 8) -> tuple[flo
     swap = A.shape[0] > B.shape[0]
     if swap:
         A, B = B, A
-    tree = cKDTree(B)
+    tree = kd_tree(B)
     m = A.shape[0]
     unc = np.arange(m)
     best = (np.inf, -1, -1)
     if m > _PIVOT_MIN_QUERY:
         k = min(graph_k, m - 1)
-        kd, ki = self_knn(cKDTree(A), A, k + 1)
+        kd, ki = self_knn(kd_tree(A), A, k + 1)
         rows = np.repeat(np.arange(m), k)
         cols = ki[:, 1:].ravel().astype(np.int64)
         wts = kd[:, 1:].ravel()
@@ -568,7 +572,7 @@ def mutual_reachability_mst(
             core = core_distances(X, min_pts)
         return _mst_prim(X, core)
     K = int(min(n, max(2 * min_pts, 16)))
-    tree = cKDTree(X)
+    tree = kd_tree(X)
     knn_d, knn_i = self_knn(tree, X, K)
     if core is None:
         core = np.ascontiguousarray(knn_d[:, min_pts - 1]) if min_pts > 1 else np.zeros(n)
@@ -707,7 +711,7 @@ def merge_tree(
         algorithm = "prim" if X.shape[1] >= _PRIM_MIN_DIM else "boruvka"
     if algorithm == "boruvka" and n > 1:
         K = int(min(n, max(2 * min_pts, 16)))
-        tree = cKDTree(X)
+        tree = kd_tree(X)
         knn_d, knn_i = self_knn(tree, X, K)
         core = np.ascontiguousarray(knn_d[:, min_pts - 1]) if min_pts > 1 else np.zeros(n)
         mst = _mst_boruvka(X, core, K, knn=(tree, knn_d, knn_i))

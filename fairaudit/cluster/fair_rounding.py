@@ -74,6 +74,10 @@ def proportional_caps(group_codes: np.ndarray, shares: np.ndarray) -> np.ndarray
     return caps
 
 
+_SLACK_UNIT: float | None = None
+"""Tests only: a fixed scale of the chain search's slack instead of the costs' own."""
+
+
 def _transport(cost: np.ndarray, caps: np.ndarray) -> np.ndarray:
     """Exact assignment of the rows of ``cost`` (n × k) to columns with ``caps`` rows each
     (``caps`` sums to n): minimises the summed cost. See :func:`_min_cost_fill`."""
@@ -101,7 +105,8 @@ def _min_cost_fill(cost: np.ndarray, caps: np.ndarray) -> np.ndarray:
     a heap per ordered column pair (stale entries dropped lazily), and the cheapest chain is
     found by Bellman-Ford over the k columns (moves can cost < 0, but there is no negative
     cycle: each augmentation along a shortest path keeps the assignment the cheapest one with
-    its column loads — the invariant of successive shortest paths). Ends when every column
+    its column loads — the invariant of successive shortest paths; a cycle that rounding lets
+    in is cancelled when the search meets it). Ends when every column
     holds its cap: then the assignment is optimal. O(excess · (k³ + k log n)) after an
     O(n k log n) start.
     """
@@ -146,7 +151,15 @@ def _min_cost_fill(cost: np.ndarray, caps: np.ndarray) -> np.ndarray:
                     W[b, x] = key
 
     np.fill_diagonal(W, np.inf)
+    # the rounding slack of the chain search is relative to the costs' scale when they are
+    # below 1 (an absolute 1e-12 swallowed real differences of costs of order 1e-12 and left
+    # the result off the optimum; FairDen's embedding gives costs of order 1e-7)
+    finite_cost = cost[np.isfinite(cost)]
+    unit = min(1.0, float(np.abs(finite_cost).max())) if finite_cost.size else 1.0
+    unit = unit if unit > 0 else 1.0
+    unit = _SLACK_UNIT if _SLACK_UNIT is not None else unit
     steps = 0
+    cancels = 0
     while True:
         excess = load - caps
         if not (excess > 0).any():
@@ -161,7 +174,7 @@ def _min_cost_fill(cost: np.ndarray, caps: np.ndarray) -> np.ndarray:
             best = np.argmin(cand, axis=0)
             new = cand[best, np.arange(k)]
             finite = np.isfinite(dist)
-            slack = 1e-12 * np.maximum(1.0, np.abs(np.where(finite, dist, 0.0)))
+            slack = 1e-12 * np.maximum(unit, np.abs(np.where(finite, dist, 0.0)))
             better = new < np.where(finite, dist - slack, np.inf)
             if not better.any():
                 break
@@ -172,11 +185,28 @@ def _min_cost_fill(cost: np.ndarray, caps: np.ndarray) -> np.ndarray:
         if not np.isfinite(dist[t]):  # pragma: no cover - a column can always take a row
             raise RuntimeError("proportional rounding: no feasible move (bad caps)")
         path = [t]
+        cycle = None
         while pred[path[-1]] >= 0:
-            path.append(int(pred[path[-1]]))
-            if len(path) > k:  # pragma: no cover - would be a negative cycle
-                raise RuntimeError("proportional rounding: negative cycle in the transport")
-        path.reverse()  # source (over its cap) ... target (under its cap)
+            nxt = int(pred[path[-1]])
+            if nxt in path:
+                # a negative cycle of moves, let in by rounding (an earlier chain longer than
+                # the shortest by up to the slack): cancelling it (each column gives one row
+                # to the next: loads unchanged, summed cost lower) restores the invariant;
+                # then the search is run again
+                i = path.index(nxt)
+                cycle = [nxt, *path[i + 1:][::-1], nxt]
+                break
+            path.append(nxt)
+        if cycle is not None:
+            cancels += 1
+            steps -= 1  # no excess moved
+            if cancels > n * k:  # pragma: no cover - each cancel lowers the summed cost
+                raise RuntimeError("proportional rounding: the transport did not converge")
+            path = cycle
+            logger.debug("proportional rounding: cancelled a negative cycle of %d moves",
+                         len(cycle) - 1)
+        else:
+            path.reverse()  # source (over its cap) ... target (under its cap)
         moves = []
         for a, b in zip(path[:-1], path[1:], strict=True):
             t_ab = top(a, b)

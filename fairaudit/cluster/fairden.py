@@ -38,6 +38,7 @@ from fairaudit.cluster._fairden_ops import (
     fairness_matrix,
 )
 from fairaudit.cluster._mr_assign import mutual_reachability_assign
+from fairaudit.cluster._progress import Progress
 from fairaudit.cluster.dc_distance import MergeTree, merge_tree
 
 __all__ = ["AUTO_DENSE_MAX_N", "NOISE_RULES", "ExcludedGroups", "FairDen"]
@@ -382,8 +383,12 @@ class FairDen(ClusterMixin, BaseEstimator):
                 f"{k} non-noise clusters of at least min_pts points; got {nk}."
             )
 
+        # steps: merge tree, embedding and k-means (per k tried), fair rounding
+        progress = Progress("FairDen", 3, "steps")
+        progress.update(0)
         t0 = time.perf_counter()
         tree: MergeTree = merge_tree(Xk, mu, algorithm=self.mst_algorithm)
+        progress.update(1)
         logger.info(
             "FairDen: dc-distance merge tree of %d rows in %.1f s", nk, time.perf_counter() - t0
         )
@@ -467,6 +472,7 @@ class FairDen(ClusterMixin, BaseEstimator):
                 k_cur + 1,
             )
             k_cur += 1
+        progress.update(2)
         remap = np.full(k_cur, -1, dtype=np.int64)
         remap[big] = np.arange(int(big.sum()))
         lab = remap[lab]
@@ -480,6 +486,7 @@ class FairDen(ClusterMixin, BaseEstimator):
             moved = int((rr.labels != lab[inn]).sum())
             lab[inn] = rr.labels
             self.rounding_ = {"rounds": rr.n_iter, "converged": rr.converged, "moved": moved}
+        progress.close()
         labels = np.full(n, -1, dtype=np.int64)
         labels[kept] = lab
         emb = np.full((n, H.shape[1]), np.nan)

@@ -45,6 +45,7 @@ from fairaudit.cluster._ffcm_ops import (
     sweep,
     targeted_penalties,
 )
+from fairaudit.cluster._progress import Progress
 
 __all__ = [
     "FairFuzzyCMeans", "auto_fuzzifier", "encode_sensitive", "fuzzifier_estimate", "nbias_tables",
@@ -445,7 +446,9 @@ class FairFuzzyCMeans(ClusterMixin, BaseEstimator):
                 ed_twin, ed_sum_twin = _hard_eds(fair, labels, k)
                 full = eta_raw
                 tries = [(form, f) for form in TABLE_FORMS for f in ETA_FACTORS]
-                for form, factor in tries:
+                progress = Progress("FFCM eta candidates", len(tries), "candidates")
+                for tried, (form, factor) in enumerate(tries):
+                    progress.update(tried)
                     ph = "fair" if form == "soft" else "hard"
                     U[:] = twin[0]
                     centres, used, labels = twin[1], twin[2], twin[3].copy()
@@ -466,6 +469,7 @@ class FairFuzzyCMeans(ClusterMixin, BaseEstimator):
                     )
                     if ed_w < ed_twin - 1e-12 and ed_sum <= ed_sum_twin + 1e-12:
                         kept_form = form
+                        progress.close(tried + 1)
                         break
                 else:  # no eta lowered the fair loss: the twin's solution, said in notes_
                     U[:] = twin[0]
@@ -474,6 +478,7 @@ class FairFuzzyCMeans(ClusterMixin, BaseEstimator):
                     converged = twin[5]
                     eta_raw, avg = 0.0, None
                     reductions.append(0.0)
+                    progress.close()
                 continue
             centres, used, labels, settled = self._phase(
                 phase, Xa, d, centres, used, labels, U, fair, comb, shape, codes_arg,
@@ -537,7 +542,10 @@ class FairFuzzyCMeans(ClusterMixin, BaseEstimator):
         x_prev: np.ndarray | None = None
         c_unit = 1.0 / np.sqrt(max(s2, 1e-300))
         t_unit = eta_raw / max(s2, 1e-300)
+        task = "FCM sweeps" if phase == "fcm" else "FFCM sweeps"
+        progress = Progress(task, int(self.max_iter), "sweeps")
         for it in range(int(self.max_iter)):
+            progress.update(it)
             tables: Any = None
             if phase in ("fair", "hard"):  # damped move of the table towards the current penalty
                 # "hard": the table from the hard labels' counts (one-hot of the argmax)
@@ -576,8 +584,10 @@ class FairFuzzyCMeans(ClusterMixin, BaseEstimator):
                 history[-2]
             ):
                 avg_box[0] = avg
+                progress.close(it + 1)
                 return centres, used, labels, True
         avg_box[0] = avg
+        progress.close()
         return centres, used, labels, False
 
     def fit_predict(self, X: Any, y: Any = None, *, sensitive: Any = None) -> np.ndarray:

@@ -29,6 +29,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from fairaudit.cluster._ffcm_ops import nearest_centre
 from fairaudit.cluster._knn import self_knn
+from fairaudit.cluster._progress import Progress
 from fairaudit.cluster.ffcm import _check_constant, _check_X
 
 __all__ = ["LOFKMeans", "local_outlier_factor", "lof_weights"]
@@ -155,7 +156,8 @@ class LOFKMeans(ClusterMixin, BaseEstimator):
     tol : float, default=1e-4
         scikit-learn's KMeans tolerance (relative to the mean feature variance).
     n_jobs : int or None
-        Threads for the LOF neighbour search (None or -1 = all cores, as KMeans uses).
+        Threads for the neighbour searches of LOF and of the targeted refinement (None or -1 =
+        all cores, as KMeans uses); the result does not depend on it.
     random_state : int, RandomState or None
     variant : {"targeted", "paper"}, default="targeted"
         ``"paper"``: LOF-weighted k-means (eq. 10–13) and nothing else. ``"targeted"``: the
@@ -245,6 +247,9 @@ class LOFKMeans(ClusterMixin, BaseEstimator):
         self._validate(n)
         _check_constant(X, name)
         rng = check_random_state(self.random_state)
+        targeted = self.fair and self.variant == "targeted" and int(self.n_clusters) > 1
+        # steps: LOF weights, the weighted k-means, the refinement (targeted)
+        progress = Progress("LOFKM", 3 if targeted else 2, "steps")
         if self.fair:
             weights, lof, dedup = lof_weights(X, int(self.n_neighbors), n_jobs=self.n_jobs)
             if dedup:
@@ -259,8 +264,19 @@ class LOFKMeans(ClusterMixin, BaseEstimator):
                     f"The 'sample_weight' argument of {name} must be {n} finite values >= 0."
                 )
             w = w * sw
+        progress.update(1)
         seed = rng.randint(np.iinfo(np.int32).max)
-        km = self._kmeans(seed).fit(X, sample_weight=w)
+        plain = None
+        if targeted:
+            # the twin's solution (plain k-means from the same seeded starts) is one start of the
+            # refinement; the other, a local minimum of the LOF-weighted objective (eq. 11), is
+            # reached by weighted Lloyd iterations from it: one start instead of n_init seeded
+            # ones (the refinement judges both starts by AvgLCD; docs/methods/lofkm.md)
+            plain = self._kmeans(seed).fit(X, sample_weight=sample_weight)
+            km = KMeans(n_clusters=int(self.n_clusters), init=plain.cluster_centers_, n_init=1,
+                        max_iter=int(self.max_iter), tol=float(self.tol)).fit(X, sample_weight=w)
+        else:
+            km = self._kmeans(seed).fit(X, sample_weight=w)
         self.lof_ = lof
         self.weights_ = weights
         self.deduplicated_ = dedup
@@ -270,12 +286,12 @@ class LOFKMeans(ClusterMixin, BaseEstimator):
         self.n_iter_ = int(km.n_iter_)
         self.converged_ = bool(km.n_iter_ < int(self.max_iter))
         self.refinement_ = None
-        if self.fair and self.variant == "targeted" and int(self.n_clusters) > 1:
-            # plain k-means from the same seeded starts (the twin's solution) is the other start
-            plain = km if sample_weight is None and np.all(weights == 1.0) else \
-                self._kmeans(seed).fit(X, sample_weight=sample_weight)
+        progress.update(2)
+        if targeted:
+            assert plain is not None
             self._refine(X, w, [("lof", km.cluster_centers_), ("kmeans", plain.cluster_centers_)],
                          rng)
+        progress.close()
         return self
 
     def _kmeans(self, seed: int) -> Any:
@@ -314,12 +330,13 @@ class LOFKMeans(ClusterMixin, BaseEstimator):
         lo = max(1, lo_share)
         hi = int(max(hi_share, ref.max()))
         best = None
+        workers = -1 if self.n_jobs is None else int(self.n_jobs)  # as the LOF search
         for name, centres, sizes in sized:
             small = tuple(int(j) for j in np.flatnonzero(sizes < lo))
             if name != "kmeans" and (small or sizes.max() > hi):
                 continue  # a start with a small cluster of its own (the twin's are frozen)
             r = refine_prototypes(Xs, centres, t=int(self.n_neighbors), min_size=lo,
-                                  max_size=hi, frozen=small)
+                                  max_size=hi, frozen=small, workers=workers)
             if best is None or r.avg_lcd < best[1].avg_lcd:
                 best = (name, r)
         name, r = best

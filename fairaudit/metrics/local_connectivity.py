@@ -178,17 +178,22 @@ def lcd(
 
 
 def _cluster_lcd(
-    Y: np.ndarray, c: np.ndarray, t: int, workers: int
+    Y: np.ndarray, c: np.ndarray, t: int, workers: int, rows: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """LCD(X, C) for every member X of one cluster (rows of Y) with prototype c."""
+    """LCD(X, C) for every member X of one cluster (rows of Y) with prototype c, and the number
+    of qualifying neighbours summed. With ``rows``, only those members are computed (the others'
+    neighbours are not asked) and both arrays are returned for ``rows`` alone, bit for bit the
+    values the full call gives them (the same tree over Y, the same neighbour counts per row)."""
     m = Y.shape[0]
     out = np.zeros(m)
     cnt = np.zeros(m, dtype=np.int64)
-    if m < 2:
-        return out, cnt
+    sel = slice(None) if rows is None else np.asarray(rows, dtype=np.intp)
+    if m < 2 or (rows is not None and sel.size == 0):
+        return out[sel], cnt[sel]
     dc = np.sqrt(((Y - c) ** 2).sum(axis=1))  # dist(X, c) for every member
     tree = cKDTree(Y)
-    todo = np.flatnonzero(dc > 0)  # a point on its prototype has no qualifying neighbour
+    # a point on its prototype has no qualifying neighbour
+    todo = np.flatnonzero(dc > 0) if rows is None else sel[dc[sel] > 0]
     k = min(m, 2 * t + 2)
     while todo.size:
         kk = min(k, m)
@@ -222,5 +227,5 @@ def _cluster_lcd(
             again.append(idx[~done])
         todo = np.concatenate(again) if again else np.empty(0, dtype=np.intp)
         k = kk * 4
-    return out, cnt
+    return out[sel], cnt[sel]
 

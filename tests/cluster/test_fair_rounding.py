@@ -71,6 +71,49 @@ def test_transport_matches_the_lp_optimum(seed):
     assert got == pytest.approx(_lp_optimum(cost, caps), rel=1e-9, abs=1e-9)
 
 
+def _tiny_costs(seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Squared distances of points scaled ~1e-6 to k centres (costs of order 1e-12), even caps."""
+    rng = np.random.default_rng(seed)
+    n, k = int(rng.integers(200, 1500)), int(rng.integers(3, 9))
+    H = rng.normal(size=(n, 4)) * 1e-6
+    C = rng.normal(size=(k, 4)) * 1e-6
+    cost = ((H[:, None, :] - C[None]) ** 2).sum(-1)
+    caps = np.full(k, n // k)
+    caps[: n - caps.sum()] += 1
+    return cost, caps
+
+
+@pytest.mark.parametrize("seed", [14, 42, 49])
+def test_transport_on_tiny_costs_is_optimal(seed):
+    """Costs of order 1e-12 (squared distances of an embedding scaled ~1e-6; FairDen's embedding
+    of 20,000 rows gives costs of order 1e-7): the shortest-chain search's absolute slack left
+    chains that were not the shortest, and a later search met a negative cycle of moves
+    ("negative cycle in the transport", a crash of FairDen.fit), or ended off the optimum.
+    The slack is now relative to the costs: the result is the LP optimum (computed on costs
+    scaled to order 1, where HiGHS's tolerances hold)."""
+    cost, caps = _tiny_costs(seed)
+    n, k = cost.shape
+    lab = _transport(cost, caps)
+    np.testing.assert_array_equal(np.bincount(lab, minlength=k), caps)
+    got = cost[np.arange(n), lab].sum() * 1e12
+    assert got == pytest.approx(_lp_optimum(cost * 1e12, caps), rel=1e-9, abs=1e-9)
+
+
+def test_transport_cancels_a_negative_cycle_instead_of_failing(monkeypatch, caplog):
+    """With the former absolute slack (scale 1) on costs of order 1e-12 the chain search meets
+    negative cycles of moves (it raised "negative cycle in the transport"); they are cancelled
+    and every column ends at its cap."""
+    import fairaudit.cluster.fair_rounding as fr
+
+    monkeypatch.setattr(fr, "_SLACK_UNIT", 1.0)
+    cost, caps = _tiny_costs(14)
+    k = cost.shape[1]
+    with caplog.at_level("DEBUG", logger="fairaudit.cluster.fair_rounding"):
+        lab = _transport(cost, caps)
+    assert "cancelled a negative cycle" in caplog.text
+    np.testing.assert_array_equal(np.bincount(lab, minlength=k), caps)
+
+
 def test_transport_matches_pot_when_installed():
     """POT's network simplex (the solver this replaced) as an optional oracle: equal objectives
     on random problems with ties, sizes up to the rounding's 20,000-row fitting sample."""

@@ -440,8 +440,9 @@ def test_predict_matches_brute_force_oracle(seed):
     assert np.array_equal(f.predict(new), want)
 
 
-@pytest.mark.parametrize("min_pts", [2, 4, 9])
+@pytest.mark.parametrize("min_pts", [2, 4, 9, 21, 33])
 def test_assignment_rule_with_ties_matches_brute_force(min_pts):
+    # min_pts 21 and 33: the first query asks q = min_pts - 1 > 16 neighbours (issue 25)
     # integer grid: many rows at equal distances and exact duplicates (ties in r and in d); the
     # rule asks the rows in a spatial order, the labels must still be the row-order oracle's
     from fairaudit.cluster._mr_assign import mutual_reachability_assign
@@ -453,6 +454,43 @@ def test_assignment_rule_with_ties_matches_brute_force(min_pts):
     core = core_distances(fit_X, min_pts)
     new = np.vstack([rng.integers(-1, 7, size=(400, 2)).astype(float),
                      rng.integers(0, 12, size=(200, 2)) / 2.0])
+    want = brute_assign(fit_X, core, labels, new, min_pts)
+    np.testing.assert_array_equal(
+        mutual_reachability_assign(fit_X, core, labels, new, min_pts), want)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_assignment_in_ten_dimensions_matches_brute_force(seed):
+    # the benchmark's shape (10 features, min_pts 21): rows settled by the first q neighbours
+    # and rows that ask 2q, 4q, ... (far rows, rows whose winner lies beyond the q-th)
+    from fairaudit.cluster._mr_assign import mutual_reachability_assign
+    from fairaudit.cluster.dc_distance import core_distances
+
+    rng = np.random.default_rng(seed)
+    fit_X = np.vstack([rng.normal(size=(300, 10)), rng.normal(size=(200, 10)) * 0.3 + 2.0])
+    labels = rng.integers(-1, 3, size=fit_X.shape[0])
+    core = core_distances(fit_X, 21)
+    new = np.vstack([rng.normal(size=(300, 10)) * 1.5, rng.normal(size=(20, 10)) * 8.0])
+    want = brute_assign(fit_X, core, labels, new, 21)
+    np.testing.assert_array_equal(mutual_reachability_assign(fit_X, core, labels, new, 21), want)
+
+
+@pytest.mark.parametrize(("dim", "min_pts"), [(5, 9), (10, 21)])
+def test_assignment_ties_in_higher_dimensions_match_brute_force(dim, min_pts):
+    # the k-d tree over the fitted rows has larger leaves from 4 dimensions on (_knn.leafsize_for):
+    # equally distant rows are met in another order; on an integer grid (ties in r and d, exact
+    # duplicates) the labels must still be the row-order oracle's
+    from fairaudit.cluster._knn import leafsize_for
+    from fairaudit.cluster._mr_assign import mutual_reachability_assign
+    from fairaudit.cluster.dc_distance import core_distances
+
+    assert leafsize_for(dim) > 16
+    rng = np.random.default_rng(dim)
+    fit_X = rng.integers(0, 3, size=(1500, dim)).astype(float)
+    labels = rng.integers(-1, 4, size=fit_X.shape[0])
+    core = core_distances(fit_X, min_pts)
+    new = np.vstack([rng.integers(-1, 4, size=(300, dim)).astype(float),
+                     rng.integers(0, 6, size=(100, dim)) / 2.0])
     want = brute_assign(fit_X, core, labels, new, min_pts)
     np.testing.assert_array_equal(
         mutual_reachability_assign(fit_X, core, labels, new, min_pts), want)

@@ -143,3 +143,48 @@ def test_no_small_cluster_the_twin_lacks(k):
             if members.size < bound:
                 assert frozenset(members.tolist()) in twin_small, (k, seed, members.size)
         assert a_fair <= a_twin
+
+
+def test_refinement_threads_do_not_change_the_result():
+    # LOFKM passes n_jobs to the refinement's neighbour searches (issue 25): same result
+    rng = np.random.default_rng(3)
+    X = np.vstack([rng.normal(size=(300, 3)), rng.normal(size=(200, 3)) * 0.5 + 2.5])
+    C = X[[0, 350, 10]]
+    one = refine_prototypes(X, C, t=5, min_size=5, workers=1)
+    two = refine_prototypes(X, C, t=5, min_size=5, workers=-1)
+    np.testing.assert_array_equal(one.centres, two.centres)
+    np.testing.assert_array_equal(one.labels, two.labels)
+    assert one.avg_lcd == two.avg_lcd and one.moves == two.moves
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_point_lcd_matches_the_metric_bit_for_bit(seed):
+    # the early rejection's point values are the metric's own (issue 25)
+    from fairaudit.cluster.lcd_refine import point_lcd
+    from fairaudit.metrics.local_connectivity import _cluster_lcd
+
+    rng = np.random.default_rng(seed)
+    Y = np.vstack([rng.normal(size=(200, 3)), rng.integers(0, 3, size=(100, 3)).astype(float)])
+    c = Y.mean(axis=0) + 0.1
+    full, _ = _cluster_lcd(Y, c, 5, 1)
+    rows = rng.choice(Y.shape[0], size=40, replace=False)
+    np.testing.assert_array_equal(point_lcd(Y, c, rows, 5, 1), full[rows])
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_early_rejection_gives_the_full_computations_result(seed, monkeypatch):
+    # the lower bound only skips moves the full computation rejects: identical refinement
+    import fairaudit.cluster.lcd_refine as lr
+
+    rng = np.random.default_rng(seed)
+    X = np.vstack([rng.normal(size=(400, 3)), rng.normal(size=(250, 3)) * 0.6 + 2.0,
+                   rng.integers(0, 4, size=(150, 3)).astype(float)])  # ties too
+    C = X[rng.choice(X.shape[0], size=4, replace=False)]
+    fast = lr.refine_prototypes(X, C, t=5, min_size=8)
+    monkeypatch.setattr(lr, "BOUND_ROWS", 0)
+    full = lr.refine_prototypes(X, C, t=5, min_size=8)
+    np.testing.assert_array_equal(fast.centres, full.centres)
+    np.testing.assert_array_equal(fast.labels, full.labels)
+    assert (fast.avg_lcd, fast.moves, fast.evaluations, fast.rounds) == (
+        full.avg_lcd, full.moves, full.evaluations, full.rounds)
+    assert full.moves > 0
