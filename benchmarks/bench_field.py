@@ -121,9 +121,10 @@ def methods(X: np.ndarray, s: np.ndarray, seed: int) -> dict:
         "fairsc": lambda: FairSC(2, random_state=seed).fit(X, sensitive=g).labels_,
         "fairsc-n": lambda: FairSC(2, normalized=True, random_state=seed).fit(
             X, sensitive=g).labels_,
-        "fairsc-fd": lambda: FairSC(2, affinity="distance", random_state=seed).fit(
-            Xs, sensitive=g).labels_,
-        "fairsc-n-fd": lambda: FairSC(2, normalized=True, affinity="distance",
+        # the authors' pipeline: their graph, no set-aside of isolated sets (isolation=0)
+        "fairsc-fd": lambda: FairSC(2, affinity="distance", isolation=0.0,
+                                    random_state=seed).fit(Xs, sensitive=g).labels_,
+        "fairsc-n-fd": lambda: FairSC(2, normalized=True, affinity="distance", isolation=0.0,
                                       random_state=seed).fit(Xs, sensitive=g).labels_,
         "bera": lambda: BeraFairAssignment(2, delta=0.2, random_state=seed).fit(
             X, sensitive=g).labels_,

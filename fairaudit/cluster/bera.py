@@ -28,6 +28,7 @@ the nearest centre; ``predict(X, sensitive=S)`` solves the fair assignment for t
 from __future__ import annotations
 
 import logging
+import numbers
 from typing import Any
 
 import numpy as np
@@ -89,11 +90,16 @@ def fair_assignment_lp(
                          shape=(r, n * k))
     A_eq = sp.csr_matrix((np.ones(n * k), (np.repeat(np.arange(n), k), var.ravel())),
                          shape=(n, n * k))
-    res = linprog(cost.ravel(), A_ub=A_ub, b_ub=np.zeros(r), A_eq=A_eq, b_eq=np.ones(n),
+    scale = float(cost.max()) if cost.size and cost.max() > 0 else 1.0  # same optimum
+    res = linprog(cost.ravel() / scale, A_ub=A_ub, b_ub=np.zeros(r), A_eq=A_eq, b_eq=np.ones(n),
                   bounds=(0, 1), method="highs-ds")
+    if res.status == 4:  # numerical trouble of the dual simplex: interior point + crossover
+        logger.info("fair assignment LP: dual simplex failed (%s); interior point", res.message)
+        res = linprog(cost.ravel() / scale, A_ub=A_ub, b_ub=np.zeros(r), A_eq=A_eq,
+                      b_eq=np.ones(n), bounds=(0, 1), method="highs-ipm")
     if res.status != 0:
         raise ValueError(f"the fair assignment LP has no solution ({res.message.strip()})")
-    return res.x.reshape(n, k), float(res.fun)
+    return res.x.reshape(n, k), float(res.fun) * scale
 
 
 def iterative_rounding(
@@ -145,7 +151,8 @@ def iterative_rounding(
                               shape=(r, nv))
             kw = {"A_ub": sp.vstack([M, -M]).tocsr(),
                   "b_ub": np.concatenate([np.array(hi), -np.array(lo)])}
-        res = linprog(c, A_eq=A_eq, b_eq=np.ones(frac.size), bounds=(0, 1), method="highs-ds",
+        res = linprog(c / (float(c.max()) if c.size and c.max() > 0 else 1.0), A_eq=A_eq,
+                      b_eq=np.ones(frac.size), bounds=(0, 1), method="highs-ds",
                       **kw)
         new = np.zeros_like(xf)
         if res.status == 0:
@@ -204,10 +211,14 @@ class BeraFairAssignment(ClusterMixin, BaseEstimator):
         check_int(name, "max_iter", self.max_iter, 1)
         check_int(name, "chunk_size", self.chunk_size, 2)
         check_float(name, "delta", self.delta, 0.0, 1.0, open_hi=True)
-        rng = as_generator(self.random_state)
         attrs = sensitive_codes(sensitive, n, name, fair=bool(self.fair))
+        # an int seed goes to k-means as it is: the centres (and the twin) are those of
+        # KMeans(n_clusters, n_init, random_state=seed) on the same rows
+        seed = self.random_state
+        if not isinstance(seed, numbers.Integral) or isinstance(seed, bool):
+            seed = int(as_generator(seed).integers(2**31 - 1))
         km = KMeans(k, n_init=int(self.n_init), max_iter=int(self.max_iter),
-                    random_state=int(rng.integers(2**31 - 1))).fit(X)
+                    random_state=int(seed)).fit(X)
         self.cluster_centers_ = km.cluster_centers_
         self.kmeans_labels_ = km.labels_.astype(np.int64)
         self.n_iter_ = int(km.n_iter_)

@@ -34,14 +34,28 @@ from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from fairaudit._rng import as_generator
-from fairaudit.cluster._field import check_int, intersect_codes, sensitive_codes, start_fit
+from fairaudit.cluster._field import (
+    check_float,
+    check_int,
+    intersect_codes,
+    sensitive_codes,
+    start_fit,
+)
 
-__all__ = ["FairSC", "knn_affinity", "fair_spectral_embedding"]
+__all__ = [
+    "FairSC", "conductance", "fair_spectral_embedding", "isolated_sets", "knn_affinity",
+    "proportion_gap",
+]
 
 logger = logging.getLogger(__name__)
 
 DENSE_MAX = 1500
 """Default ``dense_max``: up to this many rows the paper's dense null-space computation runs."""
+ISOLATION = 0.02
+"""Default ``isolation``: a small cluster whose conductance (cut / volume) is below this is set
+aside."""
+ASIDE_ROUNDS = 3
+"""At most this many refits after setting near-isolated clusters aside."""
 
 
 def knn_affinity(X: np.ndarray, n_neighbors: int, affinity: str = "connectivity") -> Any:
@@ -52,6 +66,47 @@ def knn_affinity(X: np.ndarray, n_neighbors: int, affinity: str = "connectivity"
     mode = "distance" if affinity == "distance" else "connectivity"
     A = kneighbors_graph(X, n_neighbors=k, mode=mode, include_self=False)
     return (0.5 * (A + A.T)).tocsr()
+
+
+def conductance(W: Any, labels: np.ndarray) -> np.ndarray:
+    """cut(C, rest) / vol(C) of every cluster C of ``labels`` (0..k-1) in the graph ``W``."""
+    k = int(labels.max()) + 1
+    deg = np.asarray(W.sum(axis=1)).ravel()
+    Wc = W.tocoo()
+    same = labels[Wc.row] == labels[Wc.col]
+    inner = np.bincount(labels[Wc.row][same], weights=Wc.data[same], minlength=k)
+    vol = np.bincount(labels, weights=deg, minlength=k)
+    return np.where(vol > 0, 1.0 - inner / np.maximum(vol, 1e-300), 0.0)
+
+
+def isolated_sets(W: Any, labels: np.ndarray | None, isolation: float, k: int
+                  ) -> list[np.ndarray]:
+    """Small sets the graph barely ties to the rest: without ``labels`` the connected
+    components, with them the clusters whose conductance is below ``isolation`` — of those,
+    each with fewer than n / (2k) rows (half a cluster of equal sizes)."""
+    from scipy.sparse.csgraph import connected_components
+
+    if labels is None:
+        nc, labels = connected_components(W, directed=False)
+        if nc == 1:
+            return []
+        weak = np.ones(nc, dtype=bool)
+    else:
+        weak = conductance(W, labels) < isolation
+    sizes = np.bincount(labels, minlength=weak.size)
+    weak &= sizes < labels.size / (2.0 * k)
+    return [labels == c for c in np.flatnonzero(weak)]
+
+
+def proportion_gap(labels: np.ndarray, codes: np.ndarray) -> float:
+    """How far the clusters are from FairSC's constraint (every cluster has the data's group
+    proportions): max over clusters k and groups g of |share of g in k - r_g| / r_g."""
+    k, h = int(labels.max()) + 1, int(codes.max()) + 1
+    N = np.zeros((k, h))
+    np.add.at(N, (labels, codes), 1.0)
+    r = N.sum(axis=0) / N.sum()
+    share = N / np.maximum(N.sum(axis=1, keepdims=True), 1.0)
+    return float((np.abs(share - r[None, :]) / np.maximum(r[None, :], 1e-300)).max())
 
 
 def _constraint_matrix(codes: np.ndarray, h: int) -> np.ndarray:
@@ -151,7 +206,22 @@ class FairSC(ClusterMixin, BaseEstimator):
         k-means restarts on the spectral embedding.
     dense_max : int, default=1500
         Up to this many rows the paper's dense null-space computation runs; above, Lanczos.
+    isolation : float in [0, 1), default=0.02
+        Small sets the graph barely ties to the rest (docs/methods/fairsc.md): every connected
+        component, and every cluster found whose conductance cut/volume is below
+        ``isolation``, with fewer than n / (2 n_clusters) rows is set aside; FairSC is refitted
+        on the graph of the other rows (at most 3 times) and each row set aside joins the
+        majority cluster of its ``n_neighbors`` nearest clustered rows. 0: the k-NN graph as
+        it is (the paper's pipeline).
     random_state : int, Generator or None
+
+    Attributes
+    ----------
+    labels_, embedding_, eigenvalues_, solver_, n_groups_, fair_applied_
+    aside_ : ndarray of bool
+        Rows set aside as small isolated sets (assigned by their nearest clustered rows).
+    aside_rounds_ : int
+        Refits after setting near-isolated clusters aside.
     """
 
     def __init__(
@@ -164,6 +234,7 @@ class FairSC(ClusterMixin, BaseEstimator):
         affinity: str = "connectivity",
         n_init: int = 10,
         dense_max: int = DENSE_MAX,
+        isolation: float = ISOLATION,
         random_state: Any = None,
     ) -> None:
         self.n_clusters = n_clusters
@@ -173,11 +244,11 @@ class FairSC(ClusterMixin, BaseEstimator):
         self.affinity = affinity
         self.n_init = n_init
         self.dense_max = dense_max
+        self.isolation = isolation
         self.random_state = random_state
 
     def fit(self, X: Any, y: Any = None, *, sensitive: Any = None) -> FairSC:
         """Fit on X (n x d) with ``sensitive`` groups (1-D, or n x a: their intersection)."""
-        from sklearn.cluster import KMeans
 
         name, X, n, k = start_fit(self, X)
         t = check_int(name, "n_neighbors", self.n_neighbors, 1)
@@ -193,23 +264,69 @@ class FairSC(ClusterMixin, BaseEstimator):
         codes, h = (None, 1)
         if attrs is not None and self.fair:
             codes, h = intersect_codes(attrs)
-        W = knn_affinity(X, t, self.affinity)
-        H, vals, solver = fair_spectral_embedding(
-            W, codes if h > 1 else None, h, k, normalized=bool(self.normalized),
-            dense_max=int(self.dense_max), rng=rng,
-        )
+            if h < 2:
+                codes = None
+        isolation = check_float(name, "isolation", self.isolation, 0.0, 1.0, open_hi=True)
         seed = int(rng.integers(2**31 - 1))
-        km = KMeans(n_clusters=k, n_init=int(self.n_init), random_state=seed).fit(H)
-        self.labels_ = km.labels_.astype(np.int64)
-        self.embedding_ = H
-        self.eigenvalues_ = np.asarray(vals, dtype=float)
-        self.solver_ = solver
+        # candidate 0: the k-NN graph as it is; then the graph without the small isolated sets
+        # (components, then near-isolated clusters found), refitted at most ASIDE_ROUNDS times
+        kept = np.ones(n, dtype=bool)
+        W = knn_affinity(X, t, self.affinity)
+        best = None
+        for rounds in range(ASIDE_ROUNDS + 1):
+            fit = self._fit_kept(X, W, kept, codes, h, k, seed, rng)
+            gap = proportion_gap(fit["labels"], codes) if codes is not None else 0.0
+            if best is None or gap < best["gap"] - 1e-9:
+                best = {**fit, "gap": gap, "rounds": rounds}
+            if isolation <= 0 or codes is None or h < 2 or rounds == ASIDE_ROUNDS:
+                break
+            sets = isolated_sets(W, None, isolation, k) if rounds == 0 else []
+            sets += isolated_sets(W, fit["kept_labels"], isolation, k)
+            if not sets:
+                break
+            idx = np.flatnonzero(kept)
+            kept = kept.copy()
+            kept[idx[np.logical_or.reduce(sets)]] = False
+            W = knn_affinity(X[kept], t, self.affinity)
+            logger.info("FairSC: %d isolated set(s) of %s rows set aside; refit %d",
+                        len(sets), [int(m.sum()) for m in sets], rounds + 1)
+        self.embedding_ = best["H"]
+        self.eigenvalues_ = np.asarray(best["vals"], dtype=float)
+        self.solver_ = best["solver"]
         self.n_groups_ = int(h)
         self.fair_applied_ = bool(codes is not None and h > 1)
+        self.aside_ = ~best["kept"]
+        self.aside_rounds_ = int(best["rounds"])
+        self.proportion_gap_ = float(best["gap"])
+        self._nn, self._nn_labels = best["nn"], best["kept_labels"]
+        self.labels_ = best["labels"]
+        return self
+
+    def _fit_kept(self, X: np.ndarray, W: Any, kept: np.ndarray, codes: np.ndarray | None,
+                  h: int, k: int, seed: int, rng: np.random.Generator) -> dict:
+        """FairSC on the rows ``kept`` (graph ``W`` over them); the others take the majority
+        cluster of their nearest kept rows."""
+        from sklearn.cluster import KMeans
         from sklearn.neighbors import NearestNeighbors
 
-        self._nn = NearestNeighbors(n_neighbors=min(t, n)).fit(X)
-        return self
+        ck, hk = None, 1
+        if codes is not None and h > 1:
+            ck = np.unique(codes[kept], return_inverse=True)[1].ravel()
+            hk = int(ck.max()) + 1
+        H, vals, solver = fair_spectral_embedding(
+            W, ck if hk > 1 else None, hk, k, normalized=bool(self.normalized),
+            dense_max=int(self.dense_max), rng=rng,
+        )
+        km = KMeans(n_clusters=k, n_init=int(self.n_init), random_state=seed).fit(H)
+        t = min(int(self.n_neighbors), int(kept.sum()))
+        self._nn = NearestNeighbors(n_neighbors=t).fit(X[kept])
+        self._nn_labels = km.labels_.astype(np.int64)
+        labels = np.empty(X.shape[0], dtype=np.int64)
+        labels[kept] = self._nn_labels
+        if (~kept).any():
+            labels[~kept] = self._vote(X[~kept], k)
+        return {"H": H, "vals": vals, "solver": solver, "kept": kept, "labels": labels,
+                "kept_labels": self._nn_labels, "nn": self._nn}
 
     def fit_predict(self, X: Any, y: Any = None, *, sensitive: Any = None) -> np.ndarray:
         return self.fit(X, sensitive=sensitive).labels_
@@ -218,11 +335,13 @@ class FairSC(ClusterMixin, BaseEstimator):
         """Majority cluster among the ``n_neighbors`` nearest fitted rows (ties: the nearer)."""
         check_is_fitted(self, "labels_")
         X = validate_data(self, X, dtype=np.float64, reset=False)
-        k = int(self.labels_.max()) + 1
+        return self._vote(X, int(self.labels_.max()) + 1)
+
+    def _vote(self, X: np.ndarray, k: int) -> np.ndarray:
         out = np.empty(X.shape[0], dtype=np.int64)
         for s in range(0, X.shape[0], 50_000):
             d, idx = self._nn.kneighbors(X[s:s + 50_000])
-            lab = self.labels_[idx]
+            lab = self._nn_labels[idx]
             w = 1.0 / (1.0 + np.arange(lab.shape[1]))[None, :] * 1e-6 + 1.0  # tie-break: nearer
             votes = np.zeros((lab.shape[0], k))
             np.add.at(votes, (np.repeat(np.arange(lab.shape[0]), lab.shape[1]), lab.ravel()),

@@ -88,6 +88,7 @@ class FairSCClusterer(_FieldClusterer):
         "n_neighbors": Interval(int, 1, None),
         "affinity": Options(("connectivity", "distance")),
         "n_init": Interval(int, 1, None),
+        "isolation": Interval(float, 0.0, 1.0, closed="left"),
     }
     param_docs = {
         "n_clusters": "number of clusters k",
@@ -96,18 +97,21 @@ class FairSCClusterer(_FieldClusterer):
         "n_neighbors": "k of the k-NN affinity graph (the FairDen paper's 15)",
         "affinity": "edge weights: 'connectivity' (1) or 'distance' (the FairDen authors' code)",
         "n_init": "k-means restarts on the spectral embedding",
+        "isolation": "small sets the graph barely ties to the rest (conductance below this) are "
+                     "set aside and assigned by their neighbours; 0: the graph as it is",
         "random_state": "seed (filled from the chain seed when unset)",
     }
 
     def __init__(self, n_clusters: int = 2, *, fair: bool = True, normalized: bool = False,
                  n_neighbors: int = 15, affinity: str = "connectivity", n_init: int = 10,
-                 random_state: int | None = None) -> None:
+                 isolation: float = 0.02, random_state: int | None = None) -> None:
         self.n_clusters = n_clusters
         self.fair = fair
         self.normalized = normalized
         self.n_neighbors = n_neighbors
         self.affinity = affinity
         self.n_init = n_init
+        self.isolation = isolation
         self.random_state = random_state
 
     def _estimator(self) -> Any:
@@ -115,17 +119,25 @@ class FairSCClusterer(_FieldClusterer):
 
         return FairSC(self.n_clusters, fair=self.fair, normalized=self.normalized,
                       n_neighbors=self.n_neighbors, affinity=self.affinity, n_init=self.n_init,
-                      random_state=self.random_state)
+                      isolation=self.isolation, random_state=self.random_state)
 
     def _finish(self, est: Any, data: AuditData) -> None:
         self.extras_.update({
             "normalized": bool(self.normalized), "solver": est.solver_,
             "eigenvalues": [finite(v) for v in est.eigenvalues_], "groups": est.n_groups_,
+            "rows_set_aside": int(est.aside_.sum()),
         })
         names = _several(data)
+        notes = []
         if est.fair_applied_ and len(names) > 1:
-            self.notes_ = (f"FairSC balances one attribute: the intersection of "
-                           f"{', '.join(names)} ({est.n_groups_} groups) was used.",)
+            notes.append(f"FairSC balances one attribute: the intersection of "
+                         f"{', '.join(names)} ({est.n_groups_} groups) was used.")
+        if est.aside_.any():
+            notes.append(f"FairSC set aside {int(est.aside_.sum())} rows that the k-NN graph "
+                         "barely ties to the rest (isolation) and gave each the cluster of its "
+                         "nearest clustered rows.")
+        if notes:
+            self.notes_ = tuple(notes)
 
 
 # ---------------------------------------------------------------------------------- fairlets
