@@ -31,20 +31,20 @@ _BLOCK_ELEMENTS = 1 << 18  # float64 elements per block of statistics (2 MB)
 _CLIP = 1e6  # a statistic of +-inf (a cell that cannot reach the value) counts as this
 
 
-def miss_statistic(below: Callable[[NDArray[np.int64]], NDArray[np.float64]],
-                   above: Callable[[NDArray[np.int64]], NDArray[np.float64]],
+def miss_statistic(stats: Callable[[NDArray[np.int64]],
+                                   tuple[NDArray[np.float64], NDArray[np.float64]]],
                    idx: NDArray[np.int64]) -> NDArray[np.float64]:
     """Per replicate, S = max(max_j below_j, min_j above_j) over the cells ``idx``, in blocks of
-    cells (B x block stays a few MB however many cells). ``below(cells)`` / ``above(cells)``
-    give B x len(cells) statistics; NaN (a cell absent from a replicate) takes no part in
+    cells (B x block stays a few MB however many cells). ``stats(cells)`` gives the B x
+    len(cells) statistics (below, above); NaN (a cell absent from a replicate) takes no part in
     either; a replicate with no defined cell gives -inf for the max and +inf for the min."""
     worst: NDArray[np.float64] | None = None
     least: NDArray[np.float64] | None = None
     step = max(1, _BLOCK_ELEMENTS // 256)
     for i in range(0, idx.size, step):
-        part = idx[i:i + step]
-        w = np.nan_to_num(below(part), nan=-np.inf).max(axis=1)
-        m = np.nan_to_num(above(part), nan=np.inf).min(axis=1)
+        below, above = stats(idx[i:i + step])
+        w = np.nan_to_num(below, nan=-np.inf).max(axis=1)
+        m = np.nan_to_num(above, nan=np.inf).min(axis=1)
         worst = w if worst is None else np.maximum(worst, w)
         least = m if least is None else np.minimum(least, m)
     if worst is None or least is None:

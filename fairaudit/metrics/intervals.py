@@ -138,24 +138,19 @@ class _Calibration:
     scores: Callable[[NDArray[np.int64], NDArray[np.float64]], NDArray[np.float64]]
     folded: bool
 
-    def above(self, idx: NDArray[np.int64], value: float) -> NDArray[np.float64]:
-        """A replicate cell's lower bound at critical value c lies above the (folded) value
-        exactly when this statistic exceeds c: z(value), and for a folded cell both q = value
-        and q = 1/value must be excluded, min(z(value), -z(1/value))."""
+    def miss(self, idx: NDArray[np.int64], value: float
+             ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """The statistics (below, above) of the replicates' cells at the (folded) ``value``: a
+        cell's score upper bound at critical value c lies below ``value`` exactly when `below`
+        exceeds c, its lower bound above ``value`` exactly when `above` does. Unfolded:
+        (-z(value), z(value)); folded, where both q = value and q = 1/value count:
+        (max(-z(value), z(1/value)), min(z(value), -z(1/value)))."""
         v = np.full(idx.size, value)
         z = self.scores(idx, v)
-        if self.folded:
-            z = np.minimum(z, -self.scores(idx, 1.0 / v))
-        return z
-
-    def below(self, idx: NDArray[np.int64], value: float) -> NDArray[np.float64]:
-        """A replicate cell's upper bound at critical value c lies below the (folded) value
-        exactly when this statistic exceeds c: -z(value), folded max(-z(value), z(1/value))."""
-        v = np.full(idx.size, value)
-        z = -self.scores(idx, v)
-        if self.folded:
-            z = np.maximum(z, self.scores(idx, 1.0 / v))
-        return z
+        if not self.folded:
+            return -z, z
+        z_inv = self.scores(idx, 1.0 / v)
+        return np.maximum(-z, z_inv), np.minimum(z, -z_inv)
 
 
 def _min_of(bounds: _Bounds, estimate: NDArray[np.float64], level: float,
@@ -213,7 +208,7 @@ def _calibrated_ends(bounds: _Bounds, est: NDArray[np.float64], lo_pw: NDArray[n
     theta = float(est.min())
     if theta <= 0:
         return lo_pw, hi_pw, max(1, idx.size)
-    s = miss_statistic(lambda i: cal.below(i, theta), lambda i: cal.above(i, theta), idx)
+    s = miss_statistic(lambda i: cal.miss(i, theta), idx)
     c = critical_value(s, 1.0 - 2.0 * a)
     c_hi = min(c, _z(a / max(1, idx.size)))
     hi = hi_pw if c_hi == z_a else np.maximum(bounds(one_sided(c_hi), "upper").ravel(), est)

@@ -306,7 +306,7 @@ def test_score_statistic_inverts_to_the_score_bounds(n, data):
     bounds, est = I._balance_cells(T)
     cal = I._balance_calibration(T, np.stack([T, T]))
     idx = np.arange(T.size)
-    above, below = cal.above(idx, v)[0], cal.below(idx, v)[0]
+    below, above = (z[0] for z in cal.miss(idx, v))
     lo_b, hi_b = bounds(one_sided(c), "lower").ravel(), bounds(one_sided(c), "upper").ravel()
     for j in range(T.size):
         if abs(above[j] - c) > 1e-6 and abs(below[j] - c) > 1e-6 and est.ravel()[j] > 0:
@@ -319,7 +319,7 @@ def test_critical_value_and_miss_statistic_by_hand():
 
     below = np.array([[-1.0, 0.5], [2.0, np.nan], [0.1, 0.2], [-3.0, -2.0]])
     above = np.array([[3.0, 1.0], [0.0, 5.0], [np.nan, 4.0], [2.5, np.nan]])
-    s = miss_statistic(lambda i: below[:, i], lambda i: above[:, i], np.arange(2))
+    s = miss_statistic(lambda i: (below[:, i], above[:, i]), np.arange(2))
     # per replicate max(max below, min above): max(.5, 1), max(2, 0), max(.2, 4), max(-2, 2.5)
     assert s.tolist() == [1.0, 2.0, 4.0, 2.5]
     assert critical_value(s, 0.5) == pytest.approx(2.25)
