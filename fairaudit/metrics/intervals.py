@@ -29,14 +29,15 @@ several cells near the minimum, the Bonferroni upper end is conservative: it cov
 95 % was asked.
 
 **Calibrated** (``score-max-bootstrap``, the default of the host; ``balance``,
-``fairness_cce``, ``balance_prime``, given bootstrap replicates of the table): the lower end is
-the same pointwise score bound (exact where one cell sets the minimum); the upper end takes every
-cell of the contact set at one critical value c, the (1 − α/2) quantile over the bootstrap
-replicates of the **maximum standardised deviation** below the estimate, max_j (−z*_j)_+, with
-z*_j the signed score statistic of replicate cell j at the observed cell value (Cherian & Candès
-2024, *JMLR* 25, "Statistical inference for fairness auditing": the bootstrap of the maximum
-standardised deviation gives simultaneous bounds at close to nominal coverage). The bootstrap
-replaces Bonferroni's worst case by the cells' actual dependence.
+``fairness_cce``, ``balance_prime``, given bootstrap replicates of the table): the same score
+bounds of every cell, both ends at one critical value c calibrated by the bootstrap. The
+interval [min_j l_j(c), min_j u_j(c)] is exactly the set of values θ0 with
+S(θ0) = max(max_j (-z_j(θ0)), min_j z_j(θ0)) <= c (z_j the signed score statistic of cell j at
+θ0): a test inversion. c is the level quantile of S*(θ̂) over the replicates — for the upper
+end the bootstrap of the maximum standardised deviation (Cherian & Candès 2024, *JMLR* 25,
+"Statistical inference for fairness auditing"), for the lower end of the smallest — at least
+z at one-sided 1 - level, and neither end beyond the conservative one
+(:mod:`fairaudit.metrics.calibrate`; coverage by regime in ``docs/metrics.md``).
 
 All functions take one table ``N`` (groups x clusters, every row and column with a positive
 sum) and return an :class:`Interval`. The distances' intervals (Ed, Wd) are in
@@ -79,7 +80,7 @@ __all__ = [
 METHOD = "score-intersection"
 """Name of this interval method in the audit JSON (``detail.interval.method``)."""
 CALIBRATED_METHOD = "score-max-bootstrap"
-"""Name of the calibrated method (bootstrap critical value of the upper end) in the JSON."""
+"""Name of the calibrated method (one bootstrap critical value for both ends) in the JSON."""
 CI_METHODS = ("calibrated", "conservative")
 """The user's names of the two methods (``--ci-method``): calibrated -> ``score-max-bootstrap``
 where a metric has it, conservative -> ``score-intersection``."""
@@ -137,19 +138,35 @@ class _Calibration:
 
     scores: Callable[[NDArray[np.int64], NDArray[np.float64]], NDArray[np.float64]]
     folded: bool
+    observed: Callable[[NDArray[np.int64], NDArray[np.float64]], NDArray[np.float64]]
+    """``scores`` of the observed table (1 x len(idx))."""
+    n: float
+    """The table's total."""
 
-    def miss(self, idx: NDArray[np.int64], value: float
+    def miss(self, idx: NDArray[np.int64], value: float, at: NDArray[np.float64]
              ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-        """The statistics (below, above) of the replicates' cells at the (folded) ``value``: a
-        cell's score upper bound at critical value c lies below ``value`` exactly when `below`
-        exceeds c, its lower bound above ``value`` exactly when `above` does. Unfolded:
-        (-z(value), z(value)); folded, where both q = value and q = 1/value count:
-        (max(-z(value), z(1/value)), min(z(value), -z(1/value)))."""
-        v = np.full(idx.size, value)
-        z = self.scores(idx, v)
+        """The replicates' statistics (below, above) of the cells ``idx``: a cell's score upper
+        bound at critical value c lies below the (folded) value ``at`` (one per cell) exactly
+        when `below` exceeds c, its lower bound above ``value`` exactly when `above` does.
+        Unfolded: (-z(at), z(value)); folded, where both q = v and q = 1/v count:
+        (max(-z(at), z(1/at)), min(z(value), -z(1/value)))."""
+        above = self._pair(self.scores, idx, np.full(idx.size, value))[1]
+        return self._pair(self.scores, idx, at)[0], above
+
+    def slack(self, idx: NDArray[np.int64], value: float) -> NDArray[np.float64]:
+        """The observed cells' `above` statistic at ``value``: how many standard errors each
+        cell lies above it (NaN for a cell the statistic cannot judge)."""
+        return self._pair(self.observed, idx, np.full(idx.size, value))[1][0]
+
+    def _pair(self, scores: Callable[[NDArray[np.int64], NDArray[np.float64]],
+                                     NDArray[np.float64]],
+              idx: NDArray[np.int64], v: NDArray[np.float64]
+              ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        z = scores(idx, v)
         if not self.folded:
             return -z, z
-        z_inv = self.scores(idx, 1.0 / v)
+        with np.errstate(divide="ignore"):
+            z_inv = scores(idx, 1.0 / v)
         return np.maximum(-z, z_inv), np.minimum(z, -z_inv)
 
 
@@ -197,10 +214,13 @@ def _calibrated_ends(bounds: _Bounds, est: NDArray[np.float64], lo_pw: NDArray[n
     Contact set: the cells whose pointwise lower bound lies below the smallest pointwise upper
     bound (Chernozhukov, Lee & Rosen's adaptive selection); the statistics are taken over it.
     One critical value c for both ends: the (1 - 2a) quantile over the replicates of the miss
-    statistic S*(θ̂) (:mod:`fairaudit.metrics.calibrate`), at least z_{2a}. Neither end goes
-    beyond the conservative method's, which is valid on its own: the lower end takes c capped
-    at z_a (pointwise), the upper end c capped at z_{a/J} (Bonferroni over the J contact
-    cells). With θ̂ = 0 (a cell observed at 0) the lower end is 0 and the upper end pointwise.
+    statistic S*(θ̂) (:mod:`fairaudit.metrics.calibrate`), at least z_{2a}. In its upper part a
+    cell observed within κ = sqrt(2 ln ln n) standard errors of θ̂ counts as one that may tie
+    the minimum (its replicates measured from its own estimate), the others from θ̂
+    (generalised moment selection, Andrews & Soares 2010). Neither end goes beyond the
+    conservative method's, which is valid on its own: the lower end takes c capped at z_a
+    (pointwise), the upper end c capped at z_{a/J} (Bonferroni over the J contact cells).
+    With θ̂ = 0 (a cell observed at 0) the lower end is 0 and the upper end pointwise.
     """
     z_a = _z(a)
     hi_pw = np.maximum(bounds(a, "upper").ravel(), est)
@@ -208,7 +228,11 @@ def _calibrated_ends(bounds: _Bounds, est: NDArray[np.float64], lo_pw: NDArray[n
     theta = float(est.min())
     if theta <= 0:
         return lo_pw, hi_pw, max(1, idx.size)
-    s = miss_statistic(lambda i: cal.miss(i, theta), idx)
+    kappa = float(np.sqrt(2.0 * np.log(max(np.log(cal.n), 1.0))))
+    tie = np.nan_to_num(cal.slack(idx, theta), nan=np.inf) <= kappa
+    at = np.full(est.size, theta)
+    at[idx] = np.where(tie, est[idx], theta)
+    s = miss_statistic(lambda i: cal.miss(i, theta, at[i]), idx)
     c = critical_value(s, 1.0 - 2.0 * a)
     c_hi = min(c, _z(a / max(1, idx.size)))
     hi = hi_pw if c_hi == z_a else np.maximum(bounds(one_sided(c_hi), "upper").ravel(), est)
@@ -268,25 +292,28 @@ def _balance_calibration(T: NDArray[np.float64], replicates: ArrayLike) -> _Cali
     """Koopman score statistics of the replicates' cells at given q: the risk ratio
     r = q (1 - s) / (1 - q s) at the replicate's group share s, as its bounds are computed;
     q s >= 1 lies beyond any table (-inf)."""
-    M = Margins(checked_replicates(T, replicates))
 
-    def scores(idx: NDArray[np.int64], q: NDArray[np.float64]) -> NDArray[np.float64]:
-        x1, n1, cr, nr = M.at(idx)
-        x2, n2 = cr - x1, nr - n1
-        ok = (n1 > 0) & (n2 > 0)
-        s = n1 / nr
-        qs = q[None] * s
-        with np.errstate(divide="ignore", invalid="ignore"):
-            r = q[None] * (1.0 - s) / (1.0 - qs)
-            possible = (qs < 1.0) & (r > 0)
-            stat = _koopman_stat(np.where(possible, r, 1.0), x1, np.where(n1 > 0, n1, 1.0),
-                                 x2, np.where(n2 > 0, n2, 1.0))
-            q_rep = x1 * nr / (cr * n1)
-        z = np.sign(np.nan_to_num(q_rep - q[None])) * np.sqrt(stat)
-        z = np.where(possible, z, np.where(qs >= 1.0, -np.inf, np.inf))
-        return np.where(ok, z, np.nan)
+    def koopman(M: Margins):
+        def scores(idx: NDArray[np.int64], q: NDArray[np.float64]) -> NDArray[np.float64]:
+            x1, n1, cr, nr = M.at(idx)
+            x2, n2 = cr - x1, nr - n1
+            ok = (n1 > 0) & (n2 > 0)
+            s = n1 / nr
+            qs = q[None] * s
+            with np.errstate(divide="ignore", invalid="ignore"):
+                r = q[None] * (1.0 - s) / (1.0 - qs)
+                possible = (qs < 1.0) & (r > 0)
+                stat = _koopman_stat(np.where(possible, r, 1.0), x1, np.where(n1 > 0, n1, 1.0),
+                                     x2, np.where(n2 > 0, n2, 1.0))
+                q_rep = x1 * nr / (cr * n1)
+            z = np.sign(np.nan_to_num(q_rep - q[None])) * np.sqrt(stat)
+            z = np.where(possible, z, np.where(qs >= 1.0, -np.inf, np.inf))
+            return np.where(ok, z, np.nan)
 
-    return _Calibration(scores, folded=True)
+        return scores
+
+    return _Calibration(koopman(Margins(checked_replicates(T, replicates))), True,
+                        koopman(Margins(np.stack([T, T]))), float(T.sum()))
 
 
 def _wilson_calibration(T: NDArray[np.float64], replicates: ArrayLike | None, total: str,
@@ -296,15 +323,18 @@ def _wilson_calibration(T: NDArray[np.float64], replicates: ArrayLike | None, to
     replicates."""
     if replicates is None:
         return None
-    M = Margins(checked_replicates(T, replicates))
 
-    def scores(idx: NDArray[np.int64], theta: NDArray[np.float64]) -> NDArray[np.float64]:
-        x, rows, cols, _ = M.at(idx)
-        p = theta / scale
-        z = wilson_z(x, rows if total == "row" else cols, np.clip(p, 0.0, 1.0)[None])
-        return np.where((p > 1.0)[None] & (x == x), -np.inf, z)
+    def wilson(M: Margins):
+        def scores(idx: NDArray[np.int64], theta: NDArray[np.float64]) -> NDArray[np.float64]:
+            x, rows, cols, _ = M.at(idx)
+            p = theta / scale
+            z = wilson_z(x, rows if total == "row" else cols, np.clip(p, 0.0, 1.0)[None])
+            return np.where((p > 1.0)[None] & (x == x), -np.inf, z)
 
-    return _Calibration(scores, folded=folded)
+        return scores
+
+    return _Calibration(wilson(Margins(checked_replicates(T, replicates))), folded,
+                        wilson(Margins(np.stack([T, T]))), float(T.sum()))
 
 
 def balance_interval(N: ArrayLike, level: float = 0.95,
@@ -318,8 +348,8 @@ def balance_interval(N: ArrayLike, level: float = 0.95,
 
     Without ``replicates``: the conservative ``score-intersection`` interval. With bootstrap
     ``replicates`` of the table (B x groups x clusters): the calibrated
-    ``score-max-bootstrap`` interval (same lower end, upper end at the bootstrap critical value
-    of the maximum standardised deviation).
+    ``score-max-bootstrap`` interval (every cell's score bounds at the bootstrap critical value
+    of the miss statistic; module docstring).
     """
     T = _table(N)
     bounds, est = _balance_cells(T)
@@ -351,7 +381,7 @@ def fairness_cce_interval(N: ArrayLike, level: float = 0.95,
     """Interval for ``fairness_cce``: min over cells of min(c γ, 1/(c γ)), γ = N[g,k] / |g|.
 
     Conditional on the group sizes, N[g,k] is binomial with |g| trials: Wilson bounds for γ.
-    With ``replicates``, calibrated as :func:`balance_interval` (Wilson score deviations).
+    With ``replicates``, calibrated as :func:`balance_interval` (Wilson score statistics).
     """
     T = _table(N)
     rows = np.broadcast_to(T.sum(axis=1)[:, None], T.shape)

@@ -306,7 +306,7 @@ def test_score_statistic_inverts_to_the_score_bounds(n, data):
     bounds, est = I._balance_cells(T)
     cal = I._balance_calibration(T, np.stack([T, T]))
     idx = np.arange(T.size)
-    below, above = (z[0] for z in cal.miss(idx, v))
+    below, above = (z[0] for z in cal.miss(idx, v, np.full(idx.size, v)))
     lo_b, hi_b = bounds(one_sided(c), "lower").ravel(), bounds(one_sided(c), "upper").ravel()
     for j in range(T.size):
         if abs(above[j] - c) > 1e-6 and abs(below[j] - c) > 1e-6 and est.ravel()[j] > 0:
