@@ -3,7 +3,7 @@
 (issue 23), alternated in one process so both see the same load.
 
     nice python benchmarks/bench_ci_methods.py [--groups 5] [--clusters 10000] [--rows 200000]
-        [--replicates 200] [--repeats 3]
+        [--replicates 200] [--repeats 3] [--concentration 1]
     nice python benchmarks/bench_ci_methods.py --audit data.csv --sensitive sex,race
         --labels education [--repeats 3]
 
@@ -37,6 +37,9 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=200_000)
     ap.add_argument("--replicates", type=int, default=200)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--concentration", type=float, default=1.0,
+                    help="Dirichlet concentration of the cell probabilities (large: even cells, "
+                    "no empty cell, so the calibration is not skipped for a minimum of 0)")
     ap.add_argument("--audit", help="a table to audit with both methods (interval step timed)")
     ap.add_argument("--sensitive", default="sex,race")
     ap.add_argument("--labels", default=None)
@@ -45,7 +48,8 @@ def main() -> None:
         audit_step(a)
         return
     rng = np.random.default_rng(0)
-    P = rng.dirichlet(np.ones(a.groups * a.clusters)).reshape(a.groups, a.clusters)
+    P = rng.dirichlet(np.full(a.groups * a.clusters, a.concentration)).reshape(a.groups,
+                                                                                a.clusters)
     T = rng.multinomial(a.rows, P.ravel()).reshape(P.shape)
     T = T[:, T.sum(axis=0) > 0]
     R = resample_counts(T, a.replicates, rng)

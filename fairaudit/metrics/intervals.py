@@ -150,8 +150,11 @@ class _Calibration:
         when `below` exceeds c, its lower bound above ``value`` exactly when `above` does.
         Unfolded: (-z(at), z(value)); folded, where both q = v and q = 1/v count:
         (max(-z(at), z(1/at)), min(z(value), -z(1/value)))."""
-        above = self._pair(self.scores, idx, np.full(idx.size, value))[1]
-        return self._pair(self.scores, idx, at)[0], above
+        below, above = self._pair(self.scores, idx, np.full(idx.size, value))
+        other = at != value
+        if other.any():  # only those cells are evaluated again
+            below[:, other] = self._pair(self.scores, idx[other], at[other])[0]
+        return below, above
 
     def slack(self, idx: NDArray[np.int64], value: float) -> NDArray[np.float64]:
         """The observed cells' `above` statistic at ``value``: how many standard errors each
