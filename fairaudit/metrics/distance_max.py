@@ -39,7 +39,8 @@ from numpy.typing import NDArray
 __all__ = ["max_distance_interval"]
 
 _BLOCK_ELEMENTS = 1 << 18  # float64 elements of B x groups x clusters per block (2 MB)
-_BISECTIONS = 30  # the bounds to 2**-30 of their bracket
+_BISECTIONS = 24  # each bound to 2**-24 of a scan step
+_SCAN = 64  # points of the scan of each bracket
 
 
 def norm(v: NDArray[np.float64], kind: str) -> NDArray[np.float64]:
@@ -86,32 +87,43 @@ def invert(d: NDArray[np.float64], u: NDArray[np.float64], E: NDArray[np.float64
     """Per-cluster bounds (lower, upper) of d_k by inverting the test of d_k = t against
     F_k(t) = {||t u_k + E_b||}_b (E: B x m_dims x k errors, u: unit directions, d: estimates)
     with the rank rule: t is rejected from above when fewer than ``m`` of the B values reach
-    d̂_k, from below when fewer than ``m`` lie at or under it (1 <= m <= B). Lower: the
-    smallest t >= 0 whose m-th largest value reaches d̂_k (0 when t = 0 does); upper: the
-    largest t whose m-th smallest value is at most d̂_k. Bisection on [0, d̂_k] and
-    [d̂_k, d̂_k + max_b ||E_b||] (where t - ||E_b|| <= ||t u + E_b|| brackets it); a cluster
-    with d̂_k = 0 (no direction) gets the triangle upper bound, the m-th largest ||E_b||."""
+    d̂_k, from below when fewer than ``m`` lie at or under it (1 <= m <= B).
+
+    Lower: the smallest t in [0, d̂_k] whose m-th largest value reaches d̂_k (0 when t = 0
+    does; d̂_k when none does); upper: the largest t in [d̂_k, d̂_k + max_b ||E_b||] (beyond,
+    t - ||E_b|| <= ||t u + E_b|| rejects every t) whose m-th smallest value is at most d̂_k.
+    The accepted set need not be an interval (with two groups a deviation is one-dimensional
+    and each replicate accepts a window of t), so each bracket is scanned at ``_SCAN`` points
+    and the first (last) accepted point refined by bisection against its rejected neighbour.
+    A cluster with d̂_k = 0 (no direction) gets the triangle upper bound, the m-th largest
+    ||E_b||."""
     B = E.shape[0]
+    cols = np.arange(d.size)
 
     def g(t: NDArray[np.float64], j: int) -> NDArray[np.float64]:
         return _order_stat(norm(t[None, None, :] * u[None] + E, kind), j)
 
+    def scan(start: NDArray[np.float64], stop: NDArray[np.float64], accept, first: bool):
+        grid = start[None] + np.linspace(0.0, 1.0, _SCAN)[:, None] * (stop - start)[None]
+        ok = np.stack([accept(t) for t in grid])  # (scan, k)
+        any_ok = ok.any(axis=0)
+        i = np.argmax(ok, axis=0) if first else _SCAN - 1 - np.argmax(ok[::-1], axis=0)
+        good = grid[i, cols]
+        # the neighbour outside the accepted point (rejected, or the bracket's end)
+        j = np.clip(i - 1 if first else i + 1, 0, _SCAN - 1)
+        bad = grid[j, cols]
+        for _ in range(_BISECTIONS):
+            mid = 0.5 * (good + bad)
+            a = accept(mid)
+            good, bad = np.where(a, mid, good), np.where(a, bad, mid)
+        return any_ok, good
+
     e_norm = norm(E, kind)
-    lo, hi = np.zeros_like(d), d.copy()
-    zero_ok = g(lo, B - m) >= d
-    for _ in range(_BISECTIONS):
-        mid = 0.5 * (lo + hi)
-        ok = g(mid, B - m) >= d
-        hi = np.where(ok, mid, hi)
-        lo = np.where(ok, lo, mid)
-    lower = np.where(zero_ok, 0.0, hi)
-    lo, hi = d.copy(), d + e_norm.max(axis=0)
-    for _ in range(_BISECTIONS):
-        mid = 0.5 * (lo + hi)
-        ok = g(mid, m - 1) <= d
-        lo = np.where(ok, mid, lo)
-        hi = np.where(ok, hi, mid)
-    upper = np.where(d > 0, lo, d + _order_stat(e_norm, B - m))
+    any_ok, lower = scan(np.zeros_like(d), d, lambda t: g(t, B - m) >= d, first=True)
+    lower = np.where(any_ok, lower, d)
+    any_ok, upper = scan(d, d + e_norm.max(axis=0), lambda t: g(t, m - 1) <= d, first=False)
+    upper = np.where(any_ok, upper, d)
+    upper = np.where(d > 0, upper, d + _order_stat(e_norm, B - m))
     return lower, upper
 
 
