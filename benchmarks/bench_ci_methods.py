@@ -6,12 +6,14 @@
         [--replicates 200] [--repeats 3] [--concentration 1]
     nice python benchmarks/bench_ci_methods.py --audit data.csv --sensitive sex,race
         --labels education [--repeats 3]
+    nice python benchmarks/bench_ci_methods.py --distances [--clusters 10000] ...
 
 Prints, per metric, the median seconds of each method, their ratio (calibrated / conservative),
 the calibrated method's peak traced memory (tracemalloc) and the size of its contact set.
 With ``--audit``: a whole default audit of a table (``fairaudit.audit``) per method, alternated,
 and the seconds spent in its interval step (the counting auditors' own intervals, every
-attribute).
+attribute). With ``--distances``: the intervals of Ed and Wd (``distance_intervals``) with and
+without the calibrated ``wd_max`` / ``ed_max`` on the same table.
 """
 
 from __future__ import annotations
@@ -43,6 +45,8 @@ def main() -> None:
     ap.add_argument("--audit", help="a table to audit with both methods (interval step timed)")
     ap.add_argument("--sensitive", default="sex,race")
     ap.add_argument("--labels", default=None)
+    ap.add_argument("--distances", action="store_true",
+                    help="time distance_intervals (conservative vs calibrated wd_max / ed_max)")
     a = ap.parse_args()
     if a.audit:
         audit_step(a)
@@ -56,6 +60,9 @@ def main() -> None:
     print(f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC, {platform.processor() or platform.machine()}"
           f", {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}; table {T.shape[0]} x "
           f"{T.shape[1]}, {a.rows:,} rows, {a.replicates} replicates")
+    if a.distances:
+        distance_step(T, R, a.repeats)
+        return
     for f in (I.balance_interval, I.fairness_cce_interval, I.balance_prime_interval):
         old, new = [], []
         for _ in range(a.repeats):  # alternated
@@ -73,6 +80,27 @@ def main() -> None:
         print(f"{f.__name__:24s} conservative {o:7.3f} s  calibrated {n:7.3f} s  ratio "
               f"{n / o if o > 0 else float('inf'):5.1f}x  peak {peak:5.0f} MB  contact cells "
               f"{iv.contact_cells:,}")
+
+
+def distance_step(T: np.ndarray, R: np.ndarray, repeats: int) -> None:
+    """Time the intervals of Ed and Wd with and without the calibrated maxima, alternated."""
+    from fairaudit.metrics.distance_intervals import distance_intervals
+
+    times: dict[bool, list[float]] = {False: [], True: []}
+    for _ in range(repeats):
+        for calibrated in times:
+            t = time.perf_counter()
+            ivs = distance_intervals(T, R, calibrated=calibrated)
+            times[calibrated].append(time.perf_counter() - t)
+    tracemalloc.start()
+    distance_intervals(T, R, calibrated=True)
+    peak = tracemalloc.get_traced_memory()[1] / 1e6
+    tracemalloc.stop()
+    o, n = statistics.median(times[False]), statistics.median(times[True])
+    contact = ivs["wd_max"].contact_cells if "wd_max" in ivs else 0
+    print(f"distance_intervals       conservative {o:7.3f} s  calibrated {n:7.3f} s  ratio "
+          f"{n / o if o > 0 else float('inf'):5.1f}x  peak {peak:5.0f} MB  contact clusters "
+          f"(wd_max) {contact:,}")
 
 
 def audit_step(a: argparse.Namespace) -> None:

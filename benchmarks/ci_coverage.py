@@ -1,8 +1,10 @@
-"""Coverage of the true value by the 95 % intervals of balance, fairness_CCE and Balance′, per
-regime of issue 23 (the regimes and the simulation are those of the `slow` test
-``tests/metrics/test_intervals.py::test_calibrated_coverage_simulation``).
+"""Coverage of the true value by the 95 % intervals of balance, fairness_CCE and Balance′ (or,
+with ``--distances``, of wd_max and ed_max), per regime of issue 23 (the regimes and the
+simulation are those of the `slow` tests
+``tests/metrics/test_intervals.py::test_calibrated_coverage_simulation`` and
+``::test_calibrated_max_distance_coverage``).
 
-    python benchmarks/ci_coverage.py [--draws 400] [--seed 2026] [REGIME ...] > new.tsv
+    python benchmarks/ci_coverage.py [--distances] [--draws 400] [--seed 2026] [REGIME ...] > new.tsv
     PYTHONPATH=<an older checkout> python benchmarks/ci_coverage.py > old.tsv
     python benchmarks/ci_coverage.py --markdown old.tsv new.tsv
 
@@ -22,18 +24,19 @@ from pathlib import Path
 logger = logging.getLogger("ci_coverage")
 TEST = Path(__file__).resolve().parent.parent / "tests" / "metrics" / "test_intervals.py"
 NAMES = {"balance_min": "`balance`", "fairness_cce": "`fairness_cce`",
-         "balance_prime": "`balance_prime`"}
+         "balance_prime": "`balance_prime`", "wd_max": "`wd_max`", "ed_max": "`ed_max`"}
 
 
-def simulate(regimes: list[str], draws: int, seed: int) -> None:
+def simulate(regimes: list[str], draws: int, seed: int, distances: bool = False) -> None:
     spec = importlib.util.spec_from_file_location("test_intervals", TEST)
     ti = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(ti)
     import fairaudit
 
     print(f"# fairaudit from {Path(fairaudit.__file__).parent}; {draws} draws, seed {seed}")
-    for regime in regimes or list(ti.REGIMES):
-        res = ti.regime_coverage(regime, draws=draws, seed=seed)
+    run = ti.distance_regime_coverage if distances else ti.regime_coverage
+    for regime in regimes or list(ti.DIST_REGIMES if distances else ti.REGIMES):
+        res = run(regime, draws=draws, seed=seed)
         for metric, (truth,) in res["truth"].items():
             for method in ("conservative", "calibrated"):
                 row = "\t".join(f"{v:.6g}" for v in res[method][metric])
@@ -80,12 +83,14 @@ def main() -> None:
     ap.add_argument("--draws", type=int, default=400)
     ap.add_argument("--seed", type=int, default=2026)
     ap.add_argument("--markdown", nargs=2, metavar=("OLD", "NEW"))
+    ap.add_argument("--distances", action="store_true",
+                    help="wd_max and ed_max (bootstrap-triangle vs calibrated)")
     a = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     if a.markdown:
         markdown(*a.markdown)
     else:
-        simulate(a.regimes, a.draws, a.seed)
+        simulate(a.regimes, a.draws, a.seed, a.distances)
 
 
 if __name__ == "__main__":

@@ -40,7 +40,7 @@ __all__ = ["max_distance_interval"]
 
 _BLOCK_ELEMENTS = 1 << 18  # float64 elements of B x groups x clusters per block (2 MB)
 _BISECTIONS = 24  # each bound to 2**-24 of a scan step
-_SCAN = 64  # points of the scan of each bracket
+_SCAN = 32  # points of the scan of each bracket
 
 
 def norm(v: NDArray[np.float64], kind: str) -> NDArray[np.float64]:
@@ -83,7 +83,8 @@ def _order_stat(x: NDArray[np.float64], j: int) -> NDArray[np.float64]:
 
 
 def invert(d: NDArray[np.float64], u: NDArray[np.float64], E: NDArray[np.float64], kind: str,
-           m: int) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+           m: int, sides: tuple[str, ...] = ("lower", "upper"),
+           ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Per-cluster bounds (lower, upper) of d_k by inverting the test of d_k = t against
     F_k(t) = {||t u_k + E_b||}_b (E: B x m_dims x k errors, u: unit directions, d: estimates)
     with the rank rule: t is rejected from above when fewer than ``m`` of the B values reach
@@ -96,7 +97,8 @@ def invert(d: NDArray[np.float64], u: NDArray[np.float64], E: NDArray[np.float64
     and each replicate accepts a window of t), so each bracket is scanned at ``_SCAN`` points
     and the first (last) accepted point refined by bisection against its rejected neighbour.
     A cluster with d̂_k = 0 (no direction) gets the triangle upper bound, the m-th largest
-    ||E_b||."""
+    ||E_b||. ``sides``: the bounds to compute (the other is returned as d̂).
+    """
     B = E.shape[0]
     cols = np.arange(d.size)
 
@@ -119,20 +121,25 @@ def invert(d: NDArray[np.float64], u: NDArray[np.float64], E: NDArray[np.float64
         return any_ok, good
 
     e_norm = norm(E, kind)
-    any_ok, lower = scan(np.zeros_like(d), d, lambda t: g(t, B - m) >= d, first=True)
-    lower = np.where(any_ok, lower, d)
-    any_ok, upper = scan(d, d + e_norm.max(axis=0), lambda t: g(t, m - 1) <= d, first=False)
-    upper = np.where(any_ok, upper, d)
-    upper = np.where(d > 0, upper, d + _order_stat(e_norm, B - m))
+    lower = upper = d
+    if "lower" in sides:
+        any_ok, lower = scan(np.zeros_like(d), d, lambda t: g(t, B - m) >= d, first=True)
+        lower = np.where(any_ok, lower, d)
+    if "upper" in sides:
+        any_ok, upper = scan(d, d + e_norm.max(axis=0), lambda t: g(t, m - 1) <= d,
+                             first=False)
+        upper = np.where(any_ok, upper, d)
+        upper = np.where(d > 0, upper, d + _order_stat(e_norm, B - m))
     return lower, upper
 
 
 def _ranks(ref: NDArray[np.float64], x: NDArray[np.float64]) -> tuple[NDArray[np.float64], ...]:
-    """Per column k: the number of ``ref[:, k]`` at or above / at or below each ``x[:, k]``."""
+    """Per column k: the number of ``ref[:, k]`` at or above / at or below each ``x[:, k]``
+    (a binary search per column: faster here than one stable sort of all columns)."""
     ref = np.sort(ref, axis=0)
     B = ref.shape[0]
-    above = np.empty_like(x)
-    below = np.empty_like(x)
+    above = np.empty(x.shape)
+    below = np.empty(x.shape)
     for k in range(ref.shape[1]):
         above[:, k] = B - np.searchsorted(ref[:, k], x[:, k], side="left")
         below[:, k] = np.searchsorted(ref[:, k], x[:, k], side="right")
@@ -168,7 +175,6 @@ def max_distance_interval(
     rows = np.asarray(R.sum(axis=2), dtype=np.float64)
     px = rows / rows.sum(axis=1, keepdims=True)
     step = max(1, _BLOCK_ELEMENTS // max(1, B * v.shape[0]))
-    blocks = [idx[i:i + step] for i in range(0, idx.size, step)]
 
     def errors(cols: NDArray[np.intp]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """The errors e*_k (B, m, len(cols)) and unit directions u_k (m, len(cols))."""
@@ -180,7 +186,10 @@ def max_distance_interval(
     # calibration: the replicates' rank p-values at the bootstrap world's max theta
     above_min = np.full(B, np.inf)
     below_max = np.full(B, -np.inf)
-    for cols in blocks:
+    # a cluster whose every replicate lies below every reference value at theta takes no part
+    # (its rank p-values are 1 above and 0 below): t_k + ||e|| < theta - ||e'||
+    near = idx[t[idx] + 2.0 * spread[idx] >= theta]
+    for cols in [near[i:i + step] for i in range(0, near.size, step)]:
         E, u = errors(cols)
         observed = norm(t[cols][None, None, :] * u[None] + E, kind)
         above, below = _ranks(norm(theta * u[None] + E, kind), observed)
@@ -193,12 +202,28 @@ def max_distance_interval(
     m = int(np.ceil(p * (B + 1) - 1 - 1e-9))
     if m < 1 or m > B:  # too few replicates for the level: the conservative ends
         return max(0.0, min(lo_c, est)), max(hi_c, est), int(idx.size)
-    lower = upper = -np.inf
-    for cols in blocks:
-        E, u = errors(cols)
-        lo_k, hi_k = invert(d[cols], u, E, kind, m)
-        lower = max(lower, float(lo_k.max()))
-        upper = max(upper, float(hi_k.max()))
+    # the ends are maxima over clusters: invert the clusters in the order of what they could
+    # reach and stop when no cluster left can pass the end found so far. Cluster k's bounds
+    # lie in [d̂_k - q_k, d̂_k] and [d̂_k, d̂_k + q_k], q_k the m-th largest error norm
+    # (||t u + e|| is within ||e|| of t)
+    q = _order_stat(e_norm[:, idx], B - m)
+    lower = float(np.max(d[idx] - q))
+    upper = est
+    for side, reach in (("lower", d[idx]), ("upper", d[idx] + q)):
+        order = idx[np.argsort(-reach, kind="stable")]
+        reach = np.sort(reach)[::-1]
+        for i in range(0, order.size, step):
+            end = lower if side == "lower" else upper
+            live = reach[i:i + step] > end
+            if not live.any():
+                break
+            cols = order[i:i + step][live]
+            E, u = errors(cols)
+            lo_k, hi_k = invert(d[cols], u, E, kind, m, (side,))
+            if side == "lower":
+                lower = max(lower, float(lo_k.max()))
+            else:
+                upper = max(upper, float(hi_k.max()))
     lower = min(max(lower, lo_c, 0.0), est)
     upper = max(min(upper, hi_c), est)
     return lower, upper, int(idx.size)

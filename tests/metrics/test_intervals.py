@@ -546,3 +546,4 @@ def test_calibrated_max_distance_coverage(regime):
         _, _, _, old_width, old_lower = res["conservative"][name]
         assert width < old_width, (regime, name, width, old_width)
         assert lower >= old_lower, (regime, name, lower, old_lower)
+
