@@ -220,11 +220,16 @@ def regime_coverage(regime: str, draws: int, seed: int, level: float = 0.95,
         truth = float(metric(P))
         out["truth"][metric.__name__] = (truth,)
         for method, by_metric in rows.items():
-            lo, hi = np.array(by_metric[metric.__name__]).T
-            out.setdefault(method, {})[metric.__name__] = (
-                float(np.mean((lo <= truth) & (truth <= hi))), float(np.mean(lo > truth)),
-                float(np.mean(hi < truth)), float(np.median(hi - lo)), float(np.median(lo)))
+            out.setdefault(method, {})[metric.__name__] = _summary(by_metric[metric.__name__],
+                                                                   truth)
     return out
+
+
+def _summary(ends: list[tuple[float, float]], truth: float) -> tuple[float, ...]:
+    """(coverage, lower misses, upper misses, median width, median lower end) of intervals."""
+    lo, hi = np.array(ends).T
+    return (float(np.mean((lo <= truth) & (truth <= hi))), float(np.mean(lo > truth)),
+            float(np.mean(hi < truth)), float(np.median(hi - lo)), float(np.median(lo)))
 
 
 @pytest.mark.slow
@@ -526,10 +531,7 @@ def distance_regime_coverage(regime: str, draws: int, seed: int, level: float = 
         truth = float(DIST[m](P, "zero-one"))
         out["truth"][m] = (truth,)
         for method, by_metric in rows.items():
-            lo, hi = np.array(by_metric[m]).T
-            out.setdefault(method, {})[m] = (
-                float(np.mean((lo <= truth) & (truth <= hi))), float(np.mean(lo > truth)),
-                float(np.mean(hi < truth)), float(np.median(hi - lo)), float(np.median(lo)))
+            out.setdefault(method, {})[m] = _summary(by_metric[m], truth)
     return out
 
 
