@@ -188,11 +188,18 @@ def max_distance_interval(
     below_max = np.full(B, -np.inf)
     # a cluster whose every replicate lies below every reference value at theta takes no part
     # (its rank p-values are 1 above and 0 below): t_k + ||e|| < theta - ||e'||
-    near = idx[t[idx] + 2.0 * spread[idx] >= theta]
+    # moment selection at the maximum: a cluster within kappa bootstrap standard deviations of
+    # the largest estimate may tie it, and its lower-end misses are counted as the maximum's
+    # (measured at theta, from its own replicates); the upper end's from its own estimate
+    near = idx[(t[idx] + 2.0 * spread[idx] >= theta) | (d[idx] + 2.0 * spread[idx] >= est)]
     for cols in [near[i:i + step] for i in range(0, near.size, step)]:
         E, u = errors(cols)
-        observed = norm(t[cols][None, None, :] * u[None] + E, kind)
-        above, below = _ranks(norm(theta * u[None] + E, kind), observed)
+        sd = norm(v[None, :, cols] + E, kind).std(axis=0)
+        tie = est - d[cols] <= kappa * sd
+        ref = norm(theta * u[None] + E, kind)
+        observed = norm(np.where(tie, theta, t[cols])[None, None, :] * u[None] + E, kind)
+        above, _ = _ranks(ref, observed)
+        _, below = _ranks(ref, norm(t[cols][None, None, :] * u[None] + E, kind))
         above_min = np.minimum(above_min, above.min(axis=1) / (B + 1))
         below_max = np.maximum(below_max, below.max(axis=1) / (B + 1))
     miss = np.minimum(above_min, below_max) if theta > 0 else above_min

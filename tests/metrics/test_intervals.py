@@ -495,13 +495,18 @@ def test_calibrated_max_distance_at_zero_and_without_sampling_error():
 
 # The wd_max / ed_max regimes of issue 23: the 1 %-group population (wd_max 0.031, about three
 # standard errors above 0 at n = 3,000, two clusters within half a standard error of each
-# other), the same with segments of 70 / 20 / 10 %, both at n = 30,000, and a perfectly fair
-# population (every distance 0: the boundary). Each: (joint population P[g, k], n).
+# other), the same with segments of 70 / 20 / 10 %, at n = 30,000, closer to 0, and a perfectly
+# fair population (every distance 0: the boundary). Each: (joint population P[g, k], n).
 UNEQUAL = SHARES[:, None] * COND * np.array([0.7, 0.2, 0.1])
 DIST_REGIMES = {
     "one-percent": (SHARES[:, None] * COND, 3000),
     "unequal-segments": (UNEQUAL / UNEQUAL.sum(), 3000),
     "one-percent-n30k": (SHARES[:, None] * COND, 30_000),
+    # the 1 %-group population's deviations from an even spread scaled by 0.6 and 0.3: wd_max
+    # about two and one standard errors above 0, where moment selection must tell a tie and a
+    # boundary from a gap
+    "small": (SHARES[:, None] * (1 / 3 + 0.6 * (COND - 1 / 3)), 3000),
+    "near-zero": (SHARES[:, None] * (1 / 3 + 0.3 * (COND - 1 / 3)), 3000),
     "fair": (SHARES[:, None] * np.full((4, 3), 1 / 3), 3000),
     "fair-n30k": (SHARES[:, None] * np.full((4, 3), 1 / 3), 30_000),
 }
