@@ -24,7 +24,10 @@ is distributed as ||t u_k + e||, which the replicates give as F_k(t) = {||t u_k 
   (Andrews & Soares 2010): a cluster whose distance is not clearly above 0 (d̂_k within the
   Φ(κ) quantile of its error norm, κ = sqrt(2 ln ln n)) counts as 0 in the bootstrap world,
   and when every cluster does, the upper end cannot miss (θ = 0 <= U), so the lower end gets
-  all of the error. Where one cluster is far from 0, the two ends share it;
+  all of the error. Where one cluster is far from 0, the two ends share it. **Moment selection
+  at the maximum**: a cluster within κ bootstrap standard deviations of the largest estimate
+  may tie it, and its lower-end misses are counted at θ (its upper-end misses from its own
+  estimate);
 * **safeguards**: p <= 1 - level (never narrower than spending all of the error on one end of
   one cluster); p values as ranks among the B replicates, (1 + #)/(B + 1), so with too few
   replicates for the level no test is possible; and the ends never beyond the conservative
