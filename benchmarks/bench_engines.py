@@ -59,8 +59,8 @@ def main() -> None:
     import numpy as np
     import polars as pl
 
-    from fairaudit.data import ColumnRoles
-    from fairaudit.engines import DaskEngine, LocalEngine
+    from fairaudit.core.data import ColumnRoles
+    from fairaudit.core.engines import DaskEngine, LocalEngine
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=50_000_000)

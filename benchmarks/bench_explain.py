@@ -1,4 +1,4 @@
-"""Benchmark: the explain pass (`fairaudit.explain.explain`) against writing the same document.
+"""Benchmark: the explain pass (`fairaudit.report.explain.explain`) against writing the same document.
 
     python benchmarks/bench_explain.py [--repeat 3]
 
@@ -28,7 +28,7 @@ SIZES = ((5, 4), (50, 10), (500, 20), (2000, 50))
 def make_doc(counts: np.ndarray, min_cell: int = 10) -> dict:
     from fairaudit_builtins.auditors import BalanceAuditor, CapacityAuditor, DistributionAuditor
 
-    from fairaudit.data import GroupTable
+    from fairaudit.core.data import GroupTable
 
     g, k = counts.shape
     groups = tuple(f"g{i}" for i in range(g))
@@ -79,7 +79,7 @@ def best(fn, repeat: int) -> float:
 def main() -> None:
     from fairaudit_builtins.auditors import BalanceAuditor, CapacityAuditor, DistributionAuditor
 
-    from fairaudit.explain import explain, specs_from_classes
+    from fairaudit.report.explain import explain, specs_from_classes
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=3)

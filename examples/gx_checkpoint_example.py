@@ -7,7 +7,7 @@ Run:  python examples/gx_checkpoint_example.py                      # the bundle
 Exit code: 0 when every expectation passed, 1 when the checkpoint failed (so an orchestrator
 or CI job stops), 2 on bad arguments. Without ``--data`` it audits the bundled 4,000-row UCI
 Adult sample segmented by age band (under 30 / 30-49 / 50 and over) — an existing segmentation,
-the kind a marketing team would use. Polars reads the file; fairaudit.expectations.pandas_frame
+the kind a marketing team would use. Polars reads the file; fairaudit.gx.expectations.pandas_frame
 converts it for GX (GX 1.x has no polars engine).
 """
 
@@ -19,8 +19,8 @@ from pathlib import Path
 
 import polars as pl
 
-# Import fairaudit.expectations first: it switches GX analytics off before GX is imported.
-import fairaudit.expectations as fx
+# Import fairaudit.gx.expectations first: it switches GX analytics off before GX is imported.
+import fairaudit.gx.expectations as fx
 
 # isort: split
 import great_expectations as gx

@@ -16,9 +16,9 @@ import sys
 
 import pandas as pd
 
-# Import fairaudit.expectations first: it switches GX analytics off (GX_ANALYTICS_ENABLED=False)
+# Import fairaudit.gx.expectations first: it switches GX analytics off (GX_ANALYTICS_ENABLED=False)
 # before GX is imported, then registers fairaudit's expectations with GX.
-import fairaudit.expectations as fx
+import fairaudit.gx.expectations as fx
 
 # isort: split
 import great_expectations as gx

@@ -1,7 +1,8 @@
 """fairaudit: audit the fairness of clusterings of tabular data about people.
 
 ``fairaudit.audit(...)`` runs an audit from Python; ``fairaudit.write_report(run, path)`` writes
-its HTML and JSON. Algorithms live in :mod:`fairaudit.cluster`, :mod:`fairaudit.metrics` and
+its HTML and JSON. A run's configuration is one frozen :class:`ChainSpec` (with
+:class:`DataSpec`, :class:`StepSpec`), which ``fairaudit.audit(data, chain=spec)`` also takes. Algorithms live in :mod:`fairaudit.cluster`, :mod:`fairaudit.metrics` and
 :mod:`fairaudit.preprocess`. Nothing heavy is imported until used.
 """
 
@@ -9,7 +10,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from fairaudit import _compat
 from fairaudit._lazy import lazy_attributes
+
+_compat.install()  # old module names (before the sub-packages) still import, with a warning
 
 __version__ = "0.1.0"
 __distribution__ = "fairaudit-clusters"
@@ -19,8 +23,11 @@ the unrelated ``fairaudit`` on the index is another project)."""
 _LAZY = {
     "audit": "fairaudit.api",
     "write_report": "fairaudit.api",
-    "AuditRun": "fairaudit.results",
+    "AuditRun": "fairaudit.report.results",
     "hookimpl": "fairaudit.hookspecs",
+    "ChainSpec": "fairaudit.core.spec",
+    "DataSpec": "fairaudit.core.spec",
+    "StepSpec": "fairaudit.core.spec",
 }
 __all__ = ["__version__", *_LAZY]
 
@@ -34,10 +41,19 @@ if TYPE_CHECKING:  # what type checkers see; at run time the names load lazily (
     from fairaudit.api import (
         write_report as write_report,
     )
+    from fairaudit.core.spec import (
+        ChainSpec as ChainSpec,
+    )
+    from fairaudit.core.spec import (
+        DataSpec as DataSpec,
+    )
+    from fairaudit.core.spec import (
+        StepSpec as StepSpec,
+    )
     from fairaudit.hookspecs import (
         hookimpl as hookimpl,
     )
-    from fairaudit.results import (
+    from fairaudit.report.results import (
         AuditRun as AuditRun,
     )
 

@@ -12,15 +12,18 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from fairaudit.results import AuditRun
+from fairaudit.report.results import AuditRun
+
+if TYPE_CHECKING:
+    from fairaudit.core.spec import ChainSpec
 
 
 def audit(
     data: Any,
     *,
-    sensitive: Sequence[str] | str,
+    sensitive: Sequence[str] | str = (),
     labels: str | None = None,
     cluster: Iterable[str | tuple[str, Mapping[str, Any]]] = (),
     features: Sequence[str] | None = None,
@@ -41,7 +44,7 @@ def audit(
     on_null: str | None = None,
     on_nonfinite: str | None = None,
     timing: bool | None = None,
-    chain: str | Path | None = None,
+    chain: str | Path | ChainSpec | None = None,
     disabled_plugins: Sequence[str] = (),
     scheduler: str | None = None,
     workers: int | None = None,
@@ -65,7 +68,7 @@ def audit(
     PyCapsule stream interface (``__arrow_c_stream__``: a pyarrow Table or RecordBatchReader, a
     DuckDB relation, ...), imported by polars without pyarrow.
 
-    Every parameter is checked before any work (:mod:`fairaudit.params`): a bad value raises
+    Every parameter is checked before any work (:mod:`fairaudit.core.params`): a bad value raises
     :class:`~fairaudit.errors.ConfigError` naming it and what was expected (``bootstrap`` at most
     10,000, ``min_cell`` at least 1, ``sensitive`` a column name or a list of them, ...).
 
@@ -78,12 +81,14 @@ def audit(
     each fair clusterer with ``fair=False`` (the price of fairness). ``ci_method``
     (``"calibrated"``, the default, or ``"conservative"``) chooses the intervals of the
     min-of-ratios metrics (docs/metrics.md, "Uncertainty").
-    Returns the :class:`~fairaudit.results.AuditRun` (its ``exit_code`` is what the CLI exits with).
+    Returns the :class:`~fairaudit.report.results.AuditRun` (its ``exit_code`` is what the CLI exits with).
     ``scheduler`` (a Dask scheduler address) or ``workers`` (a local Dask cluster of that many
     processes) count and assign every row on Dask (``pip install 'fairaudit[dask]'``); the
     results are identical to the local engine's. They override the chain's ``[engine]`` table;
     ``engine="local"`` runs locally whatever the chain says, ``engine="dask"`` without an
     address uses the chain's, else ``DASK_SCHEDULER_ADDRESS``.
+    ``chain`` is a chain TOML file or a :class:`~fairaudit.core.spec.ChainSpec` built in Python
+    (the same frozen object the file and the flags build); the other arguments add to it.
     ``baseline`` (an earlier audit: path, JSON document or run) also compares with it and gates on
     both (``run.doc["comparison"]``; ``tolerance`` maps ``METRIC[[ATTR]]`` to an allowed
     worsening); a chain's ``[compare]`` table does the same.
@@ -100,20 +105,16 @@ def audit(
     released cells privately (a threshold; ``delta``, default 1e-7). They override a chain's
     ``[privacy]`` table; bad values raise ``ConfigError`` naming the parameter.
     """
-    from fairaudit import params
-    from fairaudit.chain import (
-        API_NAMES,
-        chain_from_flags,
-        load_chain,
-        retired_suppress,
-        threshold_from,
-    )
+    from fairaudit.core import params
+    from fairaudit.core.build import chain_from_flags
+    from fairaudit.core.chain import threshold_from
+    from fairaudit.core.io import as_polars
+    from fairaudit.core.plugins import Host
+    from fairaudit.core.runner import run_chain
+    from fairaudit.core.spec import API_NAMES, retired_suppress
     from fairaudit.errors import ConfigError
-    from fairaudit.io import as_polars
-    from fairaudit.plugins import Host
-    from fairaudit.runner import run_chain
 
-    # every parameter checked in one place (fairaudit.params) before any work
+    # every parameter checked in one place (fairaudit.core.params) before any work
     v = params.check_all({
         "sensitive": sensitive, "labels": labels, "features": features, "exclude": exclude,
         "seed": seed, "sample": sample, "k": k, "min_cell": min_cell, "bootstrap": bootstrap,
@@ -144,7 +145,7 @@ def audit(
         sample=v["sample"], thresholds=thresholds, min_cell=v["min_cell"],
         bootstrap=v["bootstrap"], ci_method=v["ci_method"], on_null=v["on_null"],
         on_nonfinite=v["on_nonfinite"], audits=v["audit"], skip_audits=v["skip_audit"],
-        timing=v["timing"], base=load_chain(chain) if chain else None, twins=v["twins"],
+        timing=v["timing"], base=_base_chain(v["chain"]), twins=v["twins"],
         privacy={"publish": publish, "epsilon": epsilon, "budget": privacy_budget,
                  "ledger": None if ledger is None else str(ledger), "source": privacy_source,
                  "categories": None if dp_categories is None else
@@ -153,19 +154,19 @@ def audit(
                  "fitted": dp_fitted, "domain": dp_domain, "delta": delta},
         privacy_names=API_NAMES,
     )
-    from fairaudit.baseline import BaselineOptions, attach_comparison, resolve
+    from fairaudit.ops.baseline import BaselineOptions, attach_comparison, resolve
 
-    options = resolve(None, (), str(chain) if chain else None)
+    options = resolve(None, (), v["chain"] if isinstance(v["chain"], str) else None)
     if baseline is not None:
         options = BaselineOptions(baseline, {**(options.tolerance if options else {}),
                                              **(v["tolerance"] or {})})
     elif tolerance:
         raise ConfigError("tolerance: needs baseline= (or a [compare] table in the chain)")
     if options is not None:
-        from fairaudit.compare import load_audit
+        from fairaudit.ops.compare import load_audit
 
         load_audit(options.baseline, what="baseline")  # a bad baseline fails before the run
-    from fairaudit.engines import engine_for
+    from fairaudit.core.engines import engine_for
 
     runner = engine_for(spec.engine, name=v["engine"], scheduler=v["scheduler"],
                         workers=v["workers"], env_default=False)
@@ -176,19 +177,29 @@ def audit(
     return attach_comparison(run, options) if options is not None else run
 
 
+def _base_chain(chain: Any) -> Any:
+    """The chain ``fairaudit.audit`` builds on: a ChainSpec as given, a TOML file's, or none."""
+    from fairaudit.core.chain import load_chain
+    from fairaudit.core.spec import ChainSpec
+
+    if chain is None or isinstance(chain, ChainSpec):
+        return chain
+    return load_chain(chain)
+
+
 def write_report(run: AuditRun, html_path: str | Path, json_path: str | Path | None = None,
                  ) -> tuple[Path, Path]:
     """Write the HTML report and the JSON document as a pair (both or neither; see
-    :mod:`fairaudit.outputs`). Returns both paths.
+    :mod:`fairaudit.report.outputs`). Returns both paths.
 
     Raises :class:`~fairaudit.errors.ConfigError` (nothing written) when a path is the run's
     input (``run.doc["input"]["path"]``: file, folder or glob), when both paths are the same
     file, or when a folder does not exist or is not writable.
     """
+    from fairaudit.core.plugins import Host
     from fairaudit.errors import ConfigError
-    from fairaudit.outputs import check_outputs, input_refs, write_outputs
-    from fairaudit.plugins import Host
-    from fairaudit.report import render_html
+    from fairaudit.report.outputs import check_outputs, input_refs, write_outputs
+    from fairaudit.report.render import render_html
 
     if not isinstance(run, AuditRun):
         raise ConfigError(f"run: expected an AuditRun (what fairaudit.audit returns); got "

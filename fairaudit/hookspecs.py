@@ -19,7 +19,7 @@ hookimpl = pluggy.HookimplMarker("fairaudit")
 # ----------------------------------------------------------------------- registration (once)
 @hookspec
 def fairaudit_register_preprocessors() -> list[type]:
-    """Return a list of :class:`fairaudit.components.Preprocessor` subclasses.
+    """Return a list of :class:`fairaudit.core.components.Preprocessor` subclasses.
 
     Called once when the registry is built. Names must be unique across all plugins.
     """
@@ -27,17 +27,17 @@ def fairaudit_register_preprocessors() -> list[type]:
 
 @hookspec
 def fairaudit_register_clusterers() -> list[type]:
-    """Return a list of :class:`fairaudit.components.Clusterer` subclasses."""
+    """Return a list of :class:`fairaudit.core.components.Clusterer` subclasses."""
 
 
 @hookspec
 def fairaudit_register_auditors() -> list[type]:
-    """Return a list of :class:`fairaudit.components.Auditor` subclasses."""
+    """Return a list of :class:`fairaudit.core.components.Auditor` subclasses."""
 
 
 @hookspec
 def fairaudit_register_report_sections() -> list[type]:
-    """Return a list of :class:`fairaudit.components.ReportSection` subclasses."""
+    """Return a list of :class:`fairaudit.core.components.ReportSection` subclasses."""
 
 
 # ----------------------------------------------------------------------- per run
@@ -70,6 +70,6 @@ def fairaudit_step_finished(step: str, kind: str, labelling: str | None, seconds
 
 @hookspec
 def fairaudit_run_finished(run: Any) -> None:
-    """Called once with the finished :class:`fairaudit.results.AuditRun`, before reports are
+    """Called once with the finished :class:`fairaudit.report.results.AuditRun`, before reports are
     written. Use it for notifications or to export results elsewhere. Return value ignored.
     """

@@ -12,7 +12,7 @@ In the spirit of scikit-learn's ``check_estimator``::
 Also a pytest plugin, loaded only where a project asks for it (``pytest -p fairaudit.testing``,
 or ``pytest_plugins = ["fairaudit.testing"]`` in its top-level ``conftest.py``), providing the
 fixtures ``fairaudit_host`` (a host with built-ins only) and ``fairaudit_data`` (a small seeded
-:class:`~fairaudit.data.AuditData` with a planted imbalance), plus :func:`registered` and
+:class:`~fairaudit.core.data.AuditData` with a planted imbalance), plus :func:`registered` and
 :func:`record_hooks`. It has no ``pytest11`` entry point: installing fairaudit adds nothing to
 other projects' test runs.
 """
@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from fairaudit.components import (
+from fairaudit.core.components import (
     AuditContext,
     Auditor,
     Clusterer,
@@ -55,7 +55,7 @@ def make_data(n: int = 240, *, seed: int = 0, n_features: int = 3, with_labels: 
     import numpy as np
     import polars as pl
 
-    from fairaudit.data import ROW_ID, AuditData, ColumnRoles, Labelling
+    from fairaudit.core.data import ROW_ID, AuditData, ColumnRoles, Labelling
 
     rng = np.random.default_rng(seed)
     blob = rng.integers(0, 3, size=n)
@@ -141,7 +141,7 @@ def check_constraints_name_parameters(cls: type) -> None:
 
 
 def check_declared_artifacts(cls: type) -> None:
-    from fairaudit.artifacts import ARTIFACTS
+    from fairaudit.core.artifacts import ARTIFACTS
 
     unknown = (set(cls.requires) | set(cls.provides)) - ARTIFACTS
     if unknown:
@@ -243,7 +243,7 @@ def check_auditor_results(cls: type) -> None:
         _fail(cls, "check_auditor_results", "declare at least one MetricSpec in 'metrics'")
     if sum(1 for m in cls.metrics if m.headline) > 1:
         _fail(cls, "check_auditor_results", "at most one headline metric")
-    from fairaudit.contingency import joint_from_frame
+    from fairaudit.core.contingency import joint_from_frame
 
     data = make_data()
     lab = data.labellings["planted"]
@@ -360,8 +360,8 @@ try:  # `-p fairaudit.testing` / `pytest_plugins` import this module inside pyte
 
     @_pytest.fixture
     def fairaudit_host() -> Any:
-        """A :class:`fairaudit.plugins.Host` with the built-ins only (no entry points)."""
-        from fairaudit.plugins import Host
+        """A :class:`fairaudit.core.plugins.Host` with the built-ins only (no entry points)."""
+        from fairaudit.core.plugins import Host
 
         return Host.create(entrypoints=False)
 

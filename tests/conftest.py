@@ -45,7 +45,7 @@ def make_synthetic(n: int = 2000, seed: int = 0) -> pl.DataFrame:
 @pytest.fixture
 def host():
     """A host with the built-in plugins only (no entry points)."""
-    from fairaudit.plugins import Host
+    from fairaudit.core.plugins import Host
 
     return Host.create(entrypoints=False)
 

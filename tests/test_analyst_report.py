@@ -19,7 +19,7 @@ from conftest import EXAMPLE_DATA, make_synthetic
 
 import fairaudit
 from fairaudit.errors import ConfigError
-from fairaudit.report import fmt_num, render_html
+from fairaudit.report.render import fmt_num, render_html
 
 COUNTING = {"balance", "distribution", "capacity"}
 """The auditors whose headlines are functions of the counts: the ones cell suppression used to
@@ -206,7 +206,7 @@ def test_chain_refuses_min_cell_below_one(tmp_path, bad):
 def test_console_and_markdown_summaries_carry_the_notice():
     import json
 
-    from fairaudit.summary import EXACT_NOTICE, console_lines, markdown
+    from fairaudit.report.summary import EXACT_NOTICE, console_lines, markdown
 
     doc = json.loads((EXAMPLE_DATA.parents[2] / "tests/data/sample_audit.json")
                      .read_text(encoding="utf-8"))

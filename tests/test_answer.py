@@ -69,7 +69,7 @@ def test_quiet_stays_silent(run_cli, segments, tmp_path):
 
 def test_report_leads_with_the_answer(segments, tmp_path):
     import fairaudit
-    from fairaudit import report
+    from fairaudit.report import render as report
 
     run = fairaudit.audit(segments, sensitive=["race", "sex"], labels="segment")
     html = report.render_html(run)
@@ -93,7 +93,7 @@ def test_report_leads_with_the_answer(segments, tmp_path):
 
 def test_status_card_with_thresholds_is_unchanged(segments):
     import fairaudit
-    from fairaudit import report
+    from fairaudit.report import render as report
 
     run = fairaudit.audit(segments, sensitive=["race", "sex"], labels="segment",
                           fail_under={"balance": 0.2})

@@ -7,10 +7,10 @@ import polars as pl
 import pytest
 from fixture_plugins import load_fixture_plugin
 
-from fairaudit.chain import chain_from_flags
-from fairaudit.contingency import joint_from_frame, sum_joint_tables
-from fairaudit.plugins import Host, make_plugin_manager
-from fairaudit.runner import run_chain
+from fairaudit.core.build import chain_from_flags
+from fairaudit.core.contingency import joint_from_frame, sum_joint_tables
+from fairaudit.core.plugins import Host, make_plugin_manager
+from fairaudit.core.runner import run_chain
 
 
 @pytest.fixture
@@ -39,7 +39,7 @@ def _run(host, df, clusters, preprocess=(), sample=500):
     if preprocess is not None:
         import dataclasses
 
-        from fairaudit.chain import StepSpec
+        from fairaudit.core.spec import StepSpec
 
         spec = dataclasses.replace(spec, preprocess=tuple(
             StepSpec("preprocess", p, f"preprocess[{i}]", {}, p) for i, p in enumerate(preprocess)
@@ -81,7 +81,7 @@ def test_a_clusterer_without_predict_keeps_its_sample_and_says_so(xhost):
 
 
 def test_batches_add_up_to_the_whole(xhost):
-    import fairaudit.assign as A
+    import fairaudit.core.assign as A
 
     df = _data(3000)
     whole = _run(xhost, df, ["sign_predict"])

@@ -740,11 +740,11 @@ API_CASES = {
 @pytest.mark.parametrize("case", list(API_CASES), ids=list(API_CASES))
 def test_9_the_api_checks_every_parameter_before_any_work(parquet_path, case, monkeypatch):
     import fairaudit
-    import fairaudit.runner
+    import fairaudit.core.runner
     from fairaudit.errors import ConfigError
 
     kwargs, name = API_CASES[case]
-    monkeypatch.setattr(fairaudit.runner, "run_chain",
+    monkeypatch.setattr(fairaudit.core.runner, "run_chain",
                         lambda *a, **k: pytest.fail("work started before validation"))
     args = {"sensitive": ["sex"], "labels": "segment", **kwargs}
     with pytest.raises(ConfigError) as info:
@@ -788,15 +788,15 @@ def test_9_empty_pandas_frame_message_has_no_frame_dump():
 
 
 def test_9_chain_and_cli_give_the_same_ranges(run_cli, tmp_path):
-    from fairaudit.chain import load_chain
+    from fairaudit.core.chain import load_chain
     from fairaudit.errors import ChainValidationError
 
     chain = tmp_path / "c.toml"
     chain.write_text('[data]\nsensitive = ["sex"]\nlabels = "segment"\n[options]\nmin_cell = 0\n'
                      "bootstrap = 1000000000\n", encoding="utf-8")
     with pytest.raises(ChainValidationError) as info:
-        from fairaudit.chain import validate_chain
-        from fairaudit.plugins import Host
+        from fairaudit.core.plugins import Host
+        from fairaudit.core.validate import validate_chain
 
         validate_chain(load_chain(chain), Host.create(entrypoints=False).registry)
     text = str(info.value)

@@ -9,10 +9,10 @@ import pytest
 from fairaudit_builtins.sections import per_cluster_matrix
 from fixture_plugins import load_fixture_plugin
 
-from fairaudit.chain import parse_chain
-from fairaudit.data import GroupTable
-from fairaudit.plugins import Host, make_plugin_manager
-from fairaudit.runner import run_chain
+from fairaudit.core.chain import parse_chain
+from fairaudit.core.data import GroupTable
+from fairaudit.core.plugins import Host, make_plugin_manager
+from fairaudit.core.runner import run_chain
 
 TABLE = GroupTable("sex", ("F", "M"), (0, 1), np.array([[3, 10], [7, 30]]), np.zeros(2, int))
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from fairaudit import report
-from fairaudit.results import AuditRun
+from fairaudit.report import render as report
+from fairaudit.report.results import AuditRun
 
 pytestmark = pytest.mark.browser
 

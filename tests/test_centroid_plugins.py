@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fairaudit.components import Clusterer
+from fairaudit.core.components import Clusterer
 from fairaudit.metrics import ed_score
 from fairaudit.testing import make_data
 

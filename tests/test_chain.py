@@ -8,14 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from fairaudit.chain import (
-    chain_from_flags,
-    load_chain,
-    parse_chain,
-    parse_component_flag,
-    parse_threshold_flag,
-    validate_chain,
-)
+from fairaudit.core.build import chain_from_flags
+from fairaudit.core.chain import load_chain, parse_chain, parse_component_flag, parse_threshold_flag
+from fairaudit.core.validate import validate_chain
 from fairaudit.errors import ChainValidationError, ConfigError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -120,7 +115,7 @@ def test_no_auditors(host):
 
 
 def test_data_flow_requires_what_earlier_steps_provide(host):
-    from fairaudit.components import Auditor, Direction, MetricSpec
+    from fairaudit.core.components import Auditor, Direction, MetricSpec
 
     class NeedsMemberships(Auditor):
         name = "needs_memberships"
@@ -130,7 +125,7 @@ def test_data_flow_requires_what_earlier_steps_provide(host):
         def __init__(self) -> None:
             pass
 
-    from fairaudit.plugins import ComponentInfo, Registry
+    from fairaudit.core.plugins import ComponentInfo, Registry
 
     registry = Registry([*host.registry.all(),
                          ComponentInfo("auditor", "needs_memberships", NeedsMemberships,

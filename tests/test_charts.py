@@ -1,4 +1,4 @@
-"""fairaudit.charts: matplotlib -> inline SVG, deterministic, escaped, self-contained."""
+"""fairaudit.report.charts: matplotlib -> inline SVG, deterministic, escaped, self-contained."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from fairaudit import charts
+from fairaudit.report import charts
 
 XSS = "<script>alert(1)</script>"
 
@@ -139,7 +139,7 @@ def test_scatter_rejects_mismatched_lengths():
 def test_charts_use_no_pyplot_and_import_matplotlib_lazily():
     code = (
         "import sys\n"
-        "import fairaudit.charts as c\n"
+        "import fairaudit.report.charts as c\n"
         "assert 'matplotlib' not in sys.modules, 'imported at module load'\n"
         "c.heatmap([[0.5]], ['a'], ['b'])\n"
         "c.hbar(['a'], [1.0])\n"

@@ -1,4 +1,4 @@
-"""Input checks (fairaudit.checks) on good and bad frames, through a real ephemeral GX context."""
+"""Input checks (fairaudit.gx.checks) on good and bad frames, through a real ephemeral GX context."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from fairaudit.checks import ERROR, WARNING, CheckResult, run_input_checks
+from fairaudit.gx.checks import ERROR, WARNING, CheckResult, run_input_checks
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -416,8 +416,8 @@ def test_sample_must_be_a_frame():
 _HYGIENE_SCRIPT = textwrap.dedent(
     """
     import importlib.util, os, socket, sys
-    import fairaudit, fairaudit.checks
-    assert "great_expectations" not in sys.modules, "importing fairaudit.checks imported GX"
+    import fairaudit, fairaudit.gx.checks
+    assert "great_expectations" not in sys.modules, "importing fairaudit.gx.checks imported GX"
     if importlib.util.find_spec("fairaudit.cli") is not None:  # `fairaudit --help`
         from click.testing import CliRunner
         from fairaudit.cli import main
@@ -434,7 +434,7 @@ _HYGIENE_SCRIPT = textwrap.dedent(
     socket.getaddrinfo = no_network
 
     import polars as pl
-    from fairaudit.checks import run_input_checks
+    from fairaudit.gx.checks import run_input_checks
 
     frame = pl.DataFrame({"g": ["a", "b", None, "a"], "k": [0, 1, 1, 0], "x": [1.0, 2.0, 3.0, 4.0]})
     results = run_input_checks(
@@ -476,7 +476,7 @@ def test_callers_current_gx_context_is_restored():
 def test_an_expectation_gx_cannot_evaluate_becomes_a_failed_check():
     import great_expectations as gx
 
-    from fairaudit.checks import _Runner, _Spec
+    from fairaudit.gx.checks import _Runner, _Spec
 
     runner = _Runner()
     try:

@@ -38,12 +38,12 @@ def _results(doc: dict, **match) -> list[dict]:
 def _stub_html(monkeypatch) -> None:
     """Replace the (matplotlib-heavy) HTML rendering by a stub, for tests about the JSON and
     exit codes only; tests of the page itself use the real renderer."""
-    import fairaudit.report
+    import fairaudit.report.render
 
     def render_html(run, host=None, *, template_dirs=()):
         return "<!-- html rendering stubbed in this test -->\n"
 
-    monkeypatch.setattr(fairaudit.report, "render_html", render_html)
+    monkeypatch.setattr(fairaudit.report.render, "render_html", render_html)
 
 
 @pytest.fixture

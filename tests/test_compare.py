@@ -11,14 +11,14 @@ from pathlib import Path
 import pytest
 from audit_sims import chain_file, population, resample_audit
 
-from fairaudit.compare import (
+from fairaudit.errors import ConfigError, InputError
+from fairaudit.ops.compare import (
     IncomparableError,
     compare,
     incomparable_reasons,
     mover_interval,
     parse_tolerances,
 )
-from fairaudit.errors import ConfigError, InputError
 
 N_RESAMPLES = 12
 
@@ -204,7 +204,7 @@ def _as_clusterer(doc: dict, perm: dict[int, int]) -> dict:
 
 
 def test_permuted_cluster_ids_are_aligned_back():
-    from fairaudit.align import align_clusters
+    from fairaudit.ops.align import align_clusters
 
     base = _as_clusterer(resample_audit(0, shift=True), {0: 0, 1: 1, 2: 2})
     perm = {0: 2, 1: 0, 2: 1}
@@ -227,7 +227,7 @@ def test_segments_are_matched_by_name(doc):
 
 
 def test_prototypes_are_used_when_present():
-    from fairaudit.align import align_clusters
+    from fairaudit.ops.align import align_clusters
 
     base = _as_clusterer(resample_audit(0), {0: 0, 1: 1, 2: 2})["labellings"][0]
     cur = _as_clusterer(resample_audit(0), {0: 0, 1: 1, 2: 2})["labellings"][0]
@@ -350,7 +350,7 @@ def test_chain_compare_table_and_api(data_files, tmp_path):
 
 
 def test_page_states_the_alignment_rule():
-    from fairaudit.diffreport import render_comparison_html
+    from fairaudit.report.diffreport import render_comparison_html
 
     base = _as_clusterer(resample_audit(0, shift=True), {0: 0, 1: 1, 2: 2})
     cur = _as_clusterer(resample_audit(1, shift=True), {0: 2, 1: 0, 2: 1})
@@ -361,7 +361,7 @@ def test_page_states_the_alignment_rule():
 
 def test_better_or_worse_is_decided_by_the_interval_of_the_change_not_the_point():
     """Issue 23: a change whose interval holds 0 is "within noise", whatever its sign."""
-    from fairaudit.compare import _verdict
+    from fairaudit.ops.compare import _verdict
 
     assert _verdict([0.01, 0.2], "higher_is_better") == "better"
     assert _verdict([0.01, 0.2], "lower_is_better") == "worse"
@@ -373,7 +373,7 @@ def test_better_or_worse_is_decided_by_the_interval_of_the_change_not_the_point(
 def test_price_of_fairness_reads_fairer_only_from_the_interval_of_the_gain():
     from fairaudit_builtins.quality import TwinsSection
 
-    from fairaudit.twins import price_of_fairness
+    from fairaudit.core.twins import price_of_fairness
 
     def res(lab, value, ci):
         return {"auditor": "balance", "metric": "balance", "labelling": lab, "attribute": "g",

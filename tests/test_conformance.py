@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fairaudit.components import Clusterer, CountingAuditor, Direction, MetricSpec
-from fairaudit.plugins import Host
+from fairaudit.core.components import Clusterer, CountingAuditor, Direction, MetricSpec
+from fairaudit.core.plugins import Host
 from fairaudit.testing import check_component, component_checks, parametrize_with_checks
 
 _HOST = Host.create(entrypoints=False)

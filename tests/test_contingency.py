@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fairaudit.contingency import joint_from_frame, resample_joint
+from fairaudit.core.contingency import joint_from_frame, resample_joint
 from fairaudit.errors import InputError
 
 # 10 rows: cluster, sex, race
@@ -277,7 +277,7 @@ def test_bootstrap_is_seeded():
 
 
 def test_partitions_of_named_labels_add_up_by_name():
-    from fairaudit.contingency import sum_joint_tables
+    from fairaudit.core.contingency import sum_joint_tables
 
     a = pl.DataFrame({"seg": ["b", "c", "-1"], "sex": ["F", "M", "F"]})
     b = pl.DataFrame({"seg": ["a", "b", "b"], "sex": ["F", "M", "F"]})

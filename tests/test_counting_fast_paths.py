@@ -18,9 +18,9 @@ from fairaudit_builtins.auditors import BalanceAuditor, CapacityAuditor, Distrib
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fairaudit.components import CountingAuditor, Direction, MetricSpec
-from fairaudit.contingency import BootstrapReplicates, joint_from_frame, resample_joint
-from fairaudit.counting_audit import _breakdown_by_metric, judgeable, run_counting_auditor
+from fairaudit.core.components import CountingAuditor, Direction, MetricSpec
+from fairaudit.core.contingency import BootstrapReplicates, joint_from_frame, resample_joint
+from fairaudit.core.counting_audit import _breakdown_by_metric, judgeable, run_counting_auditor
 from fairaudit.metrics import counting
 
 

@@ -12,11 +12,11 @@ pytest.importorskip("distributed")
 
 from fixture_plugins import load_fixture_plugin  # noqa: E402
 
-from fairaudit.chain import chain_from_flags  # noqa: E402
-from fairaudit.engines import DaskEngine, LocalEngine  # noqa: E402
+from fairaudit.core.build import chain_from_flags
+from fairaudit.core.engines import DaskEngine, LocalEngine  # noqa: E402
+from fairaudit.core.plugins import Host, make_plugin_manager  # noqa: E402
+from fairaudit.core.runner import run_chain  # noqa: E402
 from fairaudit.errors import ConfigError, InputError  # noqa: E402
-from fairaudit.plugins import Host, make_plugin_manager  # noqa: E402
-from fairaudit.runner import run_chain  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -21,8 +21,9 @@ CLUSTERS = ("kmeans:n_clusters=3", "dbscan:eps=0.5")
 
 
 def _run(host, data: Path, seed: int) -> dict:
-    from fairaudit.chain import chain_from_flags, parse_threshold_flag
-    from fairaudit.runner import run_chain
+    from fairaudit.core.build import chain_from_flags
+    from fairaudit.core.chain import parse_threshold_flag
+    from fairaudit.core.runner import run_chain
 
     spec = chain_from_flags(
         host.registry, sensitive=("sex", "race"), labels="segment", clusters=CLUSTERS,

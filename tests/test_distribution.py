@@ -41,10 +41,10 @@ def test_verbose_logs_each_step(tmp_path, cli):
     for flags in (["--verbose"], ["-v"]):
         loud = cli.invoke(main, [*args, *flags])
         assert loud.exit_code == 0, loud.output
-        assert re.search(r"INFO fairaudit\.runner: auditor balance on segment: [\d.]+ s",
+        assert re.search(r"INFO fairaudit\.core\.runner: auditor balance on segment: [\d.]+ s",
                          loud.output), loud.output
     top = cli.invoke(main, ["--verbose", *args])  # also before the command
-    assert "INFO fairaudit.runner" in top.output
+    assert "INFO fairaudit.core.runner" in top.output
 
 
 _USER_SCRIPT = textwrap.dedent("""
@@ -75,7 +75,7 @@ def test_mypy_sees_the_typed_api(tmp_path):
          "--cache-dir", str(tmp_path / ".mypy_cache"), "user.py"],
         cwd=tmp_path, capture_output=True, text=True, timeout=600)
     revealed = re.findall(r'Revealed type is "([^"]+)"', proc.stdout)
-    assert revealed[:3] == ["fairaudit.results.AuditRun", "int",
+    assert revealed[:3] == ["fairaudit.report.results.AuditRun", "int",
                             "fairaudit.cluster.fairden.FairDen"], proc.stdout
     assert revealed[3].startswith("numpy.ndarray"), proc.stdout
     assert revealed[4:] == ["fairaudit.cluster.lofkm.LOFKMeans", "float"], proc.stdout
@@ -87,9 +87,9 @@ def test_great_expectations_only_where_input_checks_run(tmp_path):
     GX (the input checks do, when an audit runs them)."""
     script = textwrap.dedent("""
         import sys
-        import fairaudit, fairaudit.api, fairaudit.runner, fairaudit.cli, fairaudit.compare
-        import fairaudit.history, fairaudit.report
-        from fairaudit.plugins import Host
+        import fairaudit, fairaudit.api, fairaudit.core.runner, fairaudit.cli, fairaudit.ops.compare
+        import fairaudit.ops.history, fairaudit.report.render
+        from fairaudit.core.plugins import Host
         from fairaudit.cluster import FairDen
         from fairaudit.metrics import balance_score
         host = Host.create()

@@ -10,8 +10,9 @@ import numpy as np
 import polars as pl
 import pytest
 
-from fairaudit.chain import EngineSpec, load_chain, parse_chain
-from fairaudit.engines import DaskEngine, LocalEngine, engine_for
+from fairaudit.core.chain import load_chain, parse_chain
+from fairaudit.core.engines import DaskEngine, LocalEngine, engine_for
+from fairaudit.core.spec import EngineSpec
 from fairaudit.errors import ConfigError
 
 

@@ -1,4 +1,4 @@
-"""fairaudit.expectations: the GX custom expectations, on hand-computed contingency tables."""
+"""fairaudit.gx.expectations: the GX custom expectations, on hand-computed contingency tables."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-fx = pytest.importorskip("fairaudit.expectations")
+fx = pytest.importorskip("fairaudit.gx.expectations")
 gx = pytest.importorskip("great_expectations")
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -303,10 +303,10 @@ def test_import_fairaudit_registers_nothing():
         import sys
         import fairaudit
         assert "great_expectations" not in sys.modules
-        assert "fairaudit.expectations" not in sys.modules
+        assert "fairaudit.gx.expectations" not in sys.modules
         from great_expectations.expectations.registry import _registered_expectations
         assert "expect_cluster_balance_to_be_at_least" not in _registered_expectations
-        import fairaudit.expectations
+        import fairaudit.gx.expectations
         assert "expect_cluster_balance_to_be_at_least" in _registered_expectations
         assert "expect_cluster_capacity_fairness_to_be_at_least" in _registered_expectations
         """

@@ -17,11 +17,11 @@ import pytest
 from fairaudit_builtins.auditors import BalanceAuditor, CapacityAuditor, DistributionAuditor
 from fairaudit_builtins.explain_section import builtin_specs
 
-from fairaudit import report
-from fairaudit.components import Direction, MetricSpec
-from fairaudit.data import GroupTable
-from fairaudit.explain import MAX_CI_WIDTH, explain, glossary, specs_from_classes, verdicts
-from fairaudit.results import AuditRun
+from fairaudit.core.components import Direction, MetricSpec
+from fairaudit.core.data import GroupTable
+from fairaudit.report import render as report
+from fairaudit.report.explain import MAX_CI_WIDTH, explain, glossary, specs_from_classes, verdicts
+from fairaudit.report.results import AuditRun
 
 SPECS = specs_from_classes([BalanceAuditor, DistributionAuditor, CapacityAuditor])
 DATA = Path(__file__).parent / "data"

@@ -8,16 +8,16 @@ import numpy as np
 import pytest
 from fairaudit_builtins.fairden import FairDenClusterer
 
-from fairaudit.components import Clusterer
+from fairaudit.core.components import Clusterer
 from fairaudit.testing import check_component, make_data
 
 
 def test_cli_fair_false_twins(run_cli, tmp_path, monkeypatch):
     from conftest import make_synthetic
 
-    import fairaudit.report
+    import fairaudit.report.render
 
-    monkeypatch.setattr(fairaudit.report, "render_html", lambda run, host=None, **kw: "<html/>")
+    monkeypatch.setattr(fairaudit.report.render, "render_html", lambda run, host=None, **kw: "<html/>")
     data = tmp_path / "small.parquet"
     make_synthetic(n=400, seed=2).write_parquet(data)
     result = run_cli(
@@ -118,7 +118,7 @@ def test_dbscan_plugin_predict_oracle():
 def test_fce_default_bases_skip_other_consensuses():
     from fairaudit_builtins.consensus import FCEClusterer
 
-    from fairaudit.data import Labelling
+    from fairaudit.core.data import Labelling
 
     data = make_data(n=200)
     rng = np.random.default_rng(1)
@@ -136,15 +136,15 @@ def test_fce_default_bases_skip_other_consensuses():
 
 
 def _host_run(df, clusters, sample=300, labels=None):
-    from fairaudit.chain import chain_from_flags
-    from fairaudit.plugins import Host
+    from fairaudit.core.build import chain_from_flags
+    from fairaudit.core.plugins import Host
 
     host = Host.create()
     spec = chain_from_flags(
         host.registry, sensitive=["sex"], features=["x1", "x2"], clusters=list(clusters),
         sample=sample, bootstrap=0, labels=labels,
     )  # fmt: skip
-    from fairaudit.runner import run_chain
+    from fairaudit.core.runner import run_chain
 
     return run_chain(spec, host, data_path=df)
 
@@ -184,9 +184,9 @@ def test_host_fce_with_a_labels_column_base():
 def test_host_drops_fce_when_a_base_cannot_predict():
     from fixture_plugins import load_fixture_plugin
 
-    from fairaudit.chain import chain_from_flags
-    from fairaudit.plugins import Host, make_plugin_manager
-    from fairaudit.runner import run_chain
+    from fairaudit.core.build import chain_from_flags
+    from fairaudit.core.plugins import Host, make_plugin_manager
+    from fairaudit.core.runner import run_chain
 
     pm = make_plugin_manager(entrypoints=False)
     pm.register(load_fixture_plugin("extras"), name="extras")

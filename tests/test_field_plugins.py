@@ -22,9 +22,9 @@ FEATURES = "age,education-num,hours-per-week,capital-gain,capital-loss"
 
 @pytest.fixture
 def quiet_report(monkeypatch):
-    import fairaudit.report
+    import fairaudit.report.render
 
-    monkeypatch.setattr(fairaudit.report, "render_html", lambda run, host=None, **kw: "<html/>")
+    monkeypatch.setattr(fairaudit.report.render, "render_html", lambda run, host=None, **kw: "<html/>")
 
 
 @pytest.mark.parametrize("cls", [FairSCClusterer, FairletsClusterer, BeraClusterer, VFCClusterer])

@@ -9,9 +9,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from fairaudit.components import Direction
-from fairaudit.gates import Scope, evaluate_gates
-from fairaudit.results import MetricResult, Status, Threshold
+from fairaudit.core.components import Direction
+from fairaudit.ops.gates import Scope, evaluate_gates
+from fairaudit.report.results import MetricResult, Status, Threshold
 
 
 def _result(metric="balance", lab="seg", attr="sex", value=0.5, ci=None):
@@ -204,7 +204,7 @@ def test_audit_and_skip_audit(run_cli, parquet_path, tmp_path):
 
 
 def test_a_plugin_auditor_runs_without_a_chain(run_cli, parquet_path, tmp_path):
-    from fairaudit.plugins import Host
+    from fairaudit.core.plugins import Host
 
     host = Host.create()
     names = {i.name for i in host.registry.all() if i.kind == "auditor"}
@@ -311,7 +311,7 @@ def test_summary_md_must_not_be_the_input(run_cli, parquet_path, tmp_path):
 
 
 def test_markdown_escapes_cells():
-    from fairaudit.summary import markdown
+    from fairaudit.report.summary import markdown
 
     doc = {"status": "fail", "input": {"rows_audited": 3, "attributes": ["a"]},
            "labellings": [{}],

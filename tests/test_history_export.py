@@ -13,8 +13,8 @@ import pytest
 from audit_sims import resample_audit
 
 from fairaudit.errors import InputError
-from fairaudit.export import COLUMNS, csv_safe, export_csv, export_rows
-from fairaudit.history import build_history, history_csv
+from fairaudit.ops.export import COLUMNS, csv_safe, export_csv, export_rows
+from fairaudit.ops.history import build_history, history_csv
 
 
 def _runs(folder: Path) -> list[Path]:
@@ -106,7 +106,7 @@ def test_export_rows_and_csv_injection():
 
 
 def test_export_cli(run_cli, tmp_path):
-    from fairaudit.compare import compare
+    from fairaudit.ops.compare import compare
 
     base, cur = resample_audit(1), copy.deepcopy(resample_audit(0, shift=True))
     cur["comparison"] = compare(base, cur)

@@ -13,11 +13,11 @@ import pytest
 from fixture_plugins import load_fixture_plugin
 
 from fairaudit import hookspecs
-from fairaudit.chain import parse_chain
-from fairaudit.plugins import Host, make_plugin_manager
-from fairaudit.report import render_html
-from fairaudit.results import AuditRun
-from fairaudit.runner import run_chain
+from fairaudit.core.chain import parse_chain
+from fairaudit.core.plugins import Host, make_plugin_manager
+from fairaudit.core.runner import run_chain
+from fairaudit.report.render import render_html
+from fairaudit.report.results import AuditRun
 from fairaudit.testing import record_hooks, registered
 
 PREFIX = "fairaudit_"

@@ -92,7 +92,7 @@ def test_nightly_audit_end_to_end(tmp_path):
 
 
 # ----------------------------------------------------------------------------- GX
-fx = pytest.importorskip("fairaudit.expectations")
+fx = pytest.importorskip("fairaudit.gx.expectations")
 gx = pytest.importorskip("great_expectations")
 
 

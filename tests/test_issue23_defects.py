@@ -8,7 +8,8 @@ import numpy as np
 import polars as pl
 
 import fairaudit
-from fairaudit import charts, report
+from fairaudit.report import charts
+from fairaudit.report import render as report
 
 
 def test_all_zero_bars_get_a_unit_axis_not_1e12():
@@ -18,7 +19,7 @@ def test_all_zero_bars_get_a_unit_axis_not_1e12():
 
 
 def test_one_person_step_is_never_shown_as_zero():
-    from fairaudit.explain_text import _step
+    from fairaudit.report.explain_text import _step
 
     assert _step(1 / 4000) == "0.00025"
     assert _step(1 / 30) == "0.033"
@@ -60,7 +61,7 @@ def test_legend_promises_intervals_only_when_shown():
 def test_a_gate_that_could_not_judge_always_says_why():
     """A gate on a value it could not judge fails with its reason; it never shows "n/a" with
     ``reason: null`` (console, Markdown and JSON)."""
-    from fairaudit.summary import console_lines, gate_rows, markdown
+    from fairaudit.report.summary import console_lines, gate_rows, markdown
 
     rng = np.random.default_rng(0)
     n = 600

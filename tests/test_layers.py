@@ -2,7 +2,7 @@
 
 - adapters under ``plugins/`` import only public fairaudit API (no ``fairaudit._*``);
 - layer 1 (``fairaudit/cluster``, ``metrics``, ``preprocess``) imports no pluggy / click / jinja2
-  and nothing of the host (``fairaudit.plugins|runner|cli``); polars only in
+  and nothing of the host (``fairaudit.core.plugins|runner|cli``); polars only in
   ``fairaudit/preprocess/encoding.py``;
 - library code never calls ``print()``.
 """
@@ -16,7 +16,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 LAYER1 = ("cluster", "metrics", "preprocess")
-HOST_MODULES = ("fairaudit.plugins", "fairaudit.runner", "fairaudit.cli")
+HOST_MODULES = ("fairaudit.core.plugins", "fairaudit.core.runner", "fairaudit.cli")
 FORBIDDEN_IN_LAYER1 = ("pluggy", "click", "jinja2", *HOST_MODULES)
 POLARS_ALLOWED = {"fairaudit/preprocess/encoding.py"}
 
@@ -120,5 +120,5 @@ def test_the_checker_sees_what_it_should():
     assert "fairaudit._secret" in mods
     assert _prints_src(src) == [4]
     assert not _prints_src("log.info('print(x)')\n")
-    assert _matches("fairaudit.plugins.x", "fairaudit.plugins")
-    assert not _matches("fairaudit.pluginsx", "fairaudit.plugins")
+    assert _matches("fairaudit.core.plugins.x", "fairaudit.core.plugins")
+    assert not _matches("fairaudit.pluginsx", "fairaudit.core.plugins")

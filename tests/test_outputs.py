@@ -14,13 +14,13 @@ import polars as pl
 import pytest
 
 from fairaudit.errors import ConfigError
-from fairaudit.outputs import InputRef, check_outputs, write_outputs
+from fairaudit.report.outputs import InputRef, check_outputs, write_outputs
 
 
 def _stub_html(monkeypatch) -> None:
-    import fairaudit.report
+    import fairaudit.report.render
 
-    monkeypatch.setattr(fairaudit.report, "render_html",
+    monkeypatch.setattr(fairaudit.report.render, "render_html",
                         lambda run, host=None, *, template_dirs=(): "<html>stub</html>\n")
 
 
@@ -132,12 +132,12 @@ def test_in_memory_input_has_nothing_to_protect(tmp_path):
 
 
 def test_unwritable_folder_is_found_before_computing(run_cli, dataset, monkeypatch):
-    import fairaudit.runner
+    import fairaudit.core.runner
 
     def boom(*a, **k):  # pragma: no cover - must never be reached
         raise AssertionError("computed before checking the output folder")
 
-    monkeypatch.setattr(fairaudit.runner, "run_chain", boom)
+    monkeypatch.setattr(fairaudit.core.runner, "run_chain", boom)
     # /proc refuses new files even for root
     result = run_cli("audit", str(dataset["single"]), "--sensitive", "sex", "--labels",
                      "segment", "--out", "/proc/fairaudit-report.html")
@@ -195,7 +195,7 @@ def test_failed_second_write_of_a_new_pair_leaves_nothing(tmp_path, monkeypatch)
 
 def test_cli_html_failure_keeps_the_old_pair(run_cli, dataset, monkeypatch):
     """A render that fails leaves the previous report and JSON untouched (none is written)."""
-    import fairaudit.report
+    import fairaudit.report.render
 
     out = dataset["tmp"] / "out"
     out.mkdir()
@@ -205,7 +205,7 @@ def test_cli_html_failure_keeps_the_old_pair(run_cli, dataset, monkeypatch):
     def broken(run, host=None, *, template_dirs=()):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(fairaudit.report, "render_html", broken)
+    monkeypatch.setattr(fairaudit.report.render, "render_html", broken)
     result = run_cli("audit", str(dataset["single"]), "--sensitive", "sex", "--labels",
                      "segment", "--bootstrap", "0", "--out", str(out / "r.html"))
     assert result.exit_code != 0

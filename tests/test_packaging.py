@@ -67,7 +67,7 @@ def test_entry_points(wheel):
     parser = configparser.ConfigParser()
     parser.optionxform = str  # keep case
     parser.read_string(wheel.read(ep_file).decode("utf-8"))
-    from fairaudit.plugins import DEFAULT_PLUGINS
+    from fairaudit.core.plugins import DEFAULT_PLUGINS
 
     assert dict(parser["fairaudit"]) == {name: module for name, module in DEFAULT_PLUGINS}
     assert parser["console_scripts"]["fairaudit"] == "fairaudit.cli:main"

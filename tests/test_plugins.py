@@ -12,8 +12,8 @@ import pluggy
 import pytest
 from fixture_plugins import FakeEntryPoint, install_fake_entry_points, load_fixture_plugin
 
+from fairaudit.core.plugins import DEFAULT_PLUGINS, Host, build_registry, make_plugin_manager
 from fairaudit.errors import DuplicateComponentError, PluginError
-from fairaudit.plugins import DEFAULT_PLUGINS, Host, build_registry, make_plugin_manager
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -15,11 +15,11 @@ import polars as pl
 import pytest
 
 import fairaudit
-from fairaudit import dp
-from fairaudit.chain import PrivacySpec
-from fairaudit.contingency import JointTable
+from fairaudit.core.contingency import JointTable
+from fairaudit.core.spec import PrivacySpec
 from fairaudit.errors import ConfigError
-from fairaudit.publish import Release
+from fairaudit.privacy import dp
+from fairaudit.privacy.publish import Release
 
 log = logging.getLogger(__name__)
 
@@ -174,7 +174,7 @@ def test_ledger_lock_serialises_overlapping_runs_and_writes_atomically(tmp_path)
     import threading
     import time
 
-    from fairaudit.ledger import open_ledger
+    from fairaudit.privacy.ledger import open_ledger
 
     path = tmp_path / "l.json"
     order: list[str] = []
@@ -461,8 +461,8 @@ def _coverage(n: int, epsilon: float, sims: int, metrics: set[str], seed: int,
               domain: str = "public") -> dict:
     """Share of published 95 % intervals that contain the population value, over ``sims``
     samples of ``n`` rows from :data:`POP` (clusters x groups transposed), each released."""
-    from fairaudit.counting_audit import run_counting_auditor
-    from fairaudit.plugins import Host
+    from fairaudit.core.counting_audit import run_counting_auditor
+    from fairaudit.core.plugins import Host
 
     host = Host.create(entrypoints=False)
     comps = [host.registry.get("auditor", a).cls() for a in ("balance", "distribution")]
@@ -516,9 +516,9 @@ def test_distance_intervals_cover_under_strong_noise():
 def test_compare_history_export_read_published_releases(small_path, tmp_path):
     """They read the published JSON only (post-processing); releases are told apart by the hash
     of their cubes, never by the data's fingerprint."""
-    from fairaudit.compare import compare
-    from fairaudit.export import export_rows
-    from fairaudit.history import build_history, history_csv
+    from fairaudit.ops.compare import compare
+    from fairaudit.ops.export import export_rows
+    from fairaudit.ops.history import build_history, history_csv
 
     first = publish(small_path, tmp_path / "l.json", epsilon=0.5).to_json()
     small_group_table(seed=8).write_parquet(small_path)

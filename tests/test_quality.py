@@ -12,11 +12,12 @@ import pytest
 from fixture_plugins import load_fixture_plugin
 from sklearn.metrics import silhouette_score
 
-from fairaudit.chain import chain_from_flags, parse_chain
-from fairaudit.plugins import Host, make_plugin_manager
-from fairaudit.quality import degenerate_warnings, fit_diagnostics, tiny_bound
-from fairaudit.runner import run_chain
-from fairaudit.twins import expand_twins, find_twins, price_of_fairness
+from fairaudit.core.build import chain_from_flags
+from fairaudit.core.chain import parse_chain
+from fairaudit.core.fit_quality import degenerate_warnings, fit_diagnostics, tiny_bound
+from fairaudit.core.plugins import Host, make_plugin_manager
+from fairaudit.core.runner import run_chain
+from fairaudit.core.twins import expand_twins, find_twins, price_of_fairness
 
 
 @pytest.fixture
@@ -178,7 +179,7 @@ def test_degenerate_labellings_are_warned_and_never_starred(qhost, parquet_path)
             if cell["best"]:
                 assert name == "fine", (row["metric"], name)
     # the summary shows a visible warning naming every degenerate labelling
-    from fairaudit.report import render_html
+    from fairaudit.report.render import render_html
 
     html = render_html(run, qhost)
     block = html[html.index('id="degenerate-warning"'):]
@@ -228,7 +229,7 @@ def test_quality_auditor_is_the_sklearn_silhouette_on_the_stated_sample(host, pa
         assert d["rows_sampled"] == 500 and d["sample_size"] == 500
         seen_rows.add(d["seed"])
         # the same seeded rows for every labelling; noise left out and counted
-        from fairaudit.data import sample_rows
+        from fairaudit.core.data import sample_rows
 
         rows = sample_rows(len(frame), 500, d["seed"])
         doc_lab = next(x for x in run.labellings if x["name"] == lab)
@@ -334,7 +335,7 @@ def test_twins_share_params_seed_and_input_and_give_the_price_of_fairness(qhost,
         fq = run.results_for(metric="silhouette", labelling="fairsplit")[0]["value"]
         tq = run.results_for(metric="silhouette", labelling="fairsplit-unfair")[0]["value"]
         assert e["quality_loss"] == pytest.approx(tq - fq) and e["quality_loss"] > 0
-    from fairaudit.report import render_html
+    from fairaudit.report.render import render_html
 
     html = render_html(run, qhost)
     assert "Price of fairness" in html and "fairsplit-unfair" in html
@@ -420,7 +421,7 @@ def test_pairing_rules_on_documents():
 def test_twins_flag_reaches_the_chain(host):
     spec = chain_from_flags(host.registry, sensitive=["sex"], twins=True)
     assert spec.options.twins is True
-    from fairaudit.chain import DEFAULT_TWINS
+    from fairaudit.core.spec import DEFAULT_TWINS
 
     default = chain_from_flags(host.registry, sensitive=["sex"])
     assert default.source == "flags:default" and default.options.twins is DEFAULT_TWINS
@@ -428,7 +429,7 @@ def test_twins_flag_reaches_the_chain(host):
     # named clusterers (flags or the API) get twins too; a chain of plain clusterers has none
     named = chain_from_flags(host.registry, sensitive=["sex"], clusters=["kmeans"], twins=None)
     assert named.options.twins is DEFAULT_TWINS
-    from fairaudit.twins import expand_twins
+    from fairaudit.core.twins import expand_twins
 
     assert [s.label for s in expand_twins(named, host.registry).cluster] == ["kmeans"]
     bad = parse_chain({"data": {"sensitive": ["sex"]}, "options": {"twins": "yes"}})
@@ -466,7 +467,7 @@ def test_twins_through_the_cli_and_the_api(monkeypatch, run_cli, parquet_path, t
 
 
 def test_modified_partition_coefficient_hand_computed():
-    from fairaudit.quality import modified_partition_coefficient as mpc
+    from fairaudit.core.fit_quality import modified_partition_coefficient as mpc
 
     assert mpc(np.full((4, 2), 0.5)) == pytest.approx(0.0)        # uniform
     assert mpc(np.eye(3)) == pytest.approx(1.0)                    # crisp

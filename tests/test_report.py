@@ -16,11 +16,12 @@ import pytest
 from fairaudit_builtins import explain_section
 from fairaudit_builtins import sections as builtin_sections
 
-from fairaudit import hookspecs, report
-from fairaudit.components import ReportSection
+from fairaudit import hookspecs
+from fairaudit.core.components import ReportSection
+from fairaudit.core.plugins import Host
 from fairaudit.hookspecs import hookimpl
-from fairaudit.plugins import Host
-from fairaudit.results import AuditRun
+from fairaudit.report import render as report
+from fairaudit.report.results import AuditRun
 
 DATA = Path(__file__).parent / "data"
 XSS = "<script>alert(1)</script>"
@@ -400,7 +401,7 @@ def _write_plugin_package(root: Path) -> None:
     (pkg / "__init__.py").write_text(
         textwrap.dedent(
             """
-            from fairaudit.components import ReportSection
+            from fairaudit.core.components import ReportSection
             from fairaudit.hookspecs import hookimpl
 
 
@@ -520,9 +521,9 @@ def test_failed_write_removes_the_temporary_file(tmp_path, monkeypatch):
     def boom(src, dst):
         raise OSError("disk full")
 
-    import fairaudit.io
+    import fairaudit.core.io
 
-    monkeypatch.setattr(fairaudit.io.os, "replace", boom)
+    monkeypatch.setattr(fairaudit.core.io.os, "replace", boom)
     with pytest.raises(OSError):
         report.atomic_write_text(out, "x")
     assert not out.exists()

@@ -13,7 +13,7 @@ import pytest
 SCRIPT = textwrap.dedent(
     """
     import os, signal, sys
-    import fairaudit.report as report
+    import fairaudit.report.render as report
     real = report.render_html
     SIG = getattr(signal, sys.argv[1])
     def late(*args, **kwargs):

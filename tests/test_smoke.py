@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 
-from fairaudit.chain import chain_from_flags, parse_threshold_flag
-from fairaudit.runner import run_chain
+from fairaudit.core.build import chain_from_flags
+from fairaudit.core.chain import parse_threshold_flag
+from fairaudit.core.runner import run_chain
 
 
 def test_labels_audit_planted_imbalance(host, parquet_path):

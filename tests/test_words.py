@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from fairaudit.words import cluster_label, plural
+from fairaudit.report.words import cluster_label, plural
 
 
 @pytest.mark.parametrize(("word", "expected"), [

@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from fairaudit.components import CountingAuditor, Direction, MetricSpec, Options
-from fairaudit.data import GroupTable
+from fairaudit.core.components import CountingAuditor, Direction, MetricSpec, Options
+from fairaudit.core.data import GroupTable
 from fairaudit.hookspecs import hookimpl
 from fairaudit.metrics import counting, intervals
 from fairaudit.metrics.bootstrap import in_blocks

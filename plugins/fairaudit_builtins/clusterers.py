@@ -6,8 +6,8 @@ from typing import Any
 
 import numpy as np
 
-from fairaudit.components import AnyOf, Clusterer, Interval, Options
-from fairaudit.data import AuditData
+from fairaudit.core.components import AnyOf, Clusterer, Interval, Options
+from fairaudit.core.data import AuditData
 from fairaudit.hookspecs import hookimpl
 
 
@@ -63,7 +63,7 @@ class KMeansClusterer(Clusterer):
         extras: dict[str, Any] = {}
         k = self.n_clusters
         if k == "auto":
-            from fairaudit.quality import DOMINANT_SHARE, SEPARATED, TINY_SHARE
+            from fairaudit.core.fit_quality import DOMINANT_SHARE, SEPARATED, TINY_SHARE
 
             sel = select_k_silhouette(
                 X, range(self.k_min, self.k_max + 1), random_state=self.random_state,

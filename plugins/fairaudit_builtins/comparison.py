@@ -1,6 +1,6 @@
 """The "Comparison with the baseline" report section (``fairaudit audit … --baseline``).
 
-Shown when the audit JSON holds ``comparison`` (see :mod:`fairaudit.baseline`); the same template
+Shown when the audit JSON holds ``comparison`` (see :mod:`fairaudit.ops.baseline`); the same template
 as the page of ``fairaudit compare --out``.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from fairaudit.components import ReportSection
+from fairaudit.core.components import ReportSection
 from fairaudit.hookspecs import hookimpl
 
 
@@ -24,7 +24,7 @@ class ComparisonSection(ReportSection):
         return isinstance(run.doc.get("comparison"), Mapping)
 
     def context(self, run: Any) -> Mapping[str, Any]:
-        from fairaudit.diffreport import comparison_view
+        from fairaudit.report.diffreport import comparison_view
 
         return {"cmp": comparison_view(run.doc["comparison"])}
 

@@ -13,10 +13,10 @@ from typing import Any
 
 import numpy as np
 
-from fairaudit.components import AnyOf, Clusterer, Interval, Options, ReportSection, TypeIs
-from fairaudit.data import AuditData
+from fairaudit.core.components import AnyOf, Clusterer, Interval, Options, ReportSection, TypeIs
+from fairaudit.core.data import AuditData
 from fairaudit.hookspecs import hookimpl
-from fairaudit.results import finite
+from fairaudit.report.results import finite
 
 
 def _table(labels: np.ndarray, groups: np.ndarray) -> np.ndarray:

@@ -10,8 +10,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from fairaudit.components import AnyOf, Interval, Options, Preprocessor, TypeIs
-from fairaudit.data import AuditData
+from fairaudit.core.components import AnyOf, Interval, Options, Preprocessor, TypeIs
+from fairaudit.core.data import AuditData
 from fairaudit.hookspecs import hookimpl
 
 MISSING_LEVEL = "(missing)"

@@ -2,7 +2,7 @@
 rule, the sentence that explains each headline result, and the glossary of the metrics.
 
 It reads ``verdicts``, ``glossary`` and ``results[i].explanation`` from the audit JSON
-(:func:`fairaudit.explain.explain` writes them at the end of every run). A document written
+(:func:`fairaudit.report.explain.explain` writes them at the end of every run). A document written
 before they existed is explained on load, with the built-in metrics' glossary text.
 """
 
@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from fairaudit.components import ReportSection
-from fairaudit.explain import explain, specs_from_classes
+from fairaudit.core.components import ReportSection
 from fairaudit.hookspecs import hookimpl
+from fairaudit.report.explain import explain, specs_from_classes
 
 VERDICT_BADGE = {
     "fair": "badge badge-pass",

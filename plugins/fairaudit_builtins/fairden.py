@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from fairaudit.components import (
+from fairaudit.core.components import (
     AnyOf,
     AuditContext,
     Auditor,
@@ -28,9 +28,9 @@ from fairaudit.components import (
     Options,
     ReportSection,
 )
-from fairaudit.data import AuditData, sample_rows
+from fairaudit.core.data import AuditData, sample_rows
 from fairaudit.hookspecs import hookimpl
-from fairaudit.results import MetricResult, finite
+from fairaudit.report.results import MetricResult, finite
 
 _PROJECTION_POINTS = 2000
 
@@ -400,7 +400,7 @@ class DensitySection(ReportSection):
         )
 
     def context(self, run: Any) -> dict[str, Any]:
-        from fairaudit import charts
+        from fairaudit.report import charts
 
         blocks = []
         for lab in run.labellings:

@@ -15,11 +15,11 @@ from typing import Any
 
 import numpy as np
 
-from fairaudit.components import AnyOf, Clusterer, Interval, Options, TypeIs
-from fairaudit.data import AuditData
+from fairaudit.core.components import AnyOf, Clusterer, Interval, Options, TypeIs
+from fairaudit.core.data import AuditData
 from fairaudit.errors import ConfigError, InputError
 from fairaudit.hookspecs import hookimpl
-from fairaudit.results import finite
+from fairaudit.report.results import finite
 
 _BOOL = TypeIs((bool,), "true or false")
 

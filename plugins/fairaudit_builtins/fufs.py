@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from fairaudit.components import (
+from fairaudit.core.components import (
     AnyOf,
     AuditContext,
     Auditor,
@@ -27,9 +27,9 @@ from fairaudit.components import (
     Preprocessor,
     ReportSection,
 )
-from fairaudit.data import AuditData
+from fairaudit.core.data import AuditData
 from fairaudit.hookspecs import hookimpl
-from fairaudit.results import MetricResult, finite
+from fairaudit.report.results import MetricResult, finite
 
 _COMMON_CONSTRAINTS = {
     "alpha": Interval(float, 0.0, None),
@@ -332,7 +332,7 @@ class ProxySection(ReportSection):
         )
 
     def context(self, run: Any) -> dict[str, Any]:
-        from fairaudit import charts
+        from fairaudit.report import charts
 
         results = run.results_for(auditor="proxy")
         source = None

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from fairaudit.core.io import scan_builtin
 from fairaudit.hookspecs import hookimpl
-from fairaudit.io import scan_builtin
 
 
 @hookimpl(trylast=True)

@@ -22,8 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from fairaudit import charts
-from fairaudit.components import (
+from fairaudit.core.components import (
     AnyOf,
     AuditContext,
     Auditor,
@@ -33,10 +32,11 @@ from fairaudit.components import (
     Options,
     ReportSection,
 )
-from fairaudit.data import sample_rows
+from fairaudit.core.data import sample_rows
 from fairaudit.errors import InputError
 from fairaudit.hookspecs import hookimpl
-from fairaudit.results import MetricResult, finite
+from fairaudit.report import charts
+from fairaudit.report.results import MetricResult, finite
 
 DENSITY_BASED = frozenset({"fairden", "dbscan", "hdbscan", "optics"})
 """Components whose labellings get DCSI with ``dcsi = "auto"`` (besides any with noise rows)."""

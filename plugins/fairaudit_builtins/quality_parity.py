@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from fairaudit.components import (
+from fairaudit.core.components import (
     AnyOf,
     AuditContext,
     Auditor,
@@ -32,9 +32,9 @@ from fairaudit.components import (
     MetricSpec,
     Options,
 )
-from fairaudit.data import INTERSECTION_SEP, sample_rows
+from fairaudit.core.data import INTERSECTION_SEP, sample_rows
 from fairaudit.hookspecs import hookimpl
-from fairaudit.results import MetricResult, finite
+from fairaudit.report.results import MetricResult, finite
 from fairaudit_builtins.quality import _features
 
 LOWER = Direction.LOWER_IS_BETTER

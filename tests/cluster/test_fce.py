@@ -274,7 +274,7 @@ def test_fce_plugin_adapter() -> None:
 
     from fairaudit_builtins.consensus import FCEClusterer
 
-    from fairaudit.data import Labelling
+    from fairaudit.core.data import Labelling
     from fairaudit.testing import check_component, make_data
 
     check_component(FCEClusterer)
@@ -426,7 +426,7 @@ def test_fce_plugin_fair_twin_and_predict() -> None:
     assert twin.extras_["fair"] is False and twin.estimator_.lambda2_ == 0.0
     assert fair.predict(make_data(n=300, with_labels=False)).shape == (300,)
     # combined labellings: predict needs the bases' labels for the rows
-    from fairaudit.data import Labelling
+    from fairaudit.core.data import Labelling
 
     rng = np.random.default_rng(0)
     noisy = np.where(

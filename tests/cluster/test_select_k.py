@@ -2,7 +2,7 @@
 
 On heavy-tailed data the best silhouette is often "a handful of extreme rows against the rest":
 a labelling that splits no one, which the report then flags as degenerate. ``select_k_silhouette``
-uses the report's rules (fairaudit/quality.py) on the sample and picks the best k among the rest.
+uses the report's rules (fairaudit/core/fit_quality.py) on the sample and picks the best k among the rest.
 """
 
 from __future__ import annotations

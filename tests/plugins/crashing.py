@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fairaudit.components import CountingAuditor, Direction, MetricSpec
+from fairaudit.core.components import CountingAuditor, Direction, MetricSpec
 from fairaudit.hookspecs import hookimpl
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fairaudit.components import ReportSection
+from fairaudit.core.components import ReportSection
 from fairaudit.hookspecs import hookimpl
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fairaudit.components import Clusterer
+from fairaudit.core.components import Clusterer
 from fairaudit.hookspecs import hookimpl
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from fairaudit.components import (
+from fairaudit.core.components import (
     Clusterer,
     CountingAuditor,
     Direction,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fairaudit.components import Clusterer, Interval
+from fairaudit.core.components import Clusterer, Interval
 from fairaudit.hookspecs import hookimpl
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from fairaudit.components import CountingAuditor, Direction, MetricSpec
+from fairaudit.core.components import CountingAuditor, Direction, MetricSpec
 from fairaudit.hookspecs import hookimpl
 
 _METRICS = (

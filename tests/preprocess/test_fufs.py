@@ -285,7 +285,7 @@ def test_fufs_plugin_adapters() -> None:
 
     from fairaudit_builtins.fufs import FUFSPreprocessor, ProxyAuditor
 
-    from fairaudit.components import AuditContext
+    from fairaudit.core.components import AuditContext
     from fairaudit.testing import check_component, make_data
 
     check_component(FUFSPreprocessor)

@@ -7,10 +7,10 @@ from typing import Any
 
 import numpy as np
 
-from fairaudit.components import CountingAuditor, Direction, MetricSpec, ReportSection
-from fairaudit.data import GroupTable
+from fairaudit.core.components import CountingAuditor, Direction, MetricSpec, ReportSection
+from fairaudit.core.data import GroupTable
 from fairaudit.hookspecs import hookimpl
-from fairaudit.results import AuditRun
+from fairaudit.report.results import AuditRun
 
 
 def _gaps(counts: np.ndarray) -> np.ndarray:

@@ -1,0 +1,5 @@
+"""``python -m fairaudit.cli``."""
+
+from fairaudit.cli import main
+
+main()

@@ -1,0 +1,320 @@
+"""The ``fairaudit`` command line: the ``main`` group, shared options, logging, and the mapping
+of errors to exit codes. The CLI package is the only place that prints or exits.
+
+Exit codes: 0 ran and every error-severity threshold passed; 1 ran and a threshold failed;
+2 usage, configuration or input error; 3 internal error; 130 interrupted (Ctrl-C); 143
+terminated (SIGTERM). ``--debug`` adds a traceback and fairaudit's debug log, never another code;
+``--verbose`` (``-v``) fairaudit's info log (what each step did), on stderr.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import click
+
+from fairaudit import __distribution__
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143
+log = logging.getLogger("fairaudit")
+_OWN_LOGGERS = ("fairaudit", "fairaudit_builtins")
+
+
+class _Terminated(BaseException):
+    """Raised in the main thread when the process receives SIGTERM (like KeyboardInterrupt, so
+    every ``finally`` and atomic write cleans up on the way out)."""
+
+
+class _Progress:
+    """Step messages on stderr, only when it is a terminal (silent in pipes and CI)."""
+
+    def __init__(self, enabled: bool):
+        self.enabled = enabled
+        self.t0 = time.perf_counter()
+
+    def __call__(self, message: str) -> None:
+        if self.enabled:
+            click.echo(f"[{time.perf_counter() - self.t0:6.1f}s] {message}", err=True)
+
+
+def _set_verbose(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    """``--verbose`` on the group or on a command: remembered for :func:`_setup_logging`."""
+    if value:
+        ctx.find_root().meta["fairaudit.verbose"] = True
+
+
+def _verbose_option(fn: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option("--verbose", "-v", is_flag=True, expose_value=False,
+                        callback=_set_verbose,
+                        help="fairaudit's info log on stderr: what each step did.")(fn)
+
+
+def _setup_logging(debug: bool, quiet: bool) -> None:
+    """Warnings (errors with --quiet) from everyone; with --verbose, fairaudit's own info log;
+    with --debug, its debug log — never third-party debug logs (Great Expectations alone writes
+    thousands of lines)."""
+    ctx = click.get_current_context(silent=True)
+    verbose = bool(ctx and ctx.find_root().meta.get("fairaudit.verbose"))
+    level = logging.ERROR if quiet else logging.WARNING
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", force=True)
+    own_level = logging.DEBUG if debug else logging.INFO if verbose else logging.NOTSET
+    for own in _OWN_LOGGERS:
+        logging.getLogger(own).setLevel(own_level)
+    for noisy in ("great_expectations", "matplotlib", "numba", "PIL", "fontTools", "urllib3"):
+        logging.getLogger(noisy).setLevel(logging.ERROR)
+
+
+def _handle_errors(fn: Callable[..., int | None]) -> Callable[..., None]:
+    """Map exceptions to exit codes; a traceback only with --debug."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> None:
+        from fairaudit.errors import FairauditError
+
+        debug = bool(kwargs.get("debug"))
+        previous = _on_sigterm()
+        try:
+            code = fn(*args, **kwargs)
+        except FairauditError as exc:
+            _traceback(debug)
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(exc.exit_code)
+        except click.exceptions.Exit:
+            raise
+        except click.ClickException:
+            raise
+        except KeyboardInterrupt:
+            _traceback(debug)
+            click.echo("interrupted (Ctrl-C)", err=True)
+            sys.exit(EXIT_INTERRUPTED)
+        except _Terminated:
+            _traceback(debug)
+            click.echo("terminated (SIGTERM)", err=True)
+            sys.exit(EXIT_TERMINATED)
+        except Exception as exc:  # an internal error: say so, briefly
+            _traceback(debug)
+            click.echo(
+                f"internal error: {type(exc).__name__}: {exc}\n"
+                + ("" if debug else "run again with --debug for the traceback, and ")
+                + "please report it",
+                err=True,
+            )
+            sys.exit(EXIT_INTERNAL)
+        finally:
+            _restore_sigterm(previous)
+        sys.exit(code or EXIT_OK)
+
+    return wrapper
+
+
+def _traceback(debug: bool) -> None:
+    if debug:
+        import traceback
+
+        click.echo(traceback.format_exc().rstrip(), err=True)
+
+
+def _on_sigterm() -> Any:
+    """Turn SIGTERM into :class:`_Terminated` in the main thread; returns the old handler."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def _raise(signum: int, frame: Any) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends at once
+        raise _Terminated()
+
+    try:
+        return signal.signal(signal.SIGTERM, _raise)
+    except (ValueError, OSError):  # pragma: no cover - not the main interpreter
+        return None
+
+
+def _restore_sigterm(previous: Any) -> None:
+    import signal
+
+    if previous is not None:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _common(fn: Callable[..., Any]) -> Callable[..., Any]:
+    fn = _verbose_option(fn)
+    fn = click.option("--debug", is_flag=True,
+                      help="fairaudit's debug log and tracebacks (the exit code is unchanged).")(fn)
+    fn = click.option("--quiet", "-q", is_flag=True, help="No progress or summary output.")(fn)
+    fn = click.option(
+        "--disable-plugin",
+        "disabled",
+        multiple=True,
+        metavar="NAME",
+        help="Do not load plugin NAME (repeatable). Also: FAIRAUDIT_DISABLE_PLUGINS=a,b.",
+    )(fn)
+    return fn
+
+
+def _engine_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """--engine / --scheduler / --workers: they override the chain's [engine] table."""
+    fn = click.option("--workers", type=int, default=None,
+                      help="Count and assign on a local Dask cluster of N worker processes.")(fn)
+    fn = click.option("--scheduler", metavar="ADDRESS", default=None,
+                      help="Count and assign every row on a Dask cluster (tcp://host:8786; "
+                      "default: env DASK_SCHEDULER_ADDRESS). Needs pip install "
+                      "'fairaudit[dask]'.")(fn)
+    fn = click.option("--engine", "engine_name", type=click.Choice(["local", "dask"]),
+                      default=None,
+                      help="Where the passes over every row run; overrides the chain's "
+                      "[engine] (local also ignores DASK_SCHEDULER_ADDRESS) [default: local].")(fn)
+    return fn
+
+
+def _make_engine(spec: Any, engine_name: str | None, scheduler: str | None,
+                 workers: int | None) -> Any:
+    from fairaudit.core.engines import engine_for
+    from fairaudit.core.params import check
+
+    workers = check("workers", workers, "cli")
+    return engine_for(spec.engine, name=engine_name, scheduler=scheduler, workers=workers)
+
+
+def _privacy_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """--publish and its parameters (docs/privacy.md); they override the chain's [privacy]."""
+    opts = [
+        click.option("--publish", is_flag=True, default=None,
+                     help="Make a differentially private release (shareable) instead of the "
+                     "analyst's exact report; see docs/privacy.md."),
+        click.option("--epsilon", type=float, default=None, metavar="EPS",
+                     help="Privacy loss of this release (pure epsilon-DP) [default: 1.0]."),
+        click.option("--privacy-budget", type=float, default=None, metavar="EPS",
+                     help="Total epsilon the ledger allows for this data source; a release "
+                     "that would pass it exits 2."),
+        click.option("--ledger", type=click.Path(dir_okay=False), default=None, metavar="PATH",
+                     help="Privacy ledger [default: $XDG_STATE_HOME/fairaudit/ledger.json]."),
+        click.option("--privacy-source", default=None, metavar="NAME",
+                     help="Name of the data source in the ledger [default: the input's path]."),
+        click.option("--dp-categories", multiple=True, metavar="ATTR=G1,G2",
+                     help="Declare the public groups of a sensitive attribute (repeatable); "
+                     "undeclared attributes use the groups observed, assumed public."),
+        click.option("--dp-clusters", default=None, metavar="C1,C2",
+                     help="Declare the public cluster names of the labels column."),
+        click.option("--dp-fitted", type=click.Choice(["refuse", "conditional"]), default=None,
+                     help="Publish clusterings fitted on these rows, with a guarantee "
+                     "conditional on the clustering [default: refuse]."),
+        click.option("--dp-domain", type=click.Choice(["public", "private"]), default=None,
+                     help="public: declared or observed groups, every cell noised (pure DP); "
+                     "private: cells chosen privately by a threshold ((epsilon, delta)-DP) "
+                     "[default: public]."),
+        click.option("--delta", type=float, default=None, metavar="DELTA",
+                     help="delta of --dp-domain private [default: 1e-7]."),
+    ]
+    for opt in reversed(opts):
+        fn = opt(fn)
+    return fn
+
+
+def _privacy_flags(publish, epsilon, budget, ledger, source, categories, clusters, fitted,
+                   domain, delta) -> dict[str, Any]:
+    from fairaudit.errors import ConfigError
+
+    cats: dict[str, tuple[str, ...]] | None = None
+    if categories:
+        cats = {}
+        for text in categories:
+            attr, sep, groups = text.partition("=")
+            if not sep or not attr.strip():
+                raise ConfigError(f"--dp-categories: expected ATTR=G1,G2,...; got {text!r}")
+            cats[attr.strip()] = _split([groups])
+    return {"publish": publish, "epsilon": epsilon, "budget": budget, "ledger": ledger,
+            "source": source, "categories": cats,
+            "clusters": None if clusters is None else _split([clusters]), "fitted": fitted,
+            "domain": domain, "delta": delta}
+
+
+def _host(disabled: Sequence[str]) -> Any:
+    from fairaudit.core.plugins import Host
+
+    return Host.create(blocked=disabled)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name=__distribution__, prog_name="fairaudit")
+@_verbose_option
+def main() -> None:
+    """Audit the fairness of clusterings and segmentations of people.
+
+    \b
+    Quick start:
+      fairaudit audit data.parquet --sensitive gender,race
+      fairaudit audit data.parquet --sensitive sex --labels segment --fail-under balance=0.8
+      fairaudit run chain.toml data.parquet
+    Exit codes: 0 passed, 1 a threshold failed, 2 usage/config/input error, 3 internal error.
+    """
+
+
+def _split(values: Sequence[str]) -> tuple[str, ...]:
+    out: list[str] = []
+    for v in values:
+        out.extend(x.strip() for x in v.split(",") if x.strip())
+    return tuple(out)
+
+
+def _default_json(out: Path) -> Path:
+    return out.with_suffix(".json")
+
+
+def _guard_outputs(inputs: Sequence[Path], outputs: Sequence[Path | None]) -> None:
+    """Refuse an output path that is one of the input files, or a folder that does not exist."""
+    from fairaudit.errors import ConfigError
+
+    ins = [p.resolve() for p in inputs]
+    seen: set[Path] = set()
+    for out in outputs:
+        if out is None:
+            continue
+        r = out.resolve()
+        if r in ins:
+            raise ConfigError(f"{out}: this is also an input file; write the output elsewhere "
+                              "(fairaudit never writes over its inputs)")
+        if r in seen:
+            raise ConfigError(f"{out}: given for two outputs")
+        seen.add(r)
+        if not r.parent.exists():
+            raise ConfigError(f"{out}: the folder {out.parent} does not exist")
+
+
+def _write_outputs(pairs: Sequence[tuple[Path | None, Callable[[], str]]]) -> None:
+    """Render every output first, then write them (atomically): a failed render writes nothing."""
+    from fairaudit.core.io import atomic_write_text
+
+    texts = [(p, make()) for p, make in pairs if p is not None]
+    for p, text in texts:
+        atomic_write_text(p, text)
+
+
+def _fmt(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.3f}"
+
+
+def _comparison_summary(cmp: Any) -> None:
+    s = cmp["summary"]
+    click.echo(f"fairaudit compare: {cmp['status'].upper()}  ({s['compared']} results compared, "
+               f"{s['significant']} significant change(s): {s['worse']} worse, {s['better']} "
+               f"better; {s['gate_failures']} headline gate(s) failed)")
+    for c in cmp["changes"]:
+        if not c["headline"] or not (c["significant"] or c["gate"] == "fail"):
+            continue
+        attr = f"[{c['attribute']}]" if c["attribute"] else ""
+        tag = "FAIL" if c["gate"] == "fail" else c["direction"].upper()
+        click.echo(f"  {tag:6} {c['labelling']} {c['metric']}{attr}: {_fmt(c['baseline'])} -> "
+                   f"{_fmt(c['current'])} (change {c['delta']:+.3f}, interval "
+                   f"[{c['ci'][0]:+.3f}, {c['ci'][1]:+.3f}])")
+    for n in cmp["notes"]:
+        click.echo(f"  note: {n}")

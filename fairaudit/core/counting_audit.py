@@ -1,0 +1,312 @@
+"""The audit step of counting auditors: small groups, point values, intervals, per-cluster rows.
+
+A counting auditor sees one group x cluster table per attribute. The host
+
+1. leaves out groups with fewer than ``min_cell`` rows (unless the auditor sets
+   ``small_groups = "keep"``): a ratio over a handful of people says nothing about a segmentation,
+   and one person more or less would swing it. They are listed as "too small to judge";
+2. computes the metrics on the remaining table;
+3. attaches a confidence interval to every metric that declares ``bootstrap=True``: the
+   auditor's own interval where it gives one (``CountingAuditor.intervals``: the score
+   intersection bounds of the balance and CCE families, the triangle-inequality bounds of the
+   distances), otherwise the percentile interval of the multinomial bootstrap of the joint
+   table, widened where needed to contain the estimate (docs/metrics.md, "Uncertainty").
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from fairaudit.core.components import CountingAuditor, MetricSpec
+from fairaudit.core.contingency import BootstrapReplicates, JointTable
+from fairaudit.core.data import GroupTable
+from fairaudit.errors import FairauditError
+from fairaudit.report.results import MetricResult
+
+BOOTSTRAP_METHOD = "bootstrap-percentile"
+
+
+@dataclasses.dataclass(frozen=True)
+class Judgeable:
+    """The part of a table large enough to judge, and what was left out."""
+
+    table: GroupTable | None
+    """``None`` when fewer than two groups remain."""
+    group_rows: tuple[int, ...]
+    """Rows of the full table kept, in order."""
+    cluster_cols: tuple[int, ...]
+    """Columns of the full table kept, in order."""
+    too_small: tuple[str, ...]
+    too_small_rows: int
+    unreleased: tuple[str, ...] = ()
+    """Of ``too_small``: groups with a cell a private-domain release did not publish (its count
+    is unknown, below the release threshold, not zero)."""
+
+
+def judgeable(table: GroupTable, min_cell: int, keep_small: bool = False,
+              unknown: Collection[str] = ()) -> Judgeable:
+    """Drop groups with fewer than ``min_cell`` rows (noise included), groups in ``unknown``
+    (a cell of theirs was not released: their counts are unknown, not zero) and clusters left
+    empty."""
+    sizes = table.counts.sum(axis=1) + table.noise
+    keep = np.ones(len(table.groups), dtype=bool) if keep_small else sizes >= max(min_cell, 0)
+    unknown_mask = np.array([g in unknown for g in table.groups], dtype=bool)
+    keep &= ~unknown_mask
+    keep_l = keep.tolist()
+    small = tuple(g for g, k in zip(table.groups, keep_l, strict=True) if not k)
+    unreleased = tuple(g for g, u in zip(table.groups, unknown_mask.tolist(), strict=True) if u)
+    small_rows = int(sizes[~keep].sum())
+    if keep.sum() < 2:
+        return Judgeable(None, (), (), small, small_rows, unreleased)
+    counts = table.counts[keep]
+    cols = counts.sum(axis=0) > 0
+    out = dataclasses.replace(
+        table,
+        groups=tuple(g for g, k in zip(table.groups, keep_l, strict=True) if k),
+        clusters=tuple(c for c, k in zip(table.clusters, cols.tolist(), strict=True) if k),
+        counts=counts[:, cols],
+        noise=table.noise[keep],
+    )
+    return Judgeable(
+        out,
+        tuple(np.flatnonzero(keep).tolist()),
+        tuple(np.flatnonzero(cols).tolist()),
+        small,
+        small_rows,
+        unreleased,
+    )
+
+
+UNRELEASED_REASON = "cells below the private release threshold"
+
+
+def _too_small_detail(j: Judgeable, min_cell: int) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "groups": list(j.too_small),
+        "min_cell": int(min_cell),
+        "rows": int(j.too_small_rows),
+    }
+    if j.unreleased:
+        out["unreleased"] = list(j.unreleased)
+        out["unreleased_reason"] = UNRELEASED_REASON
+    return out
+
+
+def _names(groups: Sequence[str]) -> str:
+    return ", ".join(groups[:5]) + (f" and {len(groups) - 5} more" if len(groups) > 5 else "")
+
+
+def _too_small_note(j: Judgeable, min_cell: int) -> str:
+    below = [g for g in j.too_small if g not in j.unreleased]
+    parts = []
+    if below:
+        parts.append(f"groups below --min-cell {min_cell}: {_names(below)}")
+    if j.unreleased:
+        parts.append(f"{UNRELEASED_REASON} (counts unknown, not zero): {_names(j.unreleased)}")
+    return (f"too small to judge, left out ({'; '.join(parts)}) "
+            f"({j.too_small_rows:,} people)")
+
+
+def _hull(lo: float, hi: float, value: float) -> tuple[float, float, bool]:
+    """The interval widened to contain the estimate; says whether it had to be."""
+    if math.isnan(value):
+        return lo, hi, False
+    new_lo, new_hi = min(lo, value), max(hi, value)
+    return new_lo, new_hi, (new_lo, new_hi) != (lo, hi)
+
+
+def _interval_detail(iv: Any, level: float, table: GroupTable) -> dict[str, Any]:
+    out: dict[str, Any] = {"method": str(getattr(iv, "method", "auditor")), "level": level}
+    for end in ("lower", "upper"):
+        cell = getattr(iv, f"{end}_cell", None)
+        if cell is not None:
+            gi, ki = cell
+            out[f"{end}_set_by"] = {"group": table.groups[gi], "cluster": table.clusters[ki]}
+    return out
+
+
+def run_counting_auditor(
+    comp: CountingAuditor,
+    labelling: str,
+    joint: JointTable,
+    tables: Mapping[str, GroupTable],
+    boot: np.ndarray | BootstrapReplicates | None,
+    *,
+    min_cell: int,
+    level: float,
+    ci_method: str = "calibrated",
+    own_intervals: bool = True,
+    unreleased: Mapping[str, Collection[str]] | None = None,
+) -> list[MetricResult]:
+    """All metric results of one counting auditor for one labelling (every attribute).
+
+    ``boot`` holds the bootstrap replicates of the joint table's cells (B x cells, or a
+    :class:`BootstrapReplicates` shared by the auditors of a labelling so that each attribute's
+    replicate tables are built once), or ``None`` when intervals are off (``--bootstrap 0``).
+    ``ci_method`` (``--ci-method``) is passed to ``comp.intervals`` when it takes ``method``.
+    ``own_intervals=False`` takes every interval from the replicates (a published release: the
+    auditors' own intervals know only sampling, the replicates also carry the noise).
+    ``unreleased`` (attribute -> groups): groups of a private-domain release with a cell below
+    the release threshold; their counts are unknown, so they are too small to judge.
+    """
+    from fairaudit.metrics.bootstrap import percentile_interval
+
+    replicates = (boot if boot is None or isinstance(boot, BootstrapReplicates)
+                  else BootstrapReplicates(joint, boot))
+    out: list[MetricResult] = []
+    specs: dict[str, MetricSpec] = {m.name: m for m in comp.metrics}
+    keep_small = getattr(comp, "small_groups", "exclude") == "keep"
+    for attribute, full in tables.items():
+        if full.counts.size == 0:
+            continue
+        j = judgeable(full, min_cell, keep_small, (unreleased or {}).get(attribute, ()))
+        n_rows = full.n + full.n_noise
+        if j.table is None:
+            out.extend(_undetermined(comp, labelling, attribute, j, min_cell, n_rows))
+            continue
+        table = j.table
+        values = comp.compute(table)
+        own: Mapping[str, Any] = {}
+        batch = None
+        if replicates is not None and any(specs[m].bootstrap for m in values if m in specs):
+            counts = replicates.tables(attribute, j.group_rows, j.cluster_cols)
+            own = (_own_intervals(comp, table, level, counts, ci_method) if own_intervals
+                   else {})
+            wanted = [m for m in values if m in specs and specs[m].bootstrap and m not in own]
+            if wanted:
+                batch = _compute_batch(comp, table, counts, wanted)
+            del counts  # (B x groups x clusters): large with many clusters
+        by_metric = _breakdown_by_metric(comp, table, list(values))
+        for metric, value in values.items():
+            m = specs.get(metric)
+            if m is None:
+                raise FairauditError(
+                    f"auditor {comp.name!r} returned metric {metric!r} it does not declare"
+                )
+            value = float(value)
+            ci = None
+            detail: dict[str, Any] = {}
+            notes: list[str] = []
+            if m.bootstrap and metric in own:
+                iv = own[metric]
+                lo, hi, widened = _hull(float(iv.lower), float(iv.upper), value)
+                ci = (lo, hi)
+                detail["interval"] = _interval_detail(iv, level, table)
+                if "bootstrap" in detail["interval"]["method"]:
+                    detail["interval"]["replicates"] = replicates.n_boot
+            elif m.bootstrap and batch is not None and metric in batch:
+                lo, hi = percentile_interval(np.asarray(batch[metric]), level)
+                if not (math.isnan(lo) and math.isnan(hi)):
+                    lo, hi, widened = _hull(float(lo), float(hi), value)
+                    ci = (lo, hi)
+                    detail["interval"] = {"method": BOOTSTRAP_METHOD, "level": level,
+                                          "replicates": replicates.n_boot}
+                    if widened:
+                        detail["interval"]["widened_to_estimate"] = True
+            if ci is not None and m.range is not None:  # the value cannot leave its range
+                ci = (max(ci[0], float(m.range[0])), min(ci[1], float(m.range[1])))
+            if j.too_small:
+                detail["too_small"] = _too_small_detail(j, min_cell)
+                notes.append(_too_small_note(j, min_cell))
+            if math.isnan(value):
+                notes.append(f"{metric} is undefined here")
+            rows = by_metric[metric]
+            out.append(
+                MetricResult(
+                    auditor=comp.name, metric=metric, labelling=labelling,
+                    value=value, direction=m.direction, attribute=attribute, ci=ci,
+                    per_cluster=rows,
+                    n_rows=n_rows, headline=m.headline, notes=tuple(notes), detail=detail,
+                )
+            )
+    return out
+
+
+def _without_metric(row: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(row)  # a copy, keys in the same order
+    out.pop("metric", None)
+    return out
+
+
+def _own_intervals(comp: CountingAuditor, table: GroupTable, level: float, counts: np.ndarray,
+                   ci_method: str) -> Mapping[str, Any]:
+    """``comp.intervals``, with ``method=ci_method`` when the auditor takes it (the built-ins
+    do; third-party auditors written before ``--ci-method`` do not)."""
+    import inspect
+
+    try:
+        takes = "method" in inspect.signature(comp.intervals).parameters
+    except (TypeError, ValueError):  # pragma: no cover - builtins without a signature
+        takes = False
+    if takes:
+        return comp.intervals(table, level, counts, method=ci_method)
+    return comp.intervals(table, level, counts)
+
+
+def _compute_batch(comp: CountingAuditor, table: GroupTable, counts: np.ndarray,
+                   wanted: Sequence[str]) -> Mapping[str, Any]:
+    """``comp.compute_batch`` on the replicates, asking only for the metrics that need a
+    percentile interval when the auditor takes a ``metrics`` keyword (the built-ins do: with
+    many clusters each metric costs a pass over B x groups x clusters)."""
+    import inspect
+
+    try:
+        takes = "metrics" in inspect.signature(comp.compute_batch).parameters
+    except (TypeError, ValueError):  # pragma: no cover - builtins without a signature
+        takes = False
+    if takes:
+        return comp.compute_batch(table, counts, metrics=tuple(wanted))
+    return comp.compute_batch(table, counts)
+
+
+def _breakdown_by_metric(comp: CountingAuditor, table: GroupTable,
+                         metrics: Sequence[str]) -> dict[str, tuple[dict[str, Any], ...]]:
+    """The per-cluster rows of each metric, as copies without their ``"metric"`` key: one call
+    of ``breakdown`` for all of them (it builds a row per cluster and metric), filed as
+    :meth:`CountingAuditor.breakdown_for` does. An auditor that overrides ``breakdown_for`` is
+    asked metric by metric."""
+    if type(comp).breakdown_for is not CountingAuditor.breakdown_for:
+        return {m: tuple(map(_without_metric, comp.breakdown_for(table, m))) for m in metrics}
+    rows = comp.breakdown(table)
+    if isinstance(rows, Mapping):
+        return {m: tuple(map(_without_metric, rows.get(m, ()))) for m in metrics}
+    unnamed = object()
+    headline = comp.headline().name if comp.metrics else unnamed
+    out: dict[Any, list[dict[str, Any]]] = {m: [] for m in metrics}
+    for r in rows:
+        key = r.get("metric", headline)
+        if key is unnamed:  # no metrics declared: breakdown_for files it under any metric
+            for m in metrics:
+                out[m].append(_without_metric(r))
+        elif key in out:
+            row = dict(r)  # a copy, keys in the same order, without "metric"
+            row.pop("metric", None)
+            out[key].append(row)
+    return {m: tuple(out[m]) for m in metrics}
+
+
+def _undetermined(comp: CountingAuditor, labelling: str, attribute: str, j: Judgeable,
+                  min_cell: int, n_rows: int) -> Sequence[MetricResult]:
+    """NaN results when fewer than two groups are large enough to judge."""
+    why = (f"have at least {min_cell} rows (--min-cell) and every cell released"
+           if j.unreleased else f"have at least {min_cell} rows (--min-cell)")
+    note = (
+        f"too little data: fewer than two groups of {attribute!r} {why}, so no comparison "
+        "between groups is possible"
+    )
+    if j.unreleased:
+        note += (f"; {UNRELEASED_REASON} ({_names(j.unreleased)}): their counts are unknown, "
+                 "not zero")
+    return [
+        MetricResult(
+            auditor=comp.name, metric=m.name, labelling=labelling, value=float("nan"),
+            direction=m.direction, attribute=attribute, n_rows=n_rows, headline=m.headline,
+            notes=(note,), detail={"too_small": _too_small_detail(j, min_cell)},
+        )
+        for m in comp.metrics
+    ]

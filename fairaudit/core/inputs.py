@@ -1,0 +1,322 @@
+"""The input side of a run: column roles from the chain and the schema, the checks on the
+groups that every audit needs, and the in-memory rows (seeded sample, ID-like and non-finite
+columns, rows the feature-based steps cannot use).
+"""
+
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from fairaudit.core.contingency import (
+    JointTable,
+)
+from fairaudit.core.data import ROW_ID, AuditData, ColumnRoles
+from fairaudit.core.spec import ChainSpec
+from fairaudit.errors import ConfigError, InputError
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MAX_ROWS = 100_000
+"""Rows held in memory for clustering when no clusterer sets a lower ``max_rows``."""
+MAX_GROUPS = 10_000
+
+
+def label_ids(column: Any, joint: JointTable) -> np.ndarray:
+    """Integer cluster ids of the in-memory labels column (names mapped as in the joint table)."""
+    import polars as pl
+
+    from fairaudit.core.contingency import label_codes
+
+    if joint.cluster_names is not None:
+        return label_codes(column, joint.cluster_names)
+    return column.cast(pl.Int64).to_numpy()
+
+
+def resolve_roles(spec: ChainSpec, schema: Any) -> ColumnRoles:
+    cols = list(schema.names())
+    sensitive = tuple(spec.data.sensitive)
+    labels = spec.data.labels
+    excluded: dict[str, str] = {c: "listed in exclude" for c in spec.data.exclude}
+    nested = {c for c in cols if _is_nested(schema[c])}
+    for role, named in (("sensitive", sensitive), ("labels", (labels,) if labels else ()),
+                        ("features", spec.data.features or ())):
+        for c in named:
+            if c in nested:
+                raise InputError(
+                    f"{role} column {c!r} has the nested type {schema[c]}; expected a flat "
+                    "column (string, number or boolean): unnest or explode it first"
+                )
+    if spec.data.features is not None:
+        features = tuple(spec.data.features)
+    else:
+        skip = set(spec.data.exclude) | {labels} | nested
+        if not spec.data.allow_sensitive_features:
+            skip |= set(sensitive)
+        features = tuple(c for c in cols if c not in skip)
+        for c in sorted(nested - set(spec.data.exclude)):
+            excluded[c] = f"nested type {schema[c]} (list/struct/array): ignored"
+    if not spec.data.allow_sensitive_features:
+        leaked = [c for c in features if c in sensitive]
+        if leaked:
+            raise ConfigError(
+                f"sensitive column(s) {leaked} are listed as features; sensitive columns are "
+                "never given to clusterers unless allow_sensitive_features = true"
+            )
+    if labels in features:
+        features = tuple(c for c in features if c != labels)
+    for s in sensitive:
+        dtype = schema[s]
+        if dtype.is_float():
+            raise InputError(
+                f"sensitive column {s!r} has float type {dtype}; expected categories (string, "
+                "integer code or boolean) — bin it first"
+            )
+    return ColumnRoles(
+        sensitive=sensitive,
+        features=features,
+        labels=labels,
+        ordinal=dict(spec.data.ordinal),
+        excluded=excluded,
+    )
+
+
+def _is_nested(dtype: Any) -> bool:
+    """List, Array and Struct columns (and Python objects): no role can read them."""
+    import polars as pl
+
+    return bool(dtype.is_nested()) or dtype == pl.Object
+
+
+def skip_feature_steps(spec: ChainSpec, registry: Any, roles: ColumnRoles
+                        ) -> tuple[ChainSpec, str]:
+    """The chain without the preprocessors and auditors that read features (none is left), and
+    the note that says so. Only the counting auditors remain; none left is an InputError."""
+    dropped = [s for s in spec.audit
+               if "features" in registry.get("auditor", s.use).cls.requires]
+    kept = tuple(s for s in spec.audit if s not in dropped)
+    aside = ", ".join(f"{c!r} ({why})" for c, why in roles.excluded.items())
+    why = "no feature column is left" + (f" (set aside: {aside})" if aside else "")
+    if not kept:
+        raise InputError(f"{why}, and every auditor of the chain ("
+                         + ", ".join(s.use for s in dropped) + ") reads features; add an "
+                         "auditor that counts groups, e.g. --audit balance")
+    steps = [s.use for s in (*spec.preprocess, *dropped)]
+    note = f"{why}: skipped " + ", ".join(steps) + " (they read features)"
+    log.info(note)
+    return dataclasses.replace(spec, audit=kept, preprocess=()), note
+
+
+def source_name(path: Any) -> str:
+    """How messages name the input: its path, or ``<in-memory table>`` (never a frame dump)."""
+    from fairaudit.core.io import IN_MEMORY
+
+    return path if isinstance(path, str) else IN_MEMORY
+
+
+def check_groups(joint: JointTable, roles: ColumnRoles, n_input: int, spec: ChainSpec,
+                  lf: Any = None) -> None:
+    n = joint.n
+    if n == 0:
+        raise InputError(_nothing_left(roles, n_input, lf))
+    for s in roles.sensitive:
+        sizes = joint.group_sizes(s)
+        if len(sizes) > MAX_GROUPS or (n >= 100 and len(sizes) > 0.5 * n):
+            raise InputError(
+                f"sensitive column {s!r} has {len(sizes)} distinct values in {n} rows: it looks "
+                "like an identifier, not a group attribute; choose a categorical column "
+                "(or bin it)"
+            )
+        if len(sizes) < 2:
+            only = next(iter(sizes), None)
+            raise InputError(
+                f"sensitive column {s!r} has a single group ({only!r}) among the audited rows: "
+                "fairness between groups is undefined; choose another attribute"
+            )
+
+
+def _nothing_left(roles: ColumnRoles, n_input: int, lf: Any) -> str:
+    """Why no row is left to audit, naming the column(s) at fault."""
+    import polars as pl
+
+    cols = [*roles.sensitive, *filter(None, [roles.labels])]
+    if lf is not None:
+        nulls = lf.select([pl.col(c).null_count() for c in cols]).collect().row(0)
+        empty = [c for c, k in zip(cols, nulls, strict=True) if k == n_input]
+        if empty:
+            kinds = ["labels column" if c == roles.labels else "sensitive column" for c in empty]
+            return ("; ".join(f"{k} {c!r} is null in every row" for k, c in
+                              zip(kinds, empty, strict=True))
+                    + ": nothing left to audit")
+    return (f"every row has a null value in at least one of {', '.join(map(repr, cols))} "
+            "(no row has them all): nothing left to audit")
+
+
+def materialise_rows(lf: Any, roles: ColumnRoles, spec: ChainSpec, n_input: int, max_rows: int):
+    import polars as pl
+
+    cols = list(dict.fromkeys([*roles.features, *roles.sensitive, *filter(None, [roles.labels])]))
+    q = lf.with_row_index(ROW_ID).select([ROW_ID, *cols])
+    not_null = [pl.col(c).is_not_null() for c in [*roles.sensitive, *filter(None, [roles.labels])]]
+    if not_null:
+        q = q.filter(pl.all_horizontal(not_null))
+    sample_info = None
+    n_valid = int(q.select(pl.len()).collect(engine="streaming").item())
+    if n_valid > max_rows:
+        rng = np.random.default_rng(spec.data.seed)
+        valid_ids = q.select(ROW_ID).collect(engine="streaming").get_column(ROW_ID).to_numpy()
+        keep = np.sort(rng.choice(valid_ids, size=max_rows, replace=False))
+        q = q.filter(pl.col(ROW_ID).is_in(keep.tolist()))
+        sample_info = {
+            "rows": int(max_rows),
+            "seed": spec.data.seed,
+            "note": (
+                f"clusterers and feature-based metrics used a seeded random sample of "
+                f"{max_rows:,} of {n_valid:,} rows; counting metrics of labels columns in the "
+                "input use every row"
+            ),
+        }
+    frame = q.collect(engine="streaming")
+    excluded_nulls = n_input - n_valid
+    roles_features = list(roles.features)
+    # ID-like feature columns (unique per row) tell nothing about structure: exclude, with a note
+    excluded = dict(roles.excluded)
+    if spec.data.features is None:
+        for c in [c for c in roles_features if _is_index_column(c, frame)]:
+            roles_features.remove(c)
+            excluded[c] = "a row index written out as a column (ID-like)"
+    if spec.data.features is None and frame.height >= 20:
+        for c in list(roles_features):
+            dtype = frame.schema[c]
+            if not (dtype == pl.String or dtype.is_integer()):
+                continue
+            if frame.get_column(c).n_unique() == frame.height and (
+                dtype == pl.String or _looks_like_id(c, frame.get_column(c))
+            ):
+                roles_features.remove(c)
+                excluded[c] = "unique per row (ID-like)"
+    roles = dataclasses.replace(roles, features=tuple(roles_features), excluded=excluded)
+    exclusions: dict[str, int] = {}
+    if excluded_nulls:
+        exclusions["null value in a sensitive or labels column"] = excluded_nulls
+    data = AuditData(
+        frame=frame,
+        roles=roles,
+        features=frame.select(roles_features),
+        n_input_rows=n_input,
+        sample_note=None if sample_info is None else sample_info["note"],
+        exclusions=exclusions,
+    )
+    # non-finite numeric features
+    bad = [
+        c for c in roles_features
+        if frame.schema[c].is_numeric()
+        and (frame.get_column(c).is_null().any()
+             or (frame.schema[c].is_float() and not frame.get_column(c).is_finite().all()))
+    ]
+    if bad:
+        if spec.data.on_nonfinite == "error" and not spec.cluster:
+            # only auditors read features (e.g. proxy): they use the rows and columns they can
+            return _skip_nonfinite(data, frame, bad), sample_info
+        if spec.data.on_nonfinite == "drop":
+            mask = np.ones(frame.height, dtype=bool)
+            for c in bad:
+                col = frame.get_column(c)
+                ok = col.is_not_null()
+                if frame.schema[c].is_float():
+                    ok = ok & col.is_finite().fill_null(False)
+                mask &= ok.to_numpy()
+            data = data.filter_rows(mask, "missing or non-finite feature value")
+        else:
+            raise InputError(
+                "feature column(s) " + ", ".join(repr(c) for c in bad)
+                + " contain missing or non-finite values; exclude them (--exclude) or drop "
+                "those rows (--on-nonfinite drop)"
+            )
+    return data, sample_info
+
+
+def _nonfinite_mask(frame: Any, column: str) -> np.ndarray:
+    """True where ``column`` holds a null, NaN or infinite value."""
+    col = frame.get_column(column)
+    ok = col.is_not_null()
+    if frame.schema[column].is_float():
+        ok = ok & col.is_finite().fill_null(False)
+    return ~ok.to_numpy()
+
+
+def _skip_nonfinite(data: AuditData, frame: Any, bad: Sequence[str]) -> AuditData:
+    """Feature-reading auditors (no clusterer in the chain) skip what they cannot use: rows with
+    a missing or non-finite feature value, and — when that would leave fewer than half the rows —
+    first the columns with the most such values. The note says what was skipped; the counting
+    metrics are unaffected (they never read features)."""
+    masks = {c: _nonfinite_mask(frame, c) for c in bad}
+    keep_cols = sorted(bad, key=lambda c: (int(masks[c].sum()), c))
+    skipped_cols: list[str] = []
+    n = frame.height
+    while keep_cols:
+        rows_bad = np.zeros(n, dtype=bool)
+        for c in keep_cols:
+            rows_bad |= masks[c]
+        if n - int(rows_bad.sum()) >= max(1, n // 2):
+            break
+        skipped_cols.append(keep_cols.pop())  # the column with the most bad values
+    rows_bad = np.zeros(n, dtype=bool)
+    for c in keep_cols:
+        rows_bad |= masks[c]
+    parts = []
+    if skipped_cols:
+        feats = tuple(c for c in data.roles.features if c not in skipped_cols)
+        excluded = {**data.roles.excluded,
+                    **{c: "mostly missing or non-finite values" for c in skipped_cols}}
+        data = data.replace(
+            roles=dataclasses.replace(data.roles, features=feats, excluded=excluded),
+            features=data.features.drop(skipped_cols),
+        )
+        parts.append("column(s) " + ", ".join(repr(c) for c in skipped_cols)
+                     + " (mostly missing or non-finite)")
+    n_rows = int(rows_bad.sum())
+    if n_rows:
+        data = data.filter_rows(~rows_bad, "missing or non-finite feature value "
+                                "(feature-based metrics only)")
+        parts.append(f"{n_rows:,} of {n:,} row(s) with a missing or non-finite value in "
+                     + ", ".join(repr(c) for c in keep_cols))
+    note = ("feature-based metrics skipped " + " and ".join(parts)
+            + "; counting metrics use every row (with clusterers, --on-nonfinite decides)")
+    log.info(note)
+    return data.replace(notes=(*data.notes, note))
+
+
+_INDEX_NAMES = re.compile(r"|Unnamed: \d+|\.\.\.\d+|index|level_0")
+"""Names that tables give a written-out row index: the empty header of pandas' ``to_csv`` and
+R's ``write.csv`` (polars reads it as ``""``), ``Unnamed: 0`` (pandas' ``read_csv``),
+``...1`` (readr), ``index`` / ``level_0`` (pandas' ``reset_index``)."""
+
+
+def _is_index_column(name: str, frame: Any) -> bool:
+    """A row index written out as a column: an index name, unique per row (any table size)."""
+    import polars as pl
+
+    if not _INDEX_NAMES.fullmatch(name.strip()) or frame.height < 2:
+        return False
+    dtype = frame.schema[name]
+    col = frame.get_column(name)
+    return (dtype == pl.String or dtype.is_integer()) and col.null_count() == 0 and (
+        col.n_unique() == frame.height)
+
+
+def _looks_like_id(name: str, col: Any) -> bool:
+    lname = name.lower()
+    if lname in ("id", "key", "uuid", "index") or lname.endswith(("_id", "id", "_key")):
+        return True
+    s = col.drop_nulls().sort()
+    if s.len() < 3:
+        return False
+    diffs = s.diff().drop_nulls()
+    return bool(diffs.n_unique() == 1)  # a running number

@@ -1,0 +1,273 @@
+"""One validation of the run parameters, for the CLI, the chain (TOML) and the Python API.
+
+Every parameter is declared once in :data:`PARAMS`: its keyword (``fairaudit.audit(...)``), its
+command-line flag, its chain key, what it expects, and one check that returns the normalised
+value. A bad value gives a :class:`~fairaudit.errors.ConfigError` that names the parameter as the
+user gave it (``bootstrap``, ``--bootstrap`` or ``options.bootstrap``) and says what was expected,
+before any work starts. A new parameter (say a privacy budget) is one more :class:`Param` here.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fairaudit.errors import ConfigError
+
+MAX_BOOTSTRAP = 10_000
+"""Largest number of bootstrap replicates: 10,000 is the count recommended for percentile
+intervals at the 99% level; more only costs memory (the replicates of every joint table are held
+at once) and time."""
+MAX_SEED = 2**63 - 1
+MAX_WORKERS = 1024
+
+Surface = str  # "api" | "cli" | "chain"
+
+
+class Invalid(Exception):
+    """Raised by a check: the value is not what the parameter expects."""
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    """Keyword of :func:`fairaudit.audit`."""
+    flag: str | None
+    """Command-line option of ``fairaudit audit`` (None: not on the command line)."""
+    key: str | None
+    """Key in the chain TOML (None: not in a chain)."""
+    expected: str
+    check: Callable[[Any], Any]
+
+    def label(self, surface: Surface) -> str:
+        if surface == "cli" and self.flag:
+            return self.flag
+        if surface == "chain" and self.key:
+            return self.key
+        return self.name
+
+
+# ----------------------------------------------------------------------------- checks
+def _is_int(v: Any) -> bool:
+    import numpy as np
+
+    return isinstance(v, int | np.integer) and not isinstance(v, bool | np.bool_)
+
+
+def integer(lo: int, hi: int | None = None) -> Callable[[Any], int]:
+    def check(v: Any) -> int:
+        if not _is_int(v) or v < lo or (hi is not None and v > hi):
+            raise Invalid
+        return int(v)
+
+    return check
+
+
+def number(lo: float, hi: float, *, hi_open: bool = False) -> Callable[[Any], float]:
+    def check(v: Any) -> float:
+        if isinstance(v, bool) or not isinstance(v, int | float) and not _is_numpy_number(v):
+            raise Invalid
+        f = float(v)
+        if not math.isfinite(f) or f < lo or f > hi or (hi_open and f == hi):
+            raise Invalid
+        return f
+
+    return check
+
+
+def _is_numpy_number(v: Any) -> bool:
+    import numpy as np
+
+    return isinstance(v, np.integer | np.floating) and not isinstance(v, np.bool_)
+
+
+def boolean(v: Any) -> bool:
+    import numpy as np
+
+    if not isinstance(v, bool | np.bool_):
+        raise Invalid
+    return bool(v)
+
+
+def choice(*values: str) -> Callable[[Any], str]:
+    def check(v: Any) -> str:
+        if not isinstance(v, str) or v not in values:
+            raise Invalid
+        return v
+
+    return check
+
+
+def text(v: Any) -> str:
+    if not isinstance(v, str):
+        raise Invalid
+    return str(v)
+
+
+def column(v: Any) -> str:
+    """A column name (the empty name of an unnamed column included)."""
+    return text(v)
+
+
+def names(v: Any) -> tuple[str, ...]:
+    """Column or component names: ``"a,b"`` or an iterable of strings (list, tuple, numpy array,
+    pandas Index). A mapping or a set (no order) is refused."""
+    if isinstance(v, str):  # "" alone names the unnamed column (a CSV's empty header)
+        return ("",) if v == "" else tuple(x.strip() for x in v.split(",") if x.strip())
+    if isinstance(v, Mapping | set | frozenset | bytes) or not isinstance(v, Iterable):
+        raise Invalid
+    out = tuple(v)
+    if not all(isinstance(x, str) for x in out):
+        raise Invalid
+    return tuple(str(x) for x in out)
+
+
+def bounds(v: Any) -> dict[str, float]:
+    """``{METRIC[@ci][[ATTR]]: number}``."""
+    if not isinstance(v, Mapping):
+        raise Invalid
+    out = {}
+    for key, value in v.items():
+        if not isinstance(key, str) or not key:
+            raise Invalid
+        out[key] = number(-math.inf, math.inf)(value)
+    return out
+
+
+def components(v: Any) -> tuple[tuple[str, dict[str, Any]] | str, ...]:
+    """``"name:k=v"`` strings or ``(name, {param: value})`` pairs."""
+    if isinstance(v, str):
+        v = [v]
+    if isinstance(v, Mapping) or not isinstance(v, Iterable):
+        raise Invalid
+    out: list[Any] = []
+    for item in v:
+        if isinstance(item, str) and item.strip():
+            out.append(item)
+        elif (isinstance(item, tuple | list) and len(item) == 2 and isinstance(item[0], str)
+              and item[0] and isinstance(item[1], Mapping)
+              and all(isinstance(k, str) for k in item[1])):
+            out.append((item[0], dict(item[1])))
+        else:
+            raise Invalid
+    return tuple(out)
+
+
+def path_like(v: Any) -> str:
+    if not isinstance(v, str | Path) or not str(v):
+        raise Invalid
+    return str(v)
+
+
+def chain_like(v: Any) -> Any:
+    """A chain: a :class:`~fairaudit.core.spec.ChainSpec` built in Python, or a TOML file's path."""
+    from fairaudit.core.spec import ChainSpec
+
+    return v if isinstance(v, ChainSpec) else path_like(v)
+
+
+def one_char(v: Any) -> str:
+    if not isinstance(v, str) or len(v) != 1:
+        raise Invalid
+    return v
+
+
+def optional(check: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    def opt(v: Any) -> Any:
+        return None if v is None else check(v)
+
+    return opt
+
+
+_COLS = "a column name or a list of column names"
+_BOUNDS = "a mapping METRIC -> number, e.g. {'balance': 0.8}"
+
+PARAMS: dict[str, Param] = {p.name: p for p in (
+    Param("sensitive", "--sensitive", "data.sensitive", _COLS, names),
+    Param("labels", "--labels", "data.labels", "a column name (a string)", optional(column)),
+    Param("features", "--features", "data.features", _COLS, optional(names)),
+    Param("exclude", "--exclude", "data.exclude", _COLS, names),
+    Param("seed", "--seed", "data.seed", f"an int in [0, {MAX_SEED}]",
+          optional(integer(0, MAX_SEED))),
+    Param("sample", "--sample", "data.sample", "an int >= 2 (rows)", optional(integer(2))),
+    Param("on_null", "--on-null", "data.on_null", "'exclude' or 'error'",
+          optional(choice("exclude", "error"))),
+    Param("on_nonfinite", "--on-nonfinite", "data.on_nonfinite", "'error' or 'drop'",
+          optional(choice("error", "drop"))),
+    Param("allow_sensitive_features", None, "data.allow_sensitive_features", "true or false",
+          boolean),
+    Param("separator", "--separator", "data.separator", "one character", optional(one_char)),
+    Param("k", "--k", "options.k", "an int >= 2", optional(integer(2))),
+    Param("min_cell", "--min-cell", "options.min_cell",
+          "an int >= 1 (groups with fewer rows are too small to judge)", optional(integer(1))),
+    Param("bootstrap", "--bootstrap", "options.bootstrap",
+          f"an int in [0, {MAX_BOOTSTRAP:,}] (0 = no intervals)",
+          optional(integer(0, MAX_BOOTSTRAP))),
+    Param("ci_method", "--ci-method", "options.ci_method", "'calibrated' or 'conservative'",
+          optional(choice("calibrated", "conservative"))),
+    Param("ci_level", None, "options.ci_level", "a number in [0.5, 1)",
+          number(0.5, 1.0, hi_open=True)),
+    Param("timing", "--timing", "options.timing", "true or false", optional(boolean)),
+    Param("twins", "--twins", "options.twins", "true or false", optional(boolean)),
+    Param("fail_under", "--fail-under", None, _BOUNDS, optional(bounds)),
+    Param("fail_over", "--fail-over", None, _BOUNDS, optional(bounds)),
+    Param("warn_under", "--warn-under", None, _BOUNDS, optional(bounds)),
+    Param("warn_over", "--warn-over", None, _BOUNDS, optional(bounds)),
+    Param("tolerance", "--tolerance", None, "a mapping METRIC[[ATTR]] -> allowed worsening",
+          optional(bounds)),
+    Param("cluster", "--cluster", "cluster",
+          "clusterer names 'name:k=v' or (name, {param: value}) pairs", components),
+    Param("audit", "--audit", "audit",
+          "auditor names 'name:k=v' or (name, {param: value}) pairs", components),
+    Param("skip_audit", "--skip-audit", None, "auditor names", names),
+    Param("disabled_plugins", "--disable-plugin", None, "plugin names", names),
+    Param("chain", "--chain", None, "a ChainSpec or the path of a chain TOML file",
+          optional(chain_like)),
+    Param("engine", "--engine", "engine.name", "'local' or 'dask'",
+          optional(choice("local", "dask"))),
+    Param("scheduler", "--scheduler", "engine.scheduler",
+          "a Dask scheduler address such as 'tcp://host:8786'", optional(text)),
+    Param("workers", "--workers", "engine.workers", f"an int in [1, {MAX_WORKERS}]",
+          optional(integer(1, MAX_WORKERS))),
+)}
+
+
+def problem(name: str, value: Any) -> str | None:
+    """What is wrong with ``value`` for parameter ``name`` ("expected ...; got ..."), or None."""
+    try:
+        PARAMS[name].check(value)
+    except Invalid:
+        return f"expected {PARAMS[name].expected}; got {_show(value)}"
+    return None
+
+
+def check(name: str, value: Any, surface: Surface = "api") -> Any:
+    """The normalised value, or :class:`ConfigError` naming the parameter on ``surface``."""
+    p = PARAMS[name]
+    try:
+        return p.check(value)
+    except Invalid:
+        raise ConfigError(f"{p.label(surface)}: expected {p.expected}; got {_show(value)}"
+                          ) from None
+
+
+def check_all(values: Mapping[str, Any], surface: Surface = "api") -> dict[str, Any]:
+    """Every value checked (in the order given); the first bad one raises."""
+    return {name: check(name, value, surface) for name, value in values.items()}
+
+
+def _show(value: Any) -> str:
+    """A short description of a bad value (never a whole table's printout)."""
+    kind = type(value).__name__
+    try:
+        text_ = repr(value)
+    except Exception:  # pragma: no cover - a repr that fails
+        text_ = f"<{kind}>"
+    if "\n" in text_ or len(text_) > 60:
+        shape = getattr(value, "shape", None)
+        return f"a {type(value).__module__.split('.')[0]}.{kind}" + (
+            f" of shape {tuple(shape)}" if shape is not None else "")
+    return f"{text_} ({kind})" if not isinstance(value, str) else text_

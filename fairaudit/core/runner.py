@@ -1,0 +1,131 @@
+"""Run a chain: ``load`` (read the input, validate the chain against its columns), then the
+stages of :mod:`fairaudit.core.stages` over a frozen state:
+
+    load -> count -> materialise -> check -> preprocess -> cluster -> assign -> noise -> audit
+         -> gate -> document -> publish -> twins -> explain -> verdicts
+
+The runner knows components only through the registry. Counting auditors never see rows: a
+labels column in the input is counted with one streaming group-by over the whole input; the
+labels of clusterers (fitted in memory, on a seeded sample when the input is large) with one
+group-by of the in-memory rows. With ``--publish`` the stages run inside the privacy ledger's
+guard (:func:`fairaudit.privacy.publish.run_published`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import sys
+import time
+from typing import Any
+
+from fairaudit.core.document import frame_fingerprint
+from fairaudit.core.inputs import resolve_roles, source_name
+from fairaudit.core.spec import ChainSpec
+from fairaudit.core.stages import RunState, run_stages
+from fairaudit.core.steps import DATA_LABELLING, Clock, Progress
+from fairaudit.core.twins import expand_twins
+from fairaudit.core.validate import validate_chain
+from fairaudit.errors import ConfigError, InputError
+from fairaudit.report.results import AuditRun
+
+log = logging.getLogger(__name__)
+
+__all__ = ["DATA_LABELLING", "Progress", "run_chain"]
+
+
+def run_chain(
+    spec: ChainSpec,
+    host: Any,
+    *,
+    data_path: Any = None,
+    progress: Progress | None = None,
+    engine: Any = None,
+) -> AuditRun:
+    """Run ``spec`` on ``data_path`` (or ``spec.data.path``) and return the :class:`AuditRun`.
+
+    ``data_path`` is a path, directory or glob (read through the ``fairaudit_read_table`` hook),
+    or an in-memory ``polars.DataFrame`` / ``LazyFrame``. ``engine`` runs the passes over every
+    row (:mod:`fairaudit.core.engines`; default: polars on this machine).
+    """
+    from fairaudit.core.engines import LocalEngine
+
+    engine = engine if engine is not None else LocalEngine()
+    import polars as pl
+
+
+    started = time.perf_counter()
+    clock = Clock(host, progress)
+    path = data_path if data_path is not None else spec.data.path
+    in_memory = isinstance(path, pl.DataFrame | pl.LazyFrame)
+    if not in_memory and not path:
+        raise ConfigError("no input data: give DATA on the command line or data.path in the chain")
+
+    def _load():
+        if in_memory:
+            return path.lazy()
+        lf = host.read_table(path, dict(spec.data.reader_options))
+        if lf is None:
+            raise InputError(f"{path}: no installed reader handles this input")
+        return lf
+
+    lf = clock.run("load", "read", None, _load)
+    schema = lf.collect_schema()
+    columns = list(schema.names())
+    if not columns:
+        raise InputError(f"{source_name(path)}: the table has no columns")
+    spec = validate_chain(expand_twins(spec, host.registry), host.registry, columns=columns)
+    roles = resolve_roles(spec, schema)
+
+    if spec.privacy.publish:
+        from fairaudit.privacy.publish import prepare, run_published
+
+        spec = prepare(spec, host.registry)
+        state = RunState(spec=spec, host=host, engine=engine, clock=clock, path=path, lf=lf,
+                         roles=roles, in_memory=in_memory, started=started, progress=progress)
+        return run_published(
+            spec, path, lambda: frame_fingerprint(path) if in_memory else _fingerprint(path),
+            lambda: _run(state),
+        )
+    return _run(RunState(spec=spec, host=host, engine=engine, clock=clock, path=path, lf=lf,
+                         roles=roles, in_memory=in_memory, started=started, progress=progress))
+
+
+def _fingerprint(path: Any) -> str:
+    from fairaudit.core.io import fingerprint
+
+    return fingerprint(path)
+
+
+def _run(state: RunState) -> AuditRun:
+    """The stages after ``load``; Great Expectations imports meanwhile (no input checks in a
+    release); the finished run goes to the ``fairaudit_run_finished`` hook."""
+    warm = _prewarm_imports() if not state.spec.privacy.publish else None
+    try:
+        run = run_stages(state if warm is None else dataclasses.replace(state, warm=warm))
+    finally:
+        if warm is not None:
+            warm.join()
+    state.host.run_finished(run=run)
+    return run
+
+
+def _prewarm_imports() -> Any:
+    """Start importing Great Expectations (seconds of pure-Python import) in a background thread
+    while the main thread reads the data (polars releases the GIL). Returns the thread, which the
+    caller joins before it uses GX itself: GX's package imports are circular, so two threads
+    importing it at once can see a partially initialised module.
+    """
+    import threading
+
+    def _warm() -> None:
+        try:
+            import great_expectations  # noqa: F401
+        except Exception:  # pragma: no cover - the real import reports problems later
+            log.debug("prewarm import failed", exc_info=True)
+
+    if "great_expectations" in sys.modules:
+        return None
+    thread = threading.Thread(target=_warm, name="fairaudit-prewarm", daemon=True)
+    thread.start()
+    return thread

@@ -1,0 +1,173 @@
+"""What the stages do with one component or one step: the clock that times each step (and tells
+the hooks and the progress line), instantiating a component from its chain step (seed and k
+filled in), turning its errors into ones that name the step, the labelling a fitted clusterer
+gives, the input checks and the counting auditors' audit.
+"""
+
+
+from __future__ import annotations
+
+import inspect
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from fairaudit.core.components import (
+    AuditContext,
+    Auditor,
+    CountingAuditor,
+    Preprocessor,
+)
+from fairaudit.core.data import ROW_ID, AuditData, Labelling
+from fairaudit.core.document import jsonable
+from fairaudit.core.fit_quality import fit_diagnostics
+from fairaudit.core.spec import ChainSpec, StepSpec
+from fairaudit.errors import ConfigError, FairauditError
+from fairaudit.report.results import (
+    MetricResult,
+)
+
+log = logging.getLogger("fairaudit.core.runner")  # the run's step log, as in --verbose before
+
+DATA_LABELLING = "(data)"
+"""The ``labelling`` of results from auditors that judge the data, not a clustering."""
+CHECK_SAMPLE_ROWS = 100_000
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class StepTiming:
+    kind: str
+    step: str
+    labelling: str | None
+    seconds: float
+
+
+class Clock:
+    def __init__(self, host: Any, progress: Progress | None):
+        self.host = host
+        self.progress = progress
+        self.timings: list[StepTiming] = []
+
+    def run(self, kind: str, step: str, labelling: str | None, fn: Callable[..., Any],
+            *args: Any) -> Any:
+        if self.progress is not None:
+            what = f"{kind} {step}" + (f" on {labelling}" if labelling else "")
+            self.progress(what)
+        t0 = time.perf_counter()
+        out = fn(*args)
+        dt = time.perf_counter() - t0
+        self.timings.append(StepTiming(kind, step, labelling, dt))
+        self.host.step_finished(step=step, kind=kind, labelling=labelling, seconds=dt)
+        log.info("%s %s%s: %.3f s", kind, step, f" on {labelling}" if labelling else "", dt)
+        return out
+
+
+def fit_transform(comp: Preprocessor, view: AuditData) -> AuditData:
+    return comp.fit_transform(view).replace(include_sensitive=True)
+
+
+def audit_step(comp: Auditor, ctx: AuditContext) -> list[MetricResult]:
+    return list(comp.audit(ctx))
+
+
+def guard(step: StepSpec, fn: Callable[..., Any], *args: Any) -> Any:
+    """Turn a component's ValueError into a ConfigError that names the chain step."""
+    try:
+        return fn(*args)
+    except FairauditError:
+        raise
+    except (ValueError, TypeError) as exc:
+        raise ConfigError(f"{step.path} ({step.use}): {exc}") from exc
+
+
+def instantiate(cls: type, step: StepSpec, seed: int, spec: ChainSpec, k: int | None = None):
+    params = dict(step.params)
+    sig = inspect.signature(cls.__init__).parameters
+    if "random_state" in sig and "random_state" not in params:
+        params["random_state"] = seed
+    if "n_clusters" in sig and "n_clusters" not in params:
+        if spec.options.k is not None:
+            params["n_clusters"] = spec.options.k
+        elif k is not None:
+            params["n_clusters"] = k
+    try:
+        return cls(**params)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{step.path} ({step.use}): {exc}") from exc
+
+
+def labelling_from(comp: Any, cls: type, step: StepSpec, data: AuditData, seconds: float):
+    labels = getattr(comp, "labels_", None)
+    if labels is None:
+        raise FairauditError(f"clusterer {step.use!r} did not set labels_")
+    labels = np.asarray(labels)
+    if labels.shape != (data.n_rows,):
+        raise FairauditError(
+            f"clusterer {step.use!r} set labels_ of shape {labels.shape}; expected ({data.n_rows},)"
+        )
+    memberships = getattr(comp, "memberships_", None)
+    prototypes = getattr(comp, "prototypes_", getattr(comp, "cluster_centers_", None))
+    for key, value in (("memberships", memberships), ("prototypes", prototypes)):
+        if key in cls.provides and value is None:
+            raise FairauditError(f"clusterer {step.use!r} declares {key!r} but did not set it")
+    params = dict(comp.get_params())
+    fitted_k = getattr(comp, "n_clusters_", None)
+    if fitted_k is not None:
+        params = {**params, "n_clusters_fitted": int(fitted_k)}
+    return Labelling(
+        name=step.label,
+        labels=labels.astype(np.int64),
+        origin="clusterer",
+        component=step.use,
+        params=params,
+        memberships=None if memberships is None else np.asarray(memberships, dtype=float),
+        prototypes=None if prototypes is None else np.asarray(prototypes, dtype=float),
+        extras=jsonable(getattr(comp, "extras_", {})),
+        seconds=seconds,
+        notes=tuple(getattr(comp, "notes_", ())),
+        fit=fit_diagnostics(comp),
+    )
+
+
+def run_checks(lf, data, roles, joint, spec, n_input) -> list[dict[str, Any]]:
+    import polars as pl
+
+    from fairaudit.gx.checks import run_input_checks
+
+    if data is not None:
+        sample = data.frame.drop(ROW_ID)
+    else:
+        cols = list(dict.fromkeys([*roles.sensitive, *filter(None, [roles.labels])]))
+        sample = lf.select(cols).head(CHECK_SAMPLE_ROWS).collect(engine="streaming")
+    group_counts = {a: joint.group_sizes(a) for a in joint.attribute_names}
+    feats = [c for c in (data.roles.features if data is not None else ()) if c in sample.columns]
+    results = run_input_checks(
+        sample.select([c for c in sample.columns if c in set(feats) | set(roles.sensitive)
+                       | {roles.labels}]),
+        sensitive=list(roles.sensitive),
+        labels=roles.labels,
+        features=feats,
+        group_counts=group_counts,
+        min_cell=spec.options.min_cell,
+        n_rows=n_input,
+    )
+    del pl
+    return [r.to_json() for r in results]
+
+
+# ---------------------------------------------------------------------------- counting
+def run_counting(comp: CountingAuditor, lab, joint, tables, boot, spec,
+                  unreleased=None) -> list[MetricResult]:
+    from fairaudit.core.counting_audit import run_counting_auditor
+
+    return run_counting_auditor(comp, lab.name, joint, tables, boot,
+                                min_cell=spec.options.min_cell, level=spec.options.ci_level,
+                                ci_method=spec.options.ci_method,
+                                # a release's intervals must carry the noise: the bootstrap's
+                                own_intervals=not spec.privacy.publish, unreleased=unreleased)

@@ -1,0 +1,276 @@
+"""The one validation of a :class:`~fairaudit.core.spec.ChainSpec` against the installed
+components (and the data's columns when given).
+
+Validation collects every problem before reporting, each with its TOML path
+(``cluster[1].params.n_cluster: unknown parameter (did you mean n_clusters?)``). It checks, in
+order: unknown keys, unknown component names, parameter binding, parameter constraints, the
+requires/provides data flow, thresholds, and (when a schema is given) that named columns exist.
+"""
+
+
+from __future__ import annotations
+
+import difflib
+import inspect
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from fairaudit.core.artifacts import INPUT_ARTIFACTS, LABELS
+from fairaudit.core.spec import (
+    _TOML_NAMES,
+    ChainSpec,
+    StepSpec,
+    _Problems,
+    privacy_problems,
+)
+from fairaudit.errors import ChainValidationError
+from fairaudit.ops.gates import check_threshold
+from fairaudit.report.results import Threshold
+
+
+def validate_chain(
+    spec: ChainSpec,
+    registry: Any,
+    *,
+    columns: Sequence[str] | None = None,
+) -> ChainSpec:
+    """Check a chain against the installed components (and the data's columns when given).
+
+    Returns the spec with thresholds resolved (``[[audit]] threshold`` -> the auditor's headline
+    metric and its direction). Raises :class:`ChainValidationError` listing every problem.
+    """
+    problems = _Problems()
+    problems.items.extend(spec.problems)
+    # the values of the spec itself: a ChainSpec built in Python meets the same checks as the
+    # chain file's keys and the flags (fairaudit.core.params); privacy options without publish
+    for path, msg in _value_problems(spec):
+        problems.add(path, msg)
+    for path, msg in privacy_problems(spec.privacy, _TOML_NAMES):
+        problems.add(path, msg)
+    kinds = {"preprocess": "preprocessor", "cluster": "clusterer", "audit": "auditor"}
+    classes: dict[str, type] = {}
+    for group in ("preprocess", "cluster", "audit"):
+        for step in getattr(spec, group):
+            kind = kinds[group]
+            if not registry.has(kind, step.use):
+                problems.add(f"{step.path}.use", registry.unknown_message(kind, step.use))
+                continue
+            cls = registry.get(kind, step.use).cls
+            classes[step.path] = cls
+            _check_params(cls, step, problems)
+
+    # names of labellings must be unique
+    seen: dict[str, str] = {}
+    if spec.data.labels:
+        seen[spec.data.labels] = "data.labels"
+    for step in spec.cluster:
+        if step.label in seen:
+            problems.add(
+                f"{step.path}.name",
+                f"labelling name {step.label!r} is already used by {seen[step.label]}; "
+                "give this step a distinct name",
+            )
+        seen[step.label] = step.path
+
+    # data flow
+    available = set(INPUT_ARTIFACTS)
+    if not spec.data.sensitive:
+        available.discard("sensitive")
+    if spec.data.labels:
+        available.add(LABELS)
+    for step in spec.preprocess:
+        cls = classes.get(step.path)
+        if cls is None:
+            continue
+        missing = set(cls.requires) - available
+        if missing:
+            problems.add(step.path, f"{step.use!r} needs {sorted(missing)}, which nothing provides")
+        available |= set(cls.provides)
+    for step in spec.cluster:
+        cls = classes.get(step.path)
+        if cls is None:
+            available.add(LABELS)  # an unknown clusterer is reported above: no cascade of
+            continue               # "needs labels" problems for every auditor
+        needs = set(cls.requires)
+        missing = needs - available - ({"labellings"} if "labellings" in needs else set())
+        if "labellings" in needs and LABELS not in available:
+            problems.add(step.path, f"{step.use!r} combines earlier labellings, but there are none "
+                         "before it (add [[cluster]] steps or data.labels first)")
+        if missing:
+            problems.add(step.path, f"{step.use!r} needs {sorted(missing)}, which nothing provides")
+        available |= set(cls.provides) | {LABELS}
+    if LABELS not in available:
+        problems.add("cluster", "nothing to audit: set data.labels or add a [[cluster]] step")
+    if not spec.audit:
+        problems.add("audit", "no auditors: add at least one [[audit]] step")
+    metric_specs: dict[str, Any] = {}
+    for step in spec.audit:
+        cls = classes.get(step.path)
+        if cls is None:
+            continue
+        missing = set(cls.requires) - available
+        if missing:
+            problems.add(step.path, f"{step.use!r} needs {sorted(missing)}, which nothing provides")
+        for m in cls.metrics:
+            metric_specs[m.name] = (m, step)
+
+    # thresholds
+    resolved: list[Threshold] = []
+    for th in spec.thresholds:
+        if th.metric.startswith("@"):
+            step_use = th.metric[1:]
+            cls = next(
+                (classes[s.path] for s in spec.audit if s.use == step_use and s.path in classes),
+                None,
+            )
+            if cls is None:
+                continue
+            m = cls.headline()
+            bound = "min" if m.direction.value == "higher_is_better" else "max"
+            th = replace(th, metric=m.name, bound=bound)
+            for msg in check_threshold(th, m, bootstrap=spec.options.bootstrap):
+                problems.add(f"{th.source}.threshold" if th.source else "threshold", msg)
+            resolved.append(th)
+            continue
+        if th.metric not in metric_specs:
+            close = difflib.get_close_matches(th.metric, list(metric_specs), n=1)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            problems.add(
+                th.source or "threshold",
+                f"threshold on unknown metric {th.metric!r}{hint}; the chain's auditors give: "
+                + ", ".join(sorted(metric_specs)),
+            )
+            continue
+        m, _ = metric_specs[th.metric]
+        for msg in check_threshold(th, m, bootstrap=spec.options.bootstrap):
+            problems.add(_bound_path(th), msg)
+        resolved.append(th)
+        if th.attribute is not None and spec.data.sensitive:
+            attrs = set(spec.data.sensitive)
+            if len(spec.data.sensitive) > 1:
+                attrs.add("|".join(spec.data.sensitive))
+            if not m.per_attribute:
+                problems.add(th.source or "threshold",
+                             f"{th.metric!r} is not computed per attribute; drop [{th.attribute}]")
+            elif th.attribute not in attrs:
+                problems.add(th.source or "threshold",
+                             f"unknown attribute {th.attribute!r}; expected one of {sorted(attrs)}")
+        if th.labelling is not None and th.labelling not in seen and not (
+            th.labelling == "(data)" and not _step_per_labelling(metric_specs[th.metric][1],
+                                                                 classes)
+        ):
+            problems.add(th.source or "threshold",
+                         f"unknown labelling {th.labelling!r}; the chain's labellings are "
+                         + (", ".join(repr(x) for x in seen) or "none"))
+
+    _check_roles(spec, problems)
+    if columns is not None:
+        _check_columns(spec, list(columns), problems)
+    if problems.items:
+        items = problems.items
+        if spec.source.startswith("flags"):
+            items = [(_flag_path(p), m) for p, m in items]
+        raise ChainValidationError(items, "command line" if spec.source.startswith("flags")
+                                   else spec.source)
+    return replace(spec, thresholds=tuple(resolved), problems=())
+
+
+def _bound_path(th: Threshold) -> str:
+    """Where a threshold's bound was given: the flag and its text, or ``threshold[i].min``."""
+    if th.source.startswith("threshold["):
+        return f"{th.source}.{th.bound}"
+    return th.source or "threshold"
+
+
+def _step_per_labelling(step: StepSpec, classes: Mapping[str, type]) -> bool:
+    cls = classes.get(step.path)
+    return bool(getattr(cls, "per_labelling", True))
+
+
+def _check_roles(spec: ChainSpec, problems: _Problems) -> None:
+    """Column roles that contradict each other (no data needed)."""
+    seen: dict[str, int] = {}
+    for i, col in enumerate(spec.data.sensitive):
+        if col in seen:
+            problems.add(f"data.sensitive[{i}]",
+                         f"sensitive column {col!r} is given twice; list each column once")
+        seen.setdefault(col, i)
+    if spec.data.labels is not None and spec.data.labels in seen:
+        problems.add("data.labels",
+                     f"column {spec.data.labels!r} is both the labels column and a sensitive "
+                     "column; a clustering cannot be audited against itself")
+
+
+def _flag_path(path: str) -> str:
+    """Name the CLI option for a problem in a chain built from flags."""
+    for key, flag in (("data.sensitive", "--sensitive"), ("data.labels", "--labels"),
+                      ("data.features", "--features"), ("data.exclude", "--exclude")):
+        if path.startswith(key):
+            return flag
+    return path
+
+
+def _check_params(cls: type, step: StepSpec, problems: _Problems) -> None:
+    sig = inspect.signature(cls.__init__)
+    names = [p for p in list(sig.parameters)[1:]]
+    for key in step.params:
+        if key not in names:
+            close = difflib.get_close_matches(key, names, n=1)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            problems.add(
+                f"{step.path}.params.{key}",
+                f"unknown parameter of {step.use!r}{hint}; it takes: {', '.join(names) or 'none'}",
+            )
+    known = {k: v for k, v in step.params.items() if k in names}
+    try:
+        sig.bind(None, **known)
+    except TypeError as exc:
+        problems.add(f"{step.path}.params", f"{exc}")
+        return
+    for key, msg in cls.check_params(known):
+        problems.add(f"{step.path}.params.{key}", msg)
+
+
+def _check_columns(spec: ChainSpec, columns: list[str], problems: _Problems) -> None:
+    def check(col: str, path: str) -> None:
+        if col not in columns:
+            close = difflib.get_close_matches(col, columns, n=3)
+            hint = f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else ""
+            problems.add(path, f"column {col!r} is not in the data{hint}")
+
+    if not spec.data.sensitive:
+        problems.add("data.sensitive", "no sensitive columns given (--sensitive A,B)")
+    for i, col in enumerate(spec.data.sensitive):
+        check(col, f"data.sensitive[{i}]")
+    if spec.data.labels:
+        check(spec.data.labels, "data.labels")
+    for i, col in enumerate(spec.data.features or ()):
+        check(col, f"data.features[{i}]")
+    for i, col in enumerate(spec.data.exclude):
+        check(col, f"data.exclude[{i}]")
+    for key in spec.data.ordinal:
+        if key not in spec.data.sensitive:
+            problems.add(f"data.ordinal.{key}", "ordinal orders are for sensitive attributes")
+
+
+# --------------------------------------------------------------------------- CLI flags
+
+
+def _value_problems(spec: ChainSpec) -> list[tuple[str, str]]:
+    """Each ``data.*``, ``options.*`` and ``engine.*`` value of ``spec`` checked by its one
+    declared check (:data:`fairaudit.core.params.PARAMS`), named by its chain key."""
+    from fairaudit.core.params import PARAMS, problem
+
+    out = []
+    for name, p in PARAMS.items():
+        if p.key is None or "." not in p.key or name == "separator":
+            continue
+        table, key = p.key.split(".", 1)
+        holder = {"data": spec.data, "options": spec.options, "engine": spec.engine}.get(table)
+        if holder is None or not hasattr(holder, key):
+            continue
+        msg = problem(name, getattr(holder, key))
+        if msg is not None:
+            out.append((p.key, msg))
+    return out

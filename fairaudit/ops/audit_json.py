@@ -1,0 +1,92 @@
+"""Reading a saved audit JSON: size and nesting limits, then the shipped schema.
+
+``render``, ``compare``, ``history``, ``export`` and ``--baseline`` read audit documents through
+:func:`read_audit`; a document that does not match ``fairaudit/schema/audit.schema.json`` is an
+:class:`~fairaudit.errors.InputError` naming the file and the first problem (its JSON path and
+what was expected), never an AttributeError deep in a renderer.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from fairaudit.core.limits import MAX_JSON_BYTES, MAX_JSON_DEPTH, check_nesting, read_limited
+from fairaudit.errors import InputError
+
+SCHEMA_PATH = Path(__file__).parent.parent / "schema" / "audit.schema.json"
+
+
+def read_json(path: Path) -> Any:
+    """The parsed JSON of ``path`` (refused when too large or nested too deeply)."""
+    text = read_limited(path, MAX_JSON_BYTES, "JSON document")
+    check_nesting(text, str(path), MAX_JSON_DEPTH)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path}: not valid JSON ({exc})") from None
+    except RecursionError:  # pragma: no cover - the nesting check comes first
+        raise InputError(f"{path}: nested too deeply to read") from None
+
+
+@functools.lru_cache(maxsize=1)
+def _validator() -> Any:
+    import jsonschema
+
+    schema = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    cls = jsonschema.validators.validator_for(schema)
+    return cls(schema)
+
+
+def schema_problem(doc: Mapping[str, Any]) -> str | None:
+    """The first way ``doc`` departs from the audit schema (``path: what``), or None."""
+    from jsonschema.exceptions import best_match
+
+    error = best_match(_validator().iter_errors(doc))
+    if error is None:
+        return None
+    where = _json_path(error.absolute_path)
+    if error.validator == "required":
+        missing = next((k for k in error.validator_value if k not in error.instance), None)
+        key = f"{where}.{missing}" if where else str(missing)
+        return f"{key}: missing (required by the audit JSON schema)"
+    if error.validator == "type":
+        want = error.validator_value
+        want = " or ".join(want) if isinstance(want, list) else want
+        return f"{where or '(top level)'}: expected {want}; got {_short(error.instance)}"
+    message = error.message if len(error.message) <= 160 else error.message[:157] + "..."
+    return f"{where or '(top level)'}: {message}"
+
+
+def _json_path(parts: Any) -> str:
+    out = ""
+    for p in parts:
+        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
+    return out
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    kind = {dict: "an object", list: "an array", str: "a string", bool: "a boolean",
+            type(None): "null"}.get(type(value), "a number")
+    return text if len(text) <= 40 else kind
+
+
+def run_date(doc: Mapping[str, Any], path: Path | None) -> tuple[str, str]:
+    """When an audit ran: ``timing.created`` if the document has it, else the file's
+    modification time; and which of the two it is."""
+    created = (doc.get("timing") or {}).get("created")
+    if isinstance(created, str) and created:
+        try:
+            dt.datetime.fromisoformat(created.replace("Z", "+00:00"))
+            return created, "timing.created"
+        except ValueError:
+            pass
+    if path is None:
+        raise InputError("an audit document without timing.created and without a file: no date")
+    ts = dt.datetime.fromtimestamp(path.stat().st_mtime, tz=dt.UTC).replace(microsecond=0)
+    return ts.isoformat().replace("+00:00", "Z"), "file mtime"

@@ -1,0 +1,473 @@
+"""A published release (``--publish``): every labelling's count cube noised once, and the
+document built from those noisy counts alone (docs/privacy.md, "Publishing with differential
+privacy").
+
+The runner builds the exact document as always, but from the post-processed noisy cubes
+(:meth:`Release.joints`) with intervals from :meth:`Release.replicates`; :meth:`Release.document`
+then removes what is not a function of those counts and declares the ``privacy`` block. The
+mechanism and its accounting live in :mod:`fairaudit.privacy.dp`; what was spent, in
+:mod:`fairaudit.privacy.ledger`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from fairaudit.core.contingency import NOISE_NAME, BootstrapReplicates, JointTable
+from fairaudit.errors import ConfigError
+from fairaudit.privacy import dp
+
+OBSERVED = "observed in the data, assumed public"
+DECLARED = "declared"
+
+LEFT_OUT = (
+    "input checks (they quote exact counts)",
+    "row and exclusion counts of the input, the sample size and the input's fingerprint "
+    "(input.fingerprint identifies the release instead)",
+    "metrics that are not functions of the counts (silhouette, DCSI, LCD, proxy associations)",
+    "fitted parameters, fit diagnostics and the notes of clusterers and preprocessors",
+    "run timings",
+)
+"""What a published document leaves out (each is a function of the rows, not of the noisy
+counts); stated in ``privacy.left_out`` and the report's banner."""
+
+SCOPE_COLUMN = ("labels column: each row's cluster is a function of that row alone, so the "
+                "guarantee covers every published number")
+SCOPE_FITTED = ("clustering fitted by fairaudit on these rows without privacy: the guarantee "
+                "covers the counts given the clustering, not the clustering itself (removing a "
+                "person could move others between clusters)")
+
+
+@dataclasses.dataclass(frozen=True)
+class _Cube:
+    labelling: str
+    attributes: tuple[str, ...]
+    categories: tuple[tuple[str, ...], ...]
+    clusters: tuple[int, ...]
+    cluster_names: tuple[str, ...] | None
+    ordinal: Mapping[str, tuple[str, ...]]
+    domain: dict[str, Any]
+    scope: str
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return (len(self.clusters), *(len(c) for c in self.categories))
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape))
+
+
+def _domain(lab: Any, joint: JointTable, privacy: Any, ordinal: Mapping[str, Sequence[str]]
+            ) -> _Cube:
+    """The cells that get noise: declared groups (``[privacy] categories`` or ``data.ordinal``)
+    or, else, the groups observed (assumed public, stated in the JSON); the same for clusters."""
+    cats, how = [], {}
+    for j, a in enumerate(joint.attributes):
+        if a in privacy.categories:
+            cats.append(tuple(privacy.categories[a]))
+            how[a] = DECLARED
+        elif a in ordinal:
+            cats.append(tuple(str(x) for x in ordinal[a]))
+            how[a] = DECLARED + " (data.ordinal)"
+        else:
+            cats.append(tuple(joint.categories[j]))
+            how[a] = OBSERVED
+    names = joint.cluster_names
+    if lab.origin == "column" and privacy.clusters is not None:
+        declared = list(privacy.clusters)
+        if names is not None:
+            names = tuple(sorted(n for n in declared if n != NOISE_NAME))
+            ids = tuple(range(len(names)))
+        else:
+            try:
+                ids = tuple(sorted(int(x) for x in declared if x != NOISE_NAME))
+            except ValueError:
+                raise ConfigError(
+                    f"privacy.clusters: labels column {lab.column!r} holds integer ids; declare "
+                    f"them as integers (got {declared!r})") from None
+        clusters = ((-1,) if NOISE_NAME in declared else ()) + ids
+        how["clusters"] = DECLARED
+    else:
+        clusters = tuple(int(c) for c in np.unique(joint.cluster))
+        how["clusters"] = (OBSERVED if lab.origin == "column"
+                           else "the fitted clustering's clusters (see scope)")
+    scope = SCOPE_COLUMN if lab.origin == "column" else SCOPE_FITTED
+    return _Cube(lab.name, tuple(joint.attributes), tuple(cats), clusters, names,
+                 {a: tuple(str(x) for x in v) for a, v in ordinal.items()}, how, scope)
+
+
+def _dense(cube: _Cube, joint: JointTable) -> np.ndarray:
+    """The exact counts laid out on the cube's cells; rows outside the domain are left out."""
+    out = np.zeros(cube.shape, dtype=np.int64)
+    if joint.counts.size == 0:
+        return out.reshape(-1)
+    k_of = {c: i for i, c in enumerate(cube.clusters)}
+    if cube.cluster_names is not None and joint.cluster_names is not None:
+        pos = {n: i for i, n in enumerate(cube.cluster_names)}
+        ids = [pos.get(joint.cluster_names[c], None) if c >= 0 else -1 for c in joint.cluster]
+        kidx = np.array([-1 if i is None else k_of.get(i, -1) for i in ids], dtype=np.int64)
+    else:
+        kidx = np.array([k_of.get(int(c), -1) for c in joint.cluster], dtype=np.int64)
+    keep = kidx >= 0
+    index = [kidx]
+    for j, cats in enumerate(cube.categories):
+        lookup = {n: i for i, n in enumerate(cats)}
+        g = np.array([lookup.get(joint.categories[j][c], -1) for c in joint.codes[:, j]],
+                     dtype=np.int64)
+        keep &= g >= 0
+        index.append(g)
+    np.add.at(out, tuple(ix[keep] for ix in index), joint.counts[keep])
+    return out.reshape(-1)
+
+
+def _joint_of(cube: _Cube, dense: np.ndarray) -> tuple[JointTable, np.ndarray]:
+    """The released cube as a :class:`JointTable` (cells with a count, in canonical order) and
+    the positions of those cells in the dense cube (for the bootstrap replicates)."""
+    flat = np.flatnonzero(dense > 0)
+    idx = np.unravel_index(flat, cube.shape)
+    cluster = np.asarray(cube.clusters, dtype=np.int64)[idx[0]]
+    codes = (np.column_stack(idx[1:]).astype(np.int64) if len(idx) > 1
+             else np.zeros((flat.size, 0), np.int64))
+    order = np.lexsort((*codes.T[::-1], cluster)) if flat.size else np.arange(0)
+    joint = JointTable(
+        attributes=cube.attributes, categories=cube.categories, cluster=cluster[order],
+        codes=codes[order], counts=dense[flat][order].astype(np.int64),
+        ordinal={a: v for a, v in cube.ordinal.items() if a in cube.attributes},
+        null_rows=0, cluster_names=cube.cluster_names,
+    )
+    return joint, flat[order]
+
+
+def _prune(cube: _Cube, dense: np.ndarray) -> tuple[_Cube, np.ndarray]:
+    """The cube without the groups and clusters that have no released cell (their names would
+    say that someone holds them); cluster ids of a labels column of names renumbered."""
+    arr = dense.reshape(cube.shape)
+    keep = [np.flatnonzero(arr.sum(axis=tuple(a for a in range(arr.ndim) if a != d)) > 0)
+            for d in range(arr.ndim)]
+    arr = arr[np.ix_(*keep)] if all(k.size for k in keep) else np.zeros((0,) * arr.ndim,
+                                                                         np.int64)
+    clusters = [cube.clusters[i] for i in keep[0]]
+    names = cube.cluster_names
+    if names is not None:
+        kept_names = tuple(names[c] for c in clusters if c >= 0)
+        renumber = {c: kept_names.index(names[c]) for c in clusters if c >= 0}
+        clusters = [renumber.get(c, -1) for c in clusters]
+        names = kept_names
+    cats = tuple(tuple(cube.categories[d][i] for i in keep[d + 1])
+                 for d in range(len(cube.categories)))
+    domain = {a: "chosen privately: groups with a released cell (threshold {t})"
+              for a in cube.attributes}
+    domain["clusters"] = ("chosen privately: clusters with a released cell (threshold {t})"
+                          if cube.domain["clusters"] == OBSERVED else cube.domain["clusters"])
+    for a in cube.attributes:
+        if cube.domain[a] != OBSERVED:
+            domain[a] = cube.domain[a]
+    pruned = dataclasses.replace(cube, categories=cats, clusters=tuple(clusters),
+                                 cluster_names=names, domain=domain)
+    return pruned, arr.reshape(-1)
+
+
+class Release:
+    """The noisy, post-processed count cubes of one published run."""
+
+    def __init__(self, labellings: Sequence[Any], joints: Mapping[str, JointTable],
+                 privacy: Any, ordinal: Mapping[str, Sequence[str]]) -> None:
+        names = [lab.name for lab in labellings if lab.name in joints]
+        if not names:
+            raise ConfigError("--publish: nothing to release (no labelling was counted)")
+        by_name = {lab.name: lab for lab in labellings}
+        self.cubes = [_domain(by_name[n], joints[n], privacy, ordinal) for n in names]
+        cells = sum(c.size for c in self.cubes)
+        if cells > dp.MAX_CELLS:
+            raise ConfigError(
+                f"--publish: the count cubes have {cells:,} cells in all (groups of every "
+                f"sensitive attribute x clusters, per labelling), more than {dp.MAX_CELLS:,}: "
+                "too sparse to publish with useful accuracy; audit fewer attributes, groups or "
+                "labellings per release")
+        self.private_domain = privacy.domain == "private"
+        exact = [_dense(c, joints[c.labelling]) for c in self.cubes]
+        parts = self._noisy_threshold(exact, privacy) if self.private_domain else \
+            self._noisy_public(exact, privacy)  # the only noise, once
+        self.dense: dict[str, np.ndarray] = {}
+        self.joints: dict[str, JointTable] = {}
+        self._support: dict[str, np.ndarray] = {}
+        cubes = []
+        for cube, part in zip(self.cubes, parts, strict=True):
+            if self.private_domain:  # names of groups and clusters with no released cell go
+                cube, part = _prune(cube, part)
+            cubes.append(cube)
+            self.dense[cube.labelling] = part
+            self.joints[cube.labelling], self._support[cube.labelling] = _joint_of(cube, part)
+        self.cubes = cubes
+        self.privacy = privacy
+
+    def _noisy_public(self, exact: list[np.ndarray], privacy: Any) -> list[np.ndarray]:
+        """Every cell of the (declared or public) domain gets discrete Laplace noise."""
+        self.mechanism = dp.mechanism(privacy.epsilon, len(self.cubes))
+        noisy = dp.add_noise(self.mechanism, np.concatenate(exact))
+        bounds = np.cumsum([0, *(c.size for c in self.cubes)])
+        return [dp.nonnegative_integer(noisy[a:b]) for a, b in zip(bounds, bounds[1:],
+                                                                   strict=False)]
+
+    def _noisy_threshold(self, exact: list[np.ndarray], privacy: Any) -> list[np.ndarray]:
+        """Only the cells present in the data are candidates; those whose noisy count reaches
+        the threshold are released (unknown domain), the others are 0."""
+        self.mechanism = dp.threshold_mechanism(privacy.epsilon, privacy.delta, len(self.cubes))
+        cells = {f"{i}:{j}": int(v) for i, e in enumerate(exact) for j in np.flatnonzero(e)
+                 for v in (e[j],)}
+        released = dp.add_threshold_noise(self.mechanism, cells)
+        out = [np.zeros_like(e) for e in exact]
+        for key, v in released.items():
+            i, j = key.split(":")
+            out[int(i)][int(j)] = v
+        return out
+
+    def unreleased(self, labelling: str) -> dict[str, frozenset[str]]:
+        """attribute (and the ``a|b`` intersection) -> groups with a cell of this labelling's
+        cube that a private-domain release did not publish: that cell's count is unknown (below
+        the threshold), not zero, so every margin of the group is unknown and the group is too
+        small to judge for this labelling. Empty for a public domain (every cell released)."""
+        from fairaudit.core.contingency import INTERSECTION_SEP
+
+        if not self.private_domain:
+            return {}
+        cube = next(c for c in self.cubes if c.labelling == labelling)
+        arr = self.dense[labelling].reshape(cube.shape)
+        if arr.size == 0:
+            return {}
+        zero = arr <= 0
+        out: dict[str, frozenset[str]] = {}
+        for j, a in enumerate(cube.attributes):
+            axes = tuple(d for d in range(arr.ndim) if d != j + 1)
+            out[a] = frozenset(cube.categories[j][i] for i in np.flatnonzero(zero.any(axis=axes)))
+        if len(cube.attributes) > 1:
+            partial = zero.any(axis=0) & (arr.sum(axis=0) > 0)
+            out[INTERSECTION_SEP.join(cube.attributes)] = frozenset(
+                INTERSECTION_SEP.join(cube.categories[j][int(i)] for j, i in enumerate(idx))
+                for idx in zip(*np.nonzero(partial), strict=True))
+        return out
+
+    @property
+    def joint_full(self) -> JointTable:
+        """Group sizes of the release: the first labelling's cube (no extra noise spent)."""
+        return self.joints[self.cubes[0].labelling]
+
+    def replicates(self, labelling: str, n_boot: int, rng: np.random.Generator
+                   ) -> BootstrapReplicates:
+        """Parametric bootstrap replicates of one released cube, laid out on its joint cells."""
+        if self.private_domain:
+            reps = dp.thresholded_replicates(self.dense[labelling], self.mechanism.scale,
+                                             self.mechanism.threshold, n_boot, rng)
+        else:
+            reps = dp.parametric_replicates(self.dense[labelling], self.mechanism.scale, n_boot,
+                                            rng)
+        return BootstrapReplicates(self.joints[labelling], reps[:, self._support[labelling]])
+
+    # ------------------------------------------------------------------ the document
+    def release_id(self) -> str:
+        """A hash of the released cubes and epsilon (post-processing: it identifies the release
+        for compare, history and export, and says nothing more about the data)."""
+        import hashlib
+
+        h = hashlib.sha256(repr(self.mechanism.epsilon).encode())
+        for cube in self.cubes:
+            h.update(cube.labelling.encode())
+            h.update(np.ascontiguousarray(self.dense[cube.labelling], dtype="<i8").tobytes())
+        return "dp-release:" + h.hexdigest()
+
+    def block(self) -> dict[str, Any]:
+        import importlib.metadata as md
+
+        m = self.mechanism
+        private = self.private_domain
+        extra: dict[str, Any] = {}
+        if private:
+            extra["threshold"] = m.threshold
+        return {
+            "mode": "dp",
+            "mechanism": dp.THRESHOLD_MECHANISM if private else dp.MECHANISM,
+            "library": f"opendp {md.version('opendp')}",
+            "measure": ("approximate (epsilon, delta)-DP" if private
+                        else "pure epsilon-DP (max divergence)"),
+            "epsilon": m.epsilon,
+            "delta": m.delta if private else 0.0,
+            "unit": f"one row = one person; neighbouring tables: {dp.NEIGHBOURS}",
+            "noise_scale": m.scale,
+            **extra,
+            "d_in": m.d_in[1] if private else m.d_in,
+            "split": (f"the epsilon falls equally on the {m.n_cubes} count cube(s), one per "
+                      f"labelling: {m.epsilon / m.n_cubes:.6g} each"),
+            "cubes": [
+                {"labelling": c.labelling, "cells": c.size,
+                 "domain": {k: v.replace("{t}", str(extra.get("threshold")))
+                            for k, v in c.domain.items()},
+                 "scope": c.scope}
+                for c in self.cubes
+            ],
+            "post_processing": (
+                "cells below the threshold are not released: their counts are unknown, not "
+                "zero, and a group with such a cell in a labelling is too small to judge there "
+                "(listed with the reason 'cells below the private release threshold'); every margin, metric, interval, "
+                "verdict and gate is computed from the released cells alone" if private else
+                "each noisy cube projected onto non-negative tables with its noisy total "
+                "(Euclidean projection onto the simplex), rounded to integers by largest "
+                "remainder; every margin, metric, interval, verdict and gate is computed from "
+                "these cubes alone"),
+            "intervals": (
+                "parametric bootstrap: rows drawn again from the released cube (multinomial), "
+                "fresh noise of the release's distribution, the same post-processing; "
+                "percentile intervals cover sampling and the noise"),
+            "left_out": list(LEFT_OUT),
+            "outside_declared": self.outside_declared(),
+            "spent": None,
+            "spent_delta": None,
+            "budget": self.privacy.budget,
+            "ledger": None,
+        }
+
+    def outside_declared(self) -> str | None:
+        """The statement that rows outside the declared groups or clusters are left out, made
+        whenever groups or clusters are declared: whether any row was actually outside is not
+        published (a function of the rows, not of the noisy counts: it could reveal one
+        person)."""
+        declared = {k for c in self.cubes for k, v in c.domain.items() if v.startswith(DECLARED)}
+        what = [f"the declared groups of {a}" for a in sorted(declared - {"clusters"})]
+        if "clusters" in declared:
+            what.append("the declared clusters")
+        if not what:
+            return None
+        return (f"rows outside {' or '.join(what)} are left out of this release (whether there "
+                "were any is not published)")
+
+    def document(self, doc: dict[str, Any]) -> dict[str, Any]:
+        """``doc`` (built from :attr:`joints`) without what is not a function of the noisy
+        counts, with the ``privacy`` block."""
+        from fairaudit.core.fit_quality import degenerate_warnings
+
+        inp = doc["input"]
+        inp["rows"] = inp.get("rows_audited")
+        inp["fingerprint"] = self.release_id()  # the data's own hash would identify it
+        inp["exclusions"] = {}
+        inp["sample"] = None
+        inp["excluded_columns"] = {c: why for c, why in (inp.get("excluded_columns") or {}).items()
+                                   if why == "listed in exclude"}
+        for p in doc.get("preprocessing", []):
+            p["notes"], p["report"] = [], {}
+        for lab in doc.get("labellings", []):
+            lab["notes"], lab["extras"], lab["fit"] = [], {}, None
+            lab["params"] = {k: v for k, v in lab.get("params", {}).items()
+                             if k != "n_clusters_fitted"}
+            sizes = {int(c["cluster"]): int(c["n"]) for c in lab.get("cluster_sizes", [])}
+            lab["warnings"] = degenerate_warnings(sizes, params=lab["params"],
+                                                  component=lab.get("component"))
+        doc["checks"] = []
+        doc.pop("timing", None)
+        doc["privacy"] = self.block()
+        return doc
+
+
+def published_notes() -> list[str]:
+    return ["published release (differential privacy): every number is computed from noisy "
+            "counts; left out: " + "; ".join(LEFT_OUT)]
+
+
+# ---------------------------------------------------------------------------- the run
+def prepare(spec: Any, registry: Any) -> Any:
+    """The chain of a published run: counting auditors only (the others read rows, not counts;
+    they are listed as left out), and no clusterer fitted on these rows unless
+    ``[privacy] fitted = "conditional"`` accepts the narrower guarantee."""
+    from fairaudit.core.components import CountingAuditor
+
+    if spec.cluster and spec.privacy.fitted != "conditional":
+        names = ", ".join(dict.fromkeys(s.use for s in spec.cluster))
+        raise ConfigError(
+            f"--publish: the chain fits {names} on the audited rows; a clustering fitted on the "
+            "data depends on every row, and the noise on the counts does not cover that. Publish "
+            "a labels column (--labels; segments assigned by a model fitted elsewhere), or accept "
+            "a guarantee conditional on the fitted clustering with --dp-fitted conditional "
+            "([privacy] fitted = \"conditional\", dp_fitted=\"conditional\")")
+    unknown = sorted(set(spec.privacy.categories) - set(spec.data.sensitive))
+    if unknown:
+        raise ConfigError(f"privacy.categories (--dp-categories): {', '.join(map(repr, unknown))} "
+                          f"is not a sensitive column; expected one of "
+                          f"{', '.join(map(repr, spec.data.sensitive))}")
+    if spec.privacy.clusters is not None and spec.data.labels is None:
+        raise ConfigError("privacy.clusters (--dp-clusters): declares the clusters of a labels "
+                          "column, and the chain has none (data.labels / --labels)")
+    if spec.options.bootstrap < 1:
+        raise ConfigError("--bootstrap 0: a published release shows every number with its "
+                          "interval (noise and sampling); give --bootstrap N > 0 with --publish")
+    kept = tuple(s for s in spec.audit
+                 if issubclass(registry.get("auditor", s.use).cls, CountingAuditor))
+    if not kept:
+        raise ConfigError("--publish: none of the chain's auditors works from counts alone "
+                          f"({', '.join(s.use for s in spec.audit)}); add e.g. --audit balance")
+    return dataclasses.replace(
+        spec, audit=kept, options=dataclasses.replace(spec.options, timing=False),
+        preprocess=spec.preprocess if spec.cluster else (),  # features only feed clusterers
+    )
+
+
+def source_key(path: Any) -> str:
+    """The ledger's key of an input: its absolute path (in-memory tables share one key)."""
+    from pathlib import Path
+
+    if not isinstance(path, str):
+        return "<in-memory table>"
+    return str(Path(path).expanduser().absolute())
+
+
+def run_published(spec: Any, path: Any, fingerprint: Any, compute: Any) -> Any:
+    """Run ``compute`` (the published run) under the ledger's lock: a stored release of
+    unchanged data and options is returned at no cost; otherwise the budget is checked before
+    anything is computed and the new release is recorded with what it spent."""
+    import copy
+    import logging
+
+    from fairaudit import __version__
+    from fairaudit.privacy import ledger
+    from fairaudit.report.results import AuditRun
+
+    log = logging.getLogger(__name__)
+    privacy = spec.privacy
+    path_of_ledger = ledger.default_path() if privacy.ledger is None else privacy.ledger
+    key = privacy.source or source_key(path)
+    options = ledger.options_hash({
+        "chain": spec.to_json(), "privacy": privacy.to_json(), "fairaudit": __version__,
+        "reader": dict(spec.data.reader_options), "input": str(path),
+    })
+    with ledger.open_ledger(path_of_ledger, create_folder=privacy.ledger is None) as book:
+        fp = fingerprint()
+        book.check_same_data(key, fp)
+        stored = book.find(key, fp, options)
+        if stored is not None:
+            log.warning("unchanged data and options: the stored release of %s is returned; "
+                        "no privacy budget spent (ledger %s)", key, book.path)
+            return AuditRun(copy.deepcopy(stored["document"]),
+                            ledger_now=_ledger_now(book, key, privacy.budget,
+                                                   stored.get("created")))
+        book.check_budget(key, privacy.epsilon, privacy.budget)
+        run = compute()
+        block = run.doc["privacy"]
+        spent = book.spent(key) + float(block["epsilon"])
+        block["spent"] = spent
+        block["spent_delta"] = book.spent_delta(key) + float(block["delta"])
+        block["budget"] = privacy.budget
+        block["ledger"] = {"path": str(book.path), "source": key,
+                           "releases": len(book.source(key)["releases"]) + 1}
+        book.record(key, fingerprint=fp, options=options, epsilon=float(block["epsilon"]),
+                    delta=float(block["delta"]), budget=privacy.budget, document=run.to_json())
+        return AuditRun(run.doc, ledger_now=_ledger_now(book, key, privacy.budget, None))
+
+
+def _ledger_now(book: Any, key: str, budget: float | None, stored: str | None) -> dict[str, Any]:
+    """The ledger's current totals of ``key`` (what the console states after a run)."""
+    src = book.source(key)
+    return {"path": str(book.path), "source": key, "spent": book.spent(key),
+            "spent_delta": book.spent_delta(key), "releases": len(src["releases"]),
+            "budget": budget if budget is not None else src.get("budget"), "stored": stored}

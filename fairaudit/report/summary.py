@@ -1,0 +1,203 @@
+"""The gate summary: every threshold judged, as a console table or Markdown (CI job summaries).
+
+Built from the JSON document alone (its ``gates``), so ``fairaudit audit`` prints and
+``--summary-md`` writes exactly what the run judged: the labelling, metric, attribute, the number
+judged (the value or a CI end, and which), the bound and PASS / FAIL / WARN — passes included.
+:func:`privacy_notice` is the line the console, the Markdown summary and the HTML banner give
+about who may read the report.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+_ON = {"value": "value", "ci_lower": "CI lower", "ci_upper": "CI upper"}
+_STATUS_ORDER = {"fail": 0, "warn": 1, "pass": 2}
+_HEADER = ("STATUS", "LABELLING", "METRIC", "ATTRIBUTE", "JUDGED", "ON", "BOUND", "SEVERITY")
+
+
+def gate_rows(doc: Mapping[str, Any]) -> list[dict[str, str]]:
+    """One row of display strings per gate, failures first (stable within a status)."""
+    gates = list(doc.get("gates") or ())
+    order = sorted(range(len(gates)), key=lambda i: (_STATUS_ORDER.get(gates[i]["status"], 9), i))
+    rows = []
+    for i in order:
+        g = gates[i]
+        op = ">=" if g["bound"] == "min" else "<="
+        judged = "n/a" if g.get("judged") is None else f"{g['judged']:.3f}"
+        on = _ON.get(g.get("judged_on", "value"), g.get("judged_on", ""))
+        if g.get("judged_on", "value") != "value" and g.get("value") is not None:
+            on += f" (value {g['value']:.3f})"
+        rows.append({
+            "status": str(g["status"]).upper(),
+            "labelling": str(g["labelling"]),
+            "metric": str(g["metric"]),
+            "attribute": "-" if g.get("attribute") is None else str(g["attribute"]),
+            "judged": judged,
+            "on": on,
+            "bound": f"{op} {_num(g.get('threshold'))}",
+            "severity": str(g.get("severity", "error")),
+            "reason": g.get("reason") or "",
+        })
+    return rows
+
+
+EXACT_NOTICE = (
+    "This report contains exact counts, small groups included: it is for people allowed to see "
+    "the data. For a report you may share, run with --publish (a differentially private release)."
+)
+
+
+def privacy_notice(doc: Mapping[str, Any]) -> str | None:
+    """What the reader must know about the report's privacy (``doc["privacy"]``), or ``None``
+    when the document does not declare its mode (older audits)."""
+    mode = (doc.get("privacy") or {}).get("mode")
+    return EXACT_NOTICE if mode == "exact" else None
+
+
+def _num(x: Any) -> str:
+    return "n/a" if x is None else f"{float(x):g}"
+
+
+def headline(doc: Mapping[str, Any]) -> str:
+    counts = {"pass": 0, "warn": 0, "fail": 0}
+    for g in doc.get("gates") or ():
+        counts[g["status"]] = counts.get(g["status"], 0) + 1
+    inp = doc["input"]
+    gates = (f"{counts['fail']} failed, {counts['warn']} warned, {counts['pass']} passed"
+             if doc.get("gates") else "no thresholds set")
+    return (f"fairaudit: {doc['status'].upper()}  ({inp['rows_audited']:,} rows, "
+            f"{len(doc['labellings'])} labelling(s), attributes: "
+            f"{', '.join(inp['attributes'])}; gates: {gates})")
+
+
+def answer_lines(doc: Mapping[str, Any]) -> list[str]:
+    """Without thresholds, the answer first: the verdicts over everything, then per attribute
+    the manager's line and per labelling its verdict and the cell that set it
+    (:mod:`fairaudit.report.answer`)."""
+    from fairaudit.report.answer import answers, overall_text
+
+    total = overall_text(doc)
+    if total is None:
+        return []
+    lines = [f"verdicts (no thresholds set; each metric's default bound): {total}"]
+    for a in answers(doc):
+        lines.append(f"  {a['line']}")
+        if a["n"] > 1:
+            width = max(len(e["labelling"]) for e in a["labellings"])
+            for e in a["labellings"]:
+                lines.append(f"      {e['labelling'].ljust(width)}  {e['verdict']:<15}  "
+                             f"{e['text']}")
+    return lines
+
+
+def privacy_lines(doc: Mapping[str, Any], ledger_now: Mapping[str, Any] | None = None
+                  ) -> list[str]:
+    """What a published (differentially private) release spent; nothing for an exact one.
+
+    ``ledger_now`` (:attr:`fairaudit.report.results.AuditRun.ledger_now`) gives the ledger's current
+    totals: a stored release returned at no cost keeps its own JSON (``privacy.spent`` as of that
+    release), and the console says both."""
+    p = doc.get("privacy") or {}
+    if p.get("mode") != "dp":
+        return []
+    now = ledger_now or {}
+    led = {**(p.get("ledger") or {}), **{k: now[k] for k in ("path", "source") if k in now}}
+    budget = now.get("budget", p.get("budget"))
+    spent = now.get("spent", p.get("spent"))
+    of_budget = (f" of its budget {budget:.6g}" if budget is not None else " (no budget set)")
+    total = (f"{spent:.6g}" if spent is not None else "?") + of_budget
+    lines = [
+        f"  published release (differential privacy): {p.get('mechanism')}, epsilon "
+        f"{p.get('epsilon'):.6g} per release; every number is computed from noisy counts",
+    ]
+    if p.get("outside_declared"):
+        lines.append(f"  {p['outside_declared']}")
+    if now.get("stored"):
+        lines.append(
+            f"  unchanged data and options: returned the stored release of {now['stored']} at "
+            f"no cost (its JSON is byte-identical: privacy.spent {_num(p.get('spent'))} is as "
+            "of that release)")
+        lines.append(f"  ledger {led.get('path')}: source {led.get('source')!r} has now spent "
+                     f"epsilon {total} ({now.get('releases')} release(s))")
+    else:
+        lines.append(f"  ledger {led.get('path')}: source {led.get('source')!r} has spent "
+                     f"epsilon {total}")
+    return lines
+
+
+def console_lines(doc: Mapping[str, Any], ledger_now: Mapping[str, Any] | None = None
+                  ) -> list[str]:
+    """The console summary: a headline, the privacy notice, then a fixed-width table of every
+    gate — or, without thresholds, the verdicts with the cell that set each
+    (:func:`answer_lines`)."""
+    lines = [headline(doc)]
+    notice = privacy_notice(doc)
+    if notice:
+        lines.append("note: " + notice)
+    lines.extend(privacy_lines(doc, ledger_now))
+    rows = gate_rows(doc)
+    if not rows:
+        return lines + answer_lines(doc)
+    keys = ("status", "labelling", "metric", "attribute", "judged", "on", "bound", "severity")
+    cells = [list(_HEADER)] + [[r[k] for k in keys] for r in rows]
+    widths = [max(len(c[j]) for c in cells) for j in range(len(keys))]
+    for n, c in enumerate(cells):
+        lines.append("  " + "  ".join(v.ljust(w) for v, w in zip(c, widths, strict=True)).rstrip())
+        if n and rows[n - 1]["reason"]:
+            lines.append("      why: " + rows[n - 1]["reason"])
+    return lines
+
+
+def markdown(doc: Mapping[str, Any], report: str | None = None,
+             json_path: str | None = None) -> str:
+    """The same summary as GitHub-flavoured Markdown (e.g. for ``$GITHUB_STEP_SUMMARY``)."""
+    out = [f"### fairaudit: {doc['status'].upper()}", "", headline(doc).split("  ", 1)[1], ""]
+    notice = privacy_notice(doc)
+    if notice:
+        out += [f"> {notice}", ""]
+    out += [f"> {line.strip()}" for line in privacy_lines(doc)]
+    out += [""] if privacy_lines(doc) else []
+    rows = gate_rows(doc)
+    if rows:
+        out.append("| Status | Labelling | Metric | Attribute | Judged | On | Bound | Severity "
+                   "| Why |")
+        out.append("| --- | --- | --- | --- | ---: | --- | --- | --- | --- |")
+        for r in rows:
+            cells: Sequence[str] = (
+                f"**{r['status']}**", r["labelling"], f"`{r['metric']}`", r["attribute"],
+                r["judged"], r["on"], r["bound"], r["severity"], r["reason"],
+            )
+            out.append("| " + " | ".join(_md(c) for c in cells) + " |")
+    else:
+        answer = answer_lines(doc)
+        if answer:
+            out.append(f"**{_md(answer[0])}**")
+            out.append("")
+            for a in _answers(doc):
+                out.append(f"- {_md(a['line'])}")
+                if a["n"] > 1:
+                    for e in a["labellings"]:
+                        out.append(f"  - {_md(e['labelling'])}: **{e['verdict']}** — "
+                                   f"{_md(e['text'])}")
+        else:
+            out.append("No thresholds were set: values are reported, not judged.")
+    out.append("")
+    if report:
+        out.append(f"Report: `{report}`")
+    if json_path:
+        out.append(f"JSON: `{json_path}`")
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _answers(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
+    from fairaudit.report.answer import answers
+
+    return answers(doc)
+
+
+def _md(text: str) -> str:
+    """A table cell: pipes and HTML escaped, no line breaks."""
+    text = str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
