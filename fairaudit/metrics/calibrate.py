@@ -1,7 +1,19 @@
-"""The calibrated upper end of a minimum over cells (``score-max-bootstrap``): the critical
-value is the bootstrap quantile of the maximum standardised deviation of the contact cells
-below their estimates (Cherian & Candès, "Statistical inference for fairness auditing", JMLR 25,
-2024), in place of Bonferroni's worst case. Used by :mod:`fairaudit.metrics.intervals`.
+"""The bootstrap critical value of the calibrated intervals of a minimum over cells
+(``score-max-bootstrap``), used by :mod:`fairaudit.metrics.intervals`.
+
+The interval [min_j l_j(c), min_j u_j(c)] of θ = min_j θ_j, with l_j(c), u_j(c) the score
+bounds of cell j at critical value c, is the set of values θ0 that a test of θ = θ0 accepts:
+θ0 lies in it exactly when S(θ0) <= c, with
+
+    S(θ0) = max( max_j (-z_j(θ0)),  min_j z_j(θ0) ),
+
+z_j(θ0) the signed score statistic of cell j at the value θ0 (positive where the cell lies
+above θ0). The first part is the maximum standardised deviation below θ0 (the upper end
+misses θ0 when some cell's bound lies below it; Cherian & Candès, "Statistical inference for
+fairness auditing", JMLR 25, 2024), the second the smallest deviation above it (the lower end
+misses θ0 only when every cell's bound lies above it). The critical value c is the level
+quantile of S*(θ̂) over the bootstrap replicates, at the estimate θ̂ — the bootstrap
+calibration of a test inversion, as the bootstrap-t calibrates a studentised statistic.
 """
 
 from __future__ import annotations
@@ -13,39 +25,44 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-__all__ = ["Margins", "max_below", "max_deviation_critical_value", "one_sided",
-           "checked_replicates", "signed_fold", "wilson_z"]
+__all__ = ["Margins", "checked_replicates", "critical_value", "miss_statistic", "one_sided",
+           "wilson_z"]
 
-_BLOCK_ELEMENTS = 1 << 18  # float64 elements per block of deviations (2 MB)
+_BLOCK_ELEMENTS = 1 << 18  # float64 elements per block of statistics (2 MB)
+_CLIP = 1e6  # a statistic of +-inf (a cell that cannot reach the value) counts as this
 
 
-def max_below(deviations: Callable[[NDArray[np.int64]], NDArray[np.float64]],
-               idx: NDArray[np.int64]) -> tuple[NDArray[np.float64], bool]:
-    """Per replicate, max over the cells ``idx`` of the deviation below the estimate, in blocks
-    of cells (B x block stays a few MB however large the contact set); and whether some cell is
-    undefined in every replicate (the bootstrap cannot move it)."""
+def miss_statistic(stats: Callable[[NDArray[np.int64]],
+                                   tuple[NDArray[np.float64], NDArray[np.float64]]],
+                   idx: NDArray[np.int64]) -> NDArray[np.float64]:
+    """Per replicate, S = max(max_j below_j, min_j above_j) over the cells ``idx``, in blocks of
+    cells (B x block stays a few MB however many cells). ``stats(cells)`` gives the B x
+    len(cells) statistics (below, above); NaN (a cell absent from a replicate) takes no part in
+    either; a replicate with no defined cell gives -inf for the max and +inf for the min."""
     worst: NDArray[np.float64] | None = None
-    stuck = False
+    least: NDArray[np.float64] | None = None
     step = max(1, _BLOCK_ELEMENTS // 256)
     for i in range(0, idx.size, step):
-        z = deviations(idx[i:i + step])
-        stuck = stuck or bool(np.isnan(z).all(axis=0).any())
-        below = np.maximum(-np.nan_to_num(z, nan=0.0), 0.0).max(axis=1)
-        worst = below if worst is None else np.maximum(worst, below)
-    return (np.zeros(0) if worst is None else worst), stuck
+        below, above = stats(idx[i:i + step])
+        w = np.nan_to_num(below, nan=-np.inf).max(axis=1)
+        m = np.nan_to_num(above, nan=np.inf).min(axis=1)
+        worst = w if worst is None else np.maximum(worst, w)
+        least = m if least is None else np.minimum(least, m)
+    if worst is None or least is None:
+        return np.zeros(0)
+    return np.clip(np.maximum(worst, least), -_CLIP, _CLIP)
 
 
-def max_deviation_critical_value(z: ArrayLike, contact: ArrayLike, alpha: float) -> float:
-    """The critical value of the calibrated upper end: the (1 - ``alpha``) quantile over the
-    bootstrap replicates (rows of ``z``) of max_{j in contact} max(0, -z_j), the largest
-    standardised deviation of a contact cell below its estimate (Cherian & Candes 2024).
-    NaN deviations (a cell undefined in a replicate) count as 0."""
-    z = np.asarray(z, dtype=np.float64)
-    keep = np.asarray(contact, dtype=bool).ravel()
-    below = np.maximum(-np.nan_to_num(z.reshape(len(z), -1)[:, keep], nan=0.0), 0.0)
-    if below.size == 0:
-        return 0.0
-    return float(np.quantile(below.max(axis=1), 1.0 - alpha))
+def critical_value(s: ArrayLike, level: float) -> float:
+    """The ``level`` quantile of the replicates' miss statistics ``s``, never below z at the
+    one-sided 1 - ``level`` (an interval cannot be narrower than one that spends all of the
+    error on one end of one cell; a cell of a few people has a discrete bootstrap that can put
+    the quantile there). With no statistic: that floor."""
+    from scipy.special import ndtri
+
+    floor = float(ndtri(float(level)))
+    s = np.asarray(s, dtype=np.float64)
+    return floor if s.size == 0 else max(floor, float(np.quantile(s, float(level))))
 
 
 def one_sided(c: float) -> float:
@@ -63,11 +80,6 @@ def checked_replicates(N: NDArray[np.float64], replicates: ArrayLike) -> NDArray
             f"B >= 2; got {R.shape}."
         )
     return R
-
-
-def signed_fold(z: NDArray[np.float64], q_hat: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Deviations of q turned into deviations of min(q, 1/q): the sign flips where q̂ > 1."""
-    return np.where(q_hat[None] > 1.0, -z, z)
 
 
 def wilson_z(x: NDArray[np.float64], n: NDArray[np.float64],

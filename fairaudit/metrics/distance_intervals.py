@@ -9,6 +9,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from fairaudit.metrics.distance_max import deviations as _deviations
+from fairaudit.metrics.distance_max import norm as _norm
 from fairaudit.metrics.intervals import Interval, _alpha, _table
 
 __all__ = ["DISTANCE_MAX_METHOD", "DISTANCE_METHOD", "distance_intervals"]
@@ -21,27 +23,6 @@ DISTANCE_METHOD = "bootstrap-triangle"
 DISTANCE_MAX_METHOD = "bootstrap-triangle-max"
 """The calibrated interval of ``wd_max`` / ``ed_max`` (per-cluster bounds, simultaneous lower
 end from the bootstrap of the maximum standardised deviation)."""
-
-
-def _deviations(T: NDArray[np.float64], ground: str) -> NDArray[np.float64]:
-    """Per-cluster deviation vectors v_k (..., m, k) whose norm is the cluster's distance:
-    P_k - P_X (zero-one, Euclidean), or its cumulative sums over the declared order (ordinal)."""
-    rows = T.sum(axis=-1)
-    cols = T.sum(axis=-2)
-    n = rows.sum(axis=-1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        px = rows / n[..., None]
-        pk = T / cols[..., None, :]
-    v = pk - px[..., :, None]
-    if ground == "ordinal":
-        v = np.cumsum(v, axis=-2)[..., :-1, :]
-    return v
-
-
-def _norm(v: NDArray[np.float64], kind: str) -> NDArray[np.float64]:
-    if kind == "ed":
-        return np.sqrt((v * v).sum(axis=-2))
-    return np.abs(v).sum(axis=-2) * (0.5 if kind == "wd-zero-one" else 1.0)
 
 
 def distance_intervals(
@@ -135,26 +116,27 @@ def distance_intervals(
             out[metric] = Interval(lower=max(0.0, est - c), upper=est + c, level=q,
                                    method=DISTANCE_METHOD, contact_cells=0)
         if calibrated and f"{name}_max" in out:
-            iv = _max_interval(d, np.concatenate(parts[f"{name}_per_cluster"]), q,
-                               max_undefined)
+            iv = _max_interval(T, R, np.concatenate(parts[f"{name}_per_cluster"]), g, kind,
+                               out[f"{name}_max"], max_undefined)
             if iv is not None:
                 out[f"{name}_max"] = iv
     return out
 
 
-def _max_interval(d: NDArray[np.float64], E: NDArray[np.float64], level: float,
+def _max_interval(T: NDArray[np.float64], R: NDArray[np.float64], E: NDArray[np.float64],
+                  ground: str, kind: str, conservative: Interval,
                   max_undefined: float) -> Interval | None:
-    """The calibrated interval of max_k d_k from the per-cluster bootstrap errors ``E``
-    (B x k, NaN where a cluster vanished from a replicate): see :func:`distance_intervals`."""
+    """The calibrated interval of max_k d_k (:mod:`fairaudit.metrics.distance_max`) from the
+    per-cluster bootstrap error norms ``E`` (B x k, NaN where a cluster vanished from a
+    replicate; those replicates are left out)."""
+    from fairaudit.metrics.distance_max import max_distance_interval
+
     ok = np.isfinite(E).all(axis=1)
     if ok.sum() < 2 or (~ok).sum() > max_undefined * len(E):
         return None
-    E = E[ok]
-    qk = np.quantile(E, level, axis=0)  # per cluster: |d_k - d̂_k| <= q_k at the level
-    est = float(d.max())
-    upper = float(np.max(d + qk))
-    scale = np.where(qk > 0, qk, np.inf)  # a cluster without sampling error: bound 0
-    c = float(np.quantile((E / scale).max(axis=1), level))
-    lower = float(max(0.0, np.max(d - c * np.where(np.isfinite(scale), qk, 0.0))))
-    return Interval(lower=min(lower, est), upper=max(upper, est), level=level,
-                    method=DISTANCE_MAX_METHOD, contact_cells=0)
+    keep = R if ok.all() else R[ok]
+    lower, upper, contact = max_distance_interval(
+        T, keep, E[ok], ground, kind, conservative.level,
+        (conservative.lower, conservative.upper))
+    return Interval(lower=lower, upper=upper, level=conservative.level,
+                    method=DISTANCE_MAX_METHOD, contact_cells=contact)

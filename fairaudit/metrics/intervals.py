@@ -29,14 +29,15 @@ several cells near the minimum, the Bonferroni upper end is conservative: it cov
 95 % was asked.
 
 **Calibrated** (``score-max-bootstrap``, the default of the host; ``balance``,
-``fairness_cce``, ``balance_prime``, given bootstrap replicates of the table): the lower end is
-the same pointwise score bound (exact where one cell sets the minimum); the upper end takes every
-cell of the contact set at one critical value c, the (1 − α/2) quantile over the bootstrap
-replicates of the **maximum standardised deviation** below the estimate, max_j (−z*_j)_+, with
-z*_j the signed score statistic of replicate cell j at the observed cell value (Cherian & Candès
-2024, *JMLR* 25, "Statistical inference for fairness auditing": the bootstrap of the maximum
-standardised deviation gives simultaneous bounds at close to nominal coverage). The bootstrap
-replaces Bonferroni's worst case by the cells' actual dependence.
+``fairness_cce``, ``balance_prime``, given bootstrap replicates of the table): the same score
+bounds of every cell, both ends at one critical value c calibrated by the bootstrap. The
+interval [min_j l_j(c), min_j u_j(c)] is exactly the set of values θ0 with
+S(θ0) = max(max_j (-z_j(θ0)), min_j z_j(θ0)) <= c (z_j the signed score statistic of cell j at
+θ0): a test inversion. c is the level quantile of S*(θ̂) over the replicates — for the upper
+end the bootstrap of the maximum standardised deviation (Cherian & Candès 2024, *JMLR* 25,
+"Statistical inference for fairness auditing"), for the lower end of the smallest — at least
+z at one-sided 1 - level, and neither end beyond the conservative one
+(:mod:`fairaudit.metrics.calibrate`; coverage by regime in ``docs/metrics.md``).
 
 All functions take one table ``N`` (groups x clusters, every row and column with a positive
 sum) and return an :class:`Interval`. The distances' intervals (Ed, Wd) are in
@@ -54,10 +55,9 @@ from numpy.typing import ArrayLike, NDArray
 from fairaudit.metrics.calibrate import (
     Margins,
     checked_replicates,
-    max_below,
-    max_deviation_critical_value,
+    critical_value,
+    miss_statistic,
     one_sided,
-    signed_fold,
     wilson_z,
 )
 from fairaudit.metrics.score import _koopman_stat, _z, ratio_score_interval, wilson_interval
@@ -73,7 +73,6 @@ __all__ = [
     "cce_interval",
     "fairness_cce_interval",
     "fce_fair_interval",
-    "max_deviation_critical_value",
     "ratio_score_interval",
     "wilson_interval",
 ]
@@ -81,7 +80,7 @@ __all__ = [
 METHOD = "score-intersection"
 """Name of this interval method in the audit JSON (``detail.interval.method``)."""
 CALIBRATED_METHOD = "score-max-bootstrap"
-"""Name of the calibrated method (bootstrap critical value of the upper end) in the JSON."""
+"""Name of the calibrated method (one bootstrap critical value for both ends) in the JSON."""
 CI_METHODS = ("calibrated", "conservative")
 """The user's names of the two methods (``--ci-method``): calibrated -> ``score-max-bootstrap``
 where a metric has it, conservative -> ``score-intersection``."""
@@ -127,21 +126,64 @@ def _alpha(level: float) -> float:
     return (1.0 - float(level)) / 2.0
 
 
+@dataclass(frozen=True)
+class _Calibration:
+    """What the calibrated method needs of a metric's cells, from the bootstrap replicates.
+
+    ``scores(idx, theta)``: B x len(idx) signed score statistics of the replicates' cells
+    ``idx`` at the cell parameters ``theta`` (len(idx); the unfolded value: q for balance, c·γ
+    for fairness_CCE, the share for Balance′), positive where the replicate lies above theta,
+    -inf where theta lies beyond any table; NaN where a cell is absent from a replicate.
+    ``folded``: the metric takes min(x, 1/x) of the cell value x."""
+
+    scores: Callable[[NDArray[np.int64], NDArray[np.float64]], NDArray[np.float64]]
+    folded: bool
+    observed: Callable[[NDArray[np.int64], NDArray[np.float64]], NDArray[np.float64]]
+    """``scores`` of the observed table (1 x len(idx))."""
+    n: float
+    """The table's total."""
+
+    def miss(self, idx: NDArray[np.int64], value: float, at: NDArray[np.float64]
+             ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """The replicates' statistics (below, above) of the cells ``idx``: a cell's score upper
+        bound at critical value c lies below the (folded) value ``at`` (one per cell) exactly
+        when `below` exceeds c, its lower bound above ``value`` exactly when `above` does.
+        Unfolded: (-z(at), z(value)); folded, where both q = v and q = 1/v count:
+        (max(-z(at), z(1/at)), min(z(value), -z(1/value)))."""
+        below, above = self._pair(self.scores, idx, np.full(idx.size, value))
+        other = at != value
+        if other.any():  # only those cells are evaluated again
+            below[:, other] = self._pair(self.scores, idx[other], at[other])[0]
+        return below, above
+
+    def slack(self, idx: NDArray[np.int64], value: float) -> NDArray[np.float64]:
+        """The observed cells' `above` statistic at ``value``: how many standard errors each
+        cell lies above it (NaN for a cell the statistic cannot judge)."""
+        return self._pair(self.observed, idx, np.full(idx.size, value))[1][0]
+
+    def _pair(self, scores: Callable[[NDArray[np.int64], NDArray[np.float64]],
+                                     NDArray[np.float64]],
+              idx: NDArray[np.int64], v: NDArray[np.float64]
+              ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        z = scores(idx, v)
+        if not self.folded:
+            return -z, z
+        with np.errstate(divide="ignore"):
+            z_inv = scores(idx, 1.0 / v)
+        return np.maximum(-z, z_inv), np.minimum(z, -z_inv)
+
+
 def _min_of(bounds: _Bounds, estimate: NDArray[np.float64], level: float,
             cells: NDArray[np.int64] | None = None,
-            deviations: Callable[[NDArray[np.int64]], NDArray[np.float64]] | None = None
-            ) -> Interval:
+            calibration: _Calibration | None = None) -> Interval:
     """Intersection bounds for min_j theta_j from per-component bounds ``bounds(alpha, side)``.
 
     Lower end: min_j of the pointwise lower bounds at one-sided level alpha = (1 - level) / 2.
     Upper end: min_j of the upper bounds at alpha / J, J = the components whose lower bound lies
     below the Bonferroni upper bound over all components (the estimated contact set).
 
-    With ``deviations`` (a function of flat component indices returning the B x len(indices)
-    signed standardised deviations of bootstrap replicates from the estimate; asked only for the
-    contact set), the upper end's one-sided level is instead
-    Phi(-c), c the (1 - alpha) quantile of max over the contact set of the deviations below the
-    estimate (:func:`max_deviation_critical_value`).
+    With a ``calibration`` (bootstrap replicates), both ends take every cell's score bound at a
+    bootstrap critical value instead (``score-max-bootstrap``; module docstring).
     """
     a = _alpha(level)
     est = np.asarray(estimate, dtype=np.float64).ravel()
@@ -150,18 +192,8 @@ def _min_of(bounds: _Bounds, estimate: NDArray[np.float64], level: float,
     contact = lo <= float(np.min(hi_all))
     J = max(1, int(contact.sum()))
     method = METHOD
-    if deviations is not None:
-        # CLR's adaptive selection at the pointwise level: the cells whose lower bound lies
-        # below the smallest pointwise upper bound
-        contact = lo <= float(np.min(np.maximum(bounds(a, "upper").ravel(), est)))
-        J = max(1, int(contact.sum()))
-        worst, stuck = max_below(deviations, np.flatnonzero(contact))
-        c = float(np.quantile(worst, 1.0 - a)) if worst.size else 0.0
-        if stuck:
-            # a contact cell the bootstrap cannot move (observed at 0, or holding its whole
-            # cluster): it keeps at least its pointwise bound
-            c = max(c, _z(a))
-        hi = np.maximum(bounds(one_sided(c), "upper").ravel(), est)
+    if calibration is not None:
+        lo, hi, J = _calibrated_ends(bounds, est, lo, a, calibration)
         method = CALIBRATED_METHOD
     else:
         hi = hi_all if J == est.size else np.maximum(bounds(a / J, "upper").ravel(), est)
@@ -175,6 +207,40 @@ def _min_of(bounds: _Bounds, estimate: NDArray[np.float64], level: float,
         lower=float(lo[i_lo]), upper=float(hi[i_hi]), level=float(level), method=method,
         lower_cell=where(i_lo), upper_cell=where(i_hi), contact_cells=J,
     )
+
+
+def _calibrated_ends(bounds: _Bounds, est: NDArray[np.float64], lo_pw: NDArray[np.float64],
+                     a: float, cal: _Calibration
+                     ) -> tuple[NDArray[np.float64], NDArray[np.float64], int]:
+    """Per-cell lower and upper bounds of the calibrated method and the contact set's size.
+
+    Contact set: the cells whose pointwise lower bound lies below the smallest pointwise upper
+    bound (Chernozhukov, Lee & Rosen's adaptive selection); the statistics are taken over it.
+    One critical value c for both ends: the (1 - 2a) quantile over the replicates of the miss
+    statistic S*(θ̂) (:mod:`fairaudit.metrics.calibrate`), at least z_{2a}. In its upper part a
+    cell observed within κ = sqrt(2 ln ln n) standard errors of θ̂ counts as one that may tie
+    the minimum (its replicates measured from its own estimate), the others from θ̂
+    (generalised moment selection, Andrews & Soares 2010). Neither end goes beyond the
+    conservative method's, which is valid on its own: the lower end takes c capped at z_a
+    (pointwise), the upper end c capped at z_{a/J} (Bonferroni over the J contact cells).
+    With θ̂ = 0 (a cell observed at 0) the lower end is 0 and the upper end pointwise.
+    """
+    z_a = _z(a)
+    hi_pw = np.maximum(bounds(a, "upper").ravel(), est)
+    idx = np.flatnonzero(lo_pw <= float(np.min(hi_pw)))
+    theta = float(est.min())
+    if theta <= 0:
+        return lo_pw, hi_pw, max(1, idx.size)
+    kappa = float(np.sqrt(2.0 * np.log(max(np.log(cal.n), 1.0))))
+    tie = np.nan_to_num(cal.slack(idx, theta), nan=np.inf) <= kappa
+    at = np.full(est.size, theta)
+    at[idx] = np.where(tie, est[idx], theta)
+    s = miss_statistic(lambda i: cal.miss(i, theta, at[i]), idx)
+    c = critical_value(s, 1.0 - 2.0 * a)
+    c_hi = min(c, _z(a / max(1, idx.size)))
+    hi = hi_pw if c_hi == z_a else np.maximum(bounds(one_sided(c_hi), "upper").ravel(), est)
+    lo = lo_pw if c >= z_a else np.minimum(bounds(one_sided(c), "lower").ravel(), est)
+    return lo, hi, max(1, idx.size)
 
 
 def _cells(g: int, k: int) -> NDArray[np.int64]:
@@ -225,46 +291,53 @@ def _balance_cells(T: NDArray[np.float64]) -> tuple[_Bounds, NDArray[np.float64]
     return bounds, est
 
 
-def _balance_deviations(T: NDArray[np.float64], M: Margins,
-                        idx: NDArray[np.int64]) -> NDArray[np.float64]:
-    """B x len(idx) signed Koopman score statistics of the replicates' cells ``idx`` at the
-    observed q̂, as deviations of the folded cell value min(q, 1/q)."""
-    rows = T.sum(axis=1)[:, None]
-    n = T.sum()
-    q_hat = (T * n / (T.sum(axis=0)[None, :] * rows)).ravel()[idx]
-    s = np.broadcast_to(rows / n, T.shape).ravel()[idx]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        r_hat = q_hat * (1.0 - s) / (1.0 - q_hat * s)  # the risk ratio at q̂ (inf: x2 = 0)
-    x1, n1, cr, nr = M.at(idx)
-    x2, n2 = cr - x1, nr - n1
-    ok = (n1 > 0) & (n2 > 0) & np.isfinite(r_hat)[None] & (r_hat > 0)[None]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        stat = _koopman_stat(np.where(ok, r_hat[None], 1.0), x1, np.where(n1 > 0, n1, 1.0),
-                             x2, np.where(n2 > 0, n2, 1.0))
-        q_rep = x1 * nr / (cr * n1)
-    z = np.sign(np.nan_to_num(q_rep - q_hat[None])) * np.sqrt(stat)
-    # a cell observed at 0 (or holding its whole cluster) has a one-sided score interval: a
-    # replicate below it is impossible, so it never sets the critical value
-    return np.where(ok, signed_fold(z, q_hat), np.nan)
+def _balance_calibration(T: NDArray[np.float64], replicates: ArrayLike) -> _Calibration:
+    """Koopman score statistics of the replicates' cells at given q: the risk ratio
+    r = q (1 - s) / (1 - q s) at the replicate's group share s, as its bounds are computed;
+    q s >= 1 lies beyond any table (-inf)."""
+
+    def koopman(M: Margins):
+        def scores(idx: NDArray[np.int64], q: NDArray[np.float64]) -> NDArray[np.float64]:
+            x1, n1, cr, nr = M.at(idx)
+            x2, n2 = cr - x1, nr - n1
+            ok = (n1 > 0) & (n2 > 0)
+            s = n1 / nr
+            qs = q[None] * s
+            with np.errstate(divide="ignore", invalid="ignore"):
+                r = q[None] * (1.0 - s) / (1.0 - qs)
+                possible = (qs < 1.0) & (r > 0)
+                stat = _koopman_stat(np.where(possible, r, 1.0), x1, np.where(n1 > 0, n1, 1.0),
+                                     x2, np.where(n2 > 0, n2, 1.0))
+                q_rep = x1 * nr / (cr * n1)
+            z = np.sign(np.nan_to_num(q_rep - q[None])) * np.sqrt(stat)
+            z = np.where(possible, z, np.where(qs >= 1.0, -np.inf, np.inf))
+            return np.where(ok, z, np.nan)
+
+        return scores
+
+    return _Calibration(koopman(Margins(checked_replicates(T, replicates))), True,
+                        koopman(Margins(np.stack([T, T]))), float(T.sum()))
 
 
-def _wilson_deviations(T: NDArray[np.float64], replicates: ArrayLike | None,
-                       p: NDArray[np.float64], total: str,
-                       fold: NDArray[np.float64] | None = None
-                       ) -> Callable[[NDArray[np.int64]], NDArray[np.float64]] | None:
-    """The deviations of the calibrated upper end for cells that are binomial shares p of their
-    ``total`` ("row" or "column"): signed Wilson statistics of the replicates' shares at p,
-    folded as min(q, 1/q) of ``fold`` when given. None without replicates."""
+def _wilson_calibration(T: NDArray[np.float64], replicates: ArrayLike | None, total: str,
+                        scale: float = 1.0, folded: bool = False) -> _Calibration | None:
+    """The calibration of cells that are ``scale`` times binomial shares of their ``total``
+    ("row" or "column"): signed Wilson statistics of the replicates' shares. None without
+    replicates."""
     if replicates is None:
         return None
-    M = Margins(checked_replicates(T, replicates))
 
-    def dev(idx: NDArray[np.int64]) -> NDArray[np.float64]:
-        x, rows, cols, _ = M.at(idx)
-        z = wilson_z(x, rows if total == "row" else cols, p.ravel()[idx][None])
-        return z if fold is None else signed_fold(z, fold.ravel()[idx])
+    def wilson(M: Margins):
+        def scores(idx: NDArray[np.int64], theta: NDArray[np.float64]) -> NDArray[np.float64]:
+            x, rows, cols, _ = M.at(idx)
+            p = theta / scale
+            z = wilson_z(x, rows if total == "row" else cols, np.clip(p, 0.0, 1.0)[None])
+            return np.where((p > 1.0)[None] & (x == x), -np.inf, z)
 
-    return dev
+        return scores
+
+    return _Calibration(wilson(Margins(checked_replicates(T, replicates))), folded,
+                        wilson(Margins(np.stack([T, T]))), float(T.sum()))
 
 
 def balance_interval(N: ArrayLike, level: float = 0.95,
@@ -278,17 +351,13 @@ def balance_interval(N: ArrayLike, level: float = 0.95,
 
     Without ``replicates``: the conservative ``score-intersection`` interval. With bootstrap
     ``replicates`` of the table (B x groups x clusters): the calibrated
-    ``score-max-bootstrap`` interval (same lower end, upper end at the bootstrap critical value
-    of the maximum standardised deviation).
+    ``score-max-bootstrap`` interval (every cell's score bounds at the bootstrap critical value
+    of the miss statistic; module docstring).
     """
     T = _table(N)
     bounds, est = _balance_cells(T)
-    dev = None
-    if replicates is not None:
-        R = checked_replicates(T, replicates)
-        M = Margins(R)
-        dev = lambda idx: _balance_deviations(T, M, idx)  # noqa: E731
-    return _min_of(bounds, est, level, _cells(*T.shape), dev)
+    cal = None if replicates is None else _balance_calibration(T, replicates)
+    return _min_of(bounds, est, level, _cells(*T.shape), cal)
 
 
 def balance_mean_interval(N: ArrayLike, level: float = 0.95) -> Interval:
@@ -315,7 +384,7 @@ def fairness_cce_interval(N: ArrayLike, level: float = 0.95,
     """Interval for ``fairness_cce``: min over cells of min(c γ, 1/(c γ)), γ = N[g,k] / |g|.
 
     Conditional on the group sizes, N[g,k] is binomial with |g| trials: Wilson bounds for γ.
-    With ``replicates``, calibrated as :func:`balance_interval` (Wilson score deviations).
+    With ``replicates``, calibrated as :func:`balance_interval` (Wilson score statistics).
     """
     T = _table(N)
     rows = np.broadcast_to(T.sum(axis=1)[:, None], T.shape)
@@ -327,8 +396,8 @@ def fairness_cce_interval(N: ArrayLike, level: float = 0.95,
         lo, hi = wilson_interval(T, rows, alpha)
         return _fold(c * lo, c * hi, side)
 
-    dev = _wilson_deviations(T, replicates, T / rows, "row", fold=x)
-    return _min_of(bounds, est, level, _cells(*T.shape), dev)
+    cal = _wilson_calibration(T, replicates, "row", scale=float(c), folded=True)
+    return _min_of(bounds, est, level, _cells(*T.shape), cal)
 
 
 def balance_prime_interval(N: ArrayLike, level: float = 0.95,
@@ -342,8 +411,8 @@ def balance_prime_interval(N: ArrayLike, level: float = 0.95,
     def bounds(alpha: float, side: str):
         return wilson_interval(T, cols, alpha)[0 if side == "lower" else 1]
 
-    dev = _wilson_deviations(T, replicates, T / cols, "column")
-    return _min_of(bounds, T / cols, level, _cells(*T.shape), dev)
+    cal = _wilson_calibration(T, replicates, "column")
+    return _min_of(bounds, T / cols, level, _cells(*T.shape), cal)
 
 
 def _ratio_of_extremes(x: NDArray[np.float64], n: NDArray[np.float64], a: float,

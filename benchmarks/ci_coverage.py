@@ -1,0 +1,98 @@
+"""Coverage of the true value by the 95 % intervals of balance, fairness_CCE and Balance′ (or,
+with ``--distances``, of wd_max and ed_max), per regime of issue 23 (the regimes and the
+simulation are those of the `slow` tests
+``tests/metrics/test_intervals.py::test_calibrated_coverage_simulation`` and
+``::test_calibrated_max_distance_coverage``).
+
+    python benchmarks/ci_coverage.py [--distances] [--draws 400] [--seed 2026] [REGIME ...] > new.tsv
+    PYTHONPATH=<an older checkout> python benchmarks/ci_coverage.py > old.tsv
+    python benchmarks/ci_coverage.py --markdown old.tsv new.tsv
+
+Prints one tab-separated row per regime, metric and method (conservative, calibrated): true
+value, coverage, share of draws missed below and above, median width, median lower end. With
+``--markdown``: the table of docs/metrics.md (conservative, the old file's calibrated and the
+new file's calibrated on the same draws).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import logging
+from pathlib import Path
+
+logger = logging.getLogger("ci_coverage")
+TEST = Path(__file__).resolve().parent.parent / "tests" / "metrics" / "test_intervals.py"
+NAMES = {"balance_min": "`balance`", "fairness_cce": "`fairness_cce`",
+         "balance_prime": "`balance_prime`", "wd_max": "`wd_max`", "ed_max": "`ed_max`"}
+
+
+def simulate(regimes: list[str], draws: int, seed: int, distances: bool = False) -> None:
+    spec = importlib.util.spec_from_file_location("test_intervals", TEST)
+    ti = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ti)
+    import fairaudit
+
+    print(f"# fairaudit from {Path(fairaudit.__file__).parent}; {draws} draws, seed {seed}")
+    run = ti.distance_regime_coverage if distances else ti.regime_coverage
+    for regime in regimes or list(ti.DIST_REGIMES if distances else ti.REGIMES):
+        res = run(regime, draws=draws, seed=seed)
+        for metric, (truth,) in res["truth"].items():
+            for method in ("conservative", "calibrated"):
+                row = "\t".join(f"{v:.6g}" for v in res[method][metric])
+                print(f"{regime}\t{metric}\t{truth:.6g}\t{method}\t{row}", flush=True)
+
+
+def load(path: str) -> dict[tuple[str, str, str], list[float]]:
+    out = {}
+    for line in Path(path).read_text().splitlines():
+        if line.startswith("#") or not line.strip():
+            continue
+        regime, metric, truth, method, *vals = line.split("\t")
+        out[(regime, metric, method)] = [float(truth), *map(float, vals)]
+    return out
+
+
+def markdown(old_path: str, new_path: str) -> None:
+    old, new = load(old_path), load(new_path)
+
+    def pc(x: float) -> str:
+        return f"{100 * x:.2f}".rstrip("0").rstrip(".")
+
+    def f(x: float) -> str:
+        return f"{x:.3g}" if x >= 0.01 else f"{x:.2g}"
+
+    print("| regime | metric (true value) | coverage: conservative / last session / new | "
+          "misses of new below / above | median width: conservative / last / new | "
+          "median lower end: conservative / last / new |")
+    print("|---|---|---|---|---|---|")
+    for (regime, metric, method), c2 in new.items():
+        if method != "calibrated":
+            continue
+        c0, c1 = new[(regime, metric, "conservative")], old[(regime, metric, "calibrated")]
+        if old[(regime, metric, "conservative")][1] != c0[1]:
+            logger.warning("%s %s: the two files are not the same draws", regime, metric)
+        truth = 0.0 if abs(c2[0]) < 1e-12 else c2[0]  # a fair population's 1e-18
+        print(f"| {regime} | {NAMES[metric]} ({truth:.3g}) | {pc(c0[1])} / {pc(c1[1])} / "
+              f"**{pc(c2[1])}** % | {pc(c2[2])} / {pc(c2[3])} % | {f(c0[4])} / {f(c1[4])} / "
+              f"{f(c2[4])} | {f(c0[5])} / {f(c1[5])} / {f(c2[5])} |")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("regimes", nargs="*")
+    ap.add_argument("--draws", type=int, default=400)
+    ap.add_argument("--seed", type=int, default=2026)
+    ap.add_argument("--markdown", nargs=2, metavar=("OLD", "NEW"))
+    ap.add_argument("--distances", action="store_true",
+                    help="wd_max and ed_max (bootstrap-triangle vs calibrated)")
+    a = ap.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    if a.markdown:
+        markdown(*a.markdown)
+    else:
+        simulate(a.regimes, a.draws, a.seed, a.distances)
+
+
+if __name__ == "__main__":
+    main()
