@@ -88,8 +88,8 @@ from fairaudit.cli.base import (
               help="Bootstrap replicates for confidence intervals, 0 = off, at most 10,000 "
               "[default: 200].")
 @click.option("--ci-method", type=click.Choice(["calibrated", "conservative"]), default=None,
-              help="Intervals of the min-of-ratios metrics (balance, fairness_cce, ...): "
-              "'calibrated' (bootstrap of the maximum standardised deviation, close to the "
+              help="Intervals of the min/max metrics (balance, fairness_cce, Balance', wd_max, "
+              "ed_max): 'calibrated' (bootstrap-calibrated test inversion, close to the "
               "stated level) or 'conservative' (Bonferroni, covers more often) "
               "[default: calibrated].")
 @_engine_options
