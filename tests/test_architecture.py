@@ -21,13 +21,6 @@ PKG = ROOT / "fairaudit"
 MAX_TOP_LEVEL = 12
 MAX_LINES = 600
 ONE_UNIT = "One unit:"
-SIZE_EXEMPT = {
-    # owned by other work today; each says so here rather than in the file
-    "fairaudit/gx/expectations.py": "issue 25 makes the GX import lazy here and splits it",
-}
-LAYER1 = ("fairaudit/cluster/", "fairaudit/metrics/", "fairaudit/preprocess/")
-"""The algorithms (layer 1) are exempt from the size rule for now: other engineers change them
-while issue 24 reshapes the host, so issue 24 did not edit them (a follow-up)."""
 
 
 def _modules() -> dict[str, Path]:
@@ -175,10 +168,8 @@ def test_large_modules_say_why_they_are_one_unit():
     big = []
     for p in sorted([*PKG.rglob("*.py"), *(ROOT / "plugins").rglob("*.py")]):
         rel = p.relative_to(ROOT).as_posix()
-        if rel.startswith(LAYER1):
-            continue
         lines = p.read_text(encoding="utf-8").splitlines()
-        if len(lines) > MAX_LINES and rel not in SIZE_EXEMPT and not any(
+        if len(lines) > MAX_LINES and not any(
                 ONE_UNIT in line for line in lines[:15]):
             big.append(f"{rel} ({len(lines)} lines)")
     assert not big, (f"modules over {MAX_LINES} lines without '{ONE_UNIT} <why>' in their first "

@@ -1,5 +1,8 @@
 """The density-connectivity distance (dc-distance) and its merge tree.
 
+One unit: the k-NN graph, the Borůvka rounds and the pivot search share one tree and one set of
+arrays, and the merge tree is exact only as the three work together (oracle tests in tests/cluster).
+
 Definitions (FairDen appendix B.2, ``ALGORITHMS.md``):
 
 * core distance ``kappa(x)`` = distance to the ``min_pts``-th nearest neighbour of ``x``

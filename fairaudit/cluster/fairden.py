@@ -1,5 +1,7 @@
 """FairDen: fair density-based clustering (Krieger, Beer et al., ICLR 2025; seed ``000``).
 
+One unit: one estimator (FairDen), Algorithm 1 with its two interchangeable solvers.
+
 Algorithm 1 of the paper with two interchangeable solvers:
 
 * ``solver="dense"`` — the paper's algorithm on explicit n×n matrices (null space of Fᵀ,

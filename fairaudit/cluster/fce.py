@@ -1,5 +1,7 @@
 """FCE: fair clustering ensemble with equal cluster capacity (seed 003).
 
+One unit: one estimator (FCE), its consensus updates and capacity rounding in the paper's order.
+
 Given ``m`` base labellings ``Y_i`` (one-hot, n x k_i) and protected groups ``G`` (one-hot, n x T),
 FCE finds a consensus labelling ``Y`` (one-hot, n x c) minimising
 

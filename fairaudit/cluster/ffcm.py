@@ -1,5 +1,7 @@
 """Fair fuzzy c-means (FFCM; Xu et al., seed 001); ``fair=False`` is fuzzy c-means (Bezdek).
 
+One unit: one estimator (FFCM); both variants share the membership update and the eta search.
+
 Two forms of the fairness term (``variant``), both added to the squared distances inside the
 membership update (paper eq. 6), ``u_ij ~ (||p_j - c_i||^2 + eta_raw * pen_ij)^(-1/(m-1))``:
 

@@ -1,5 +1,8 @@
 """Great Expectations (GX 1.x) expectations shipped by fairaudit.
 
+One unit: importing it registers every fairaudit expectation together with the metric provider
+it calls in GX's process-wide registry; each expectation is read beside its metric.
+
 Importing this module imports Great Expectations and registers, in GX's process-wide registry,
 the custom expectations and metrics below. ``import fairaudit`` never does this; run
 ``import fairaudit.gx.expectations`` (or ``from fairaudit.gx.expectations import ...``) to get them.

@@ -1,5 +1,8 @@
 """Counting fairness metrics: functions of a (groups x clusters) contingency table alone.
 
+One unit: every metric of one contingency table, each a small pure function over the same
+validated (groups x clusters) array.
+
 Every metric here takes ``N``, an array of non-negative counts with one row per group of a
 sensitive attribute (or per intersectional group) and one column per cluster, ``N[g, k]`` = rows
 of group ``g`` in cluster ``k``. Noise rows (label -1) are not part of ``N``.

@@ -1,5 +1,7 @@
 """FUFS: fairness-aware unsupervised feature selection (seed 004, Xing et al., CIKM 2021).
 
+One unit: one estimator (FUFS), its kernels, alternating updates and selection rule.
+
 With RBF kernels ``K_X`` on the (standardised) non-protected features X, ``K_M`` on the selected
 features ``diag(m) X``, ``K_G`` on the decomposed features ``diag(g)(I - diag(m)) X``, a kernel
 ``K_P`` on the protected attributes, and the centring matrix ``H = I - 11^T/n``, FUFS minimises
