@@ -99,3 +99,23 @@ def test_status_card_with_thresholds_is_unchanged(segments):
                           fail_under={"balance": 0.2})
     html = report.render_html(run)
     assert "Overall status" in html and "Verdict &middot; no threshold set" not in html
+
+
+def test_the_line_names_the_cell_that_sets_the_value_when_another_decides(run_cli, tmp_path):
+    """2,000 rows, segments a (400), b (600), c (1,000). "A" (1,190 people) has 80 in a where
+    1,190 x 400 / 2,000 = 238 are expected (ratio 0.34, a tight interval): its upper end decides
+    "unfair". "T" (10 people) has none in a, where 2 are expected: the value, balance 0, comes
+    from that cell. The line must not read as if 0.000 belonged to A's cell."""
+    grp = ["B"] * 320 + ["A"] * 80 + ["B"] * 200 + ["T"] * 4 + ["A"] * 396 \
+        + ["B"] * 280 + ["T"] * 6 + ["A"] * 714
+    seg = ["a"] * 400 + ["b"] * 600 + ["c"] * 1000
+    path = tmp_path / "t.parquet"
+    pl.DataFrame({"grp": grp, "segment": seg}).write_parquet(path)
+    res = run_cli("audit", path, "--sensitive", "grp", "--labels", "segment",
+                  "--out", tmp_path / "r.html", "--json", tmp_path / "r.json")
+    assert res.exit_code == 0, res.output
+    line = next(x for x in res.output.splitlines() if x.strip().startswith("grp \u2014"))
+    assert "\u201ca\u201d holds 80 of the 1,190 \u201cA\u201d people, 238 expected" in line, line
+    assert ("the value 0.000 is set by \u201ca\u201d (0 of the 10 \u201cT\u201d people)"
+            in line), line
+    assert line.rstrip().endswith("]") and "balance 0.000 [" in line, line

@@ -331,9 +331,10 @@ def deciding(r: Mapping[str, Any], ctx: Context, end: str | None = None
     try:
         if key in (("balance", "balance"), ("capacity", "fairness_cce")):
             k, g = _named(r, t, end) if end else (None, None)
+            cells = (balance_cells if key[0] == "balance" else cce_cells)(t, excluded(r))
+            _, vk, vg = _setting_cell(cells, value, r, t)  # the cell that sets the value
             if k is None or g is None:
-                cells = (balance_cells if key[0] == "balance" else cce_cells)(t, excluded(r))
-                _, k, g = _setting_cell(cells, value, r, t)
+                k, g = vk, vg
             if k is None or g is None:
                 return None
             if key[0] == "balance":
@@ -356,6 +357,12 @@ def deciding(r: Mapping[str, Any], ctx: Context, end: str | None = None
                 bound = float(ci[0 if end == "lower" else 1])
                 text += (f" (ratio {own:.2f}; {'at least' if end == 'lower' else 'at most'} "
                          f"{bound:.2f} at {ctx.level_text})")
+                if vk is not None and vg is not None and (vk, vg) != (k, g):
+                    # the value beside this clause comes from another cell: name it, so the
+                    # number and the sentence next to it are never read as one cell's
+                    text += (f"; the value {value:.3f} is set by {t.cluster_name(vk)} "
+                             f"({t.count_text(vg, vk)} of the {_int(t.group_total(vg))} "
+                             f"{_q(t.groups[vg])} people)")
         elif key in (("distribution", "wd"), ("distribution", "ed")):
             rows = [(t.clusters.index(row["cluster"]), float(row["value"]))
                     for row in r.get("per_cluster") or ()
