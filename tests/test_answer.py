@@ -119,3 +119,13 @@ def test_the_line_names_the_cell_that_sets_the_value_when_another_decides(run_cl
     assert ("the value 0.000 is set by \u201ca\u201d (0 of the 10 \u201cT\u201d people)"
             in line), line
     assert line.rstrip().endswith("]") and "balance 0.000 [" in line, line
+
+
+def test_audit_run_repr_is_one_line(segments):
+    import fairaudit
+
+    run = fairaudit.audit(segments, sensitive=["race"], labels="segment")
+    text = repr(run)
+    assert "\n" not in text and len(text) < 300, text
+    assert text.startswith("AuditRun(status=") and "rows=1000" in text
+    assert "labellings=['segment']" in text and "attributes=['race']" in text

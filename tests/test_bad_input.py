@@ -818,3 +818,12 @@ def test_10_the_default_comparison_keeps_fairden_with_a_constant_column(run_cli,
     names = [lab["name"] for lab in doc["labellings"]]
     assert "fairden" in names, (names, doc["notes"])
     assert not any("skipped" in n and "fairden" in n for n in doc["notes"])
+
+
+def test_semicolon_csv_read_as_one_column_says_which_separator(audit_bad, tmp_path):
+    """A ';' CSV read with ',' is one column whose name holds the others: the error says so and
+    names the flag that fixes it, rather than only "column not in the data"."""
+    data = tmp_path / "semi.csv"
+    data.write_text("age;sex;seg\n30;m;a\n40;f;b\n", encoding="utf-8")
+    audit_bad(data, "--sensitive", "sex", "--labels", "seg",
+              culprits=("sex", "read as one column", "--separator ';'"))

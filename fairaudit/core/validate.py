@@ -237,6 +237,15 @@ def _check_columns(spec: ChainSpec, columns: list[str], problems: _Problems) -> 
         if col not in columns:
             close = difflib.get_close_matches(col, columns, n=3)
             hint = f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else ""
+            if len(columns) == 1 and not close:
+                # one column whose name holds the others: the file was split on the wrong
+                # character (a ';' or tab CSV read as ',')
+                sep = next((c for c in (";", "\t", "|") if c in columns[0]), None)
+                if sep is not None:
+                    how = (f"pass --separator '{sep}'" if sep != "\t" else
+                           "name the file .tsv or pass a tab character to --separator")
+                    hint = (f" (the file was read as one column, {columns[0][:60]!r}: its "
+                            f"separator looks like {sep!r}; {how})")
             problems.add(path, f"column {col!r} is not in the data{hint}")
 
     if not spec.data.sensitive:

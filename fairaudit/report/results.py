@@ -201,6 +201,17 @@ class AuditRun:
     def to_json(self) -> dict[str, Any]:
         return dict(self.doc)
 
+    def __repr__(self) -> str:
+        """A line, not the document (``run.to_json()`` has it all)."""
+        doc = self.doc if isinstance(self.doc, Mapping) else {}
+        inp = doc.get("input") or {}
+        names = [str(lab.get("name")) for lab in doc.get("labellings") or ()
+                 if isinstance(lab, Mapping)]
+        return (f"AuditRun(status={doc.get('status')!r}, rows={inp.get('rows_audited', inp.get('rows'))!r}, "
+                f"attributes={list(inp.get('attributes') or ())!r}, labellings={names!r}, "
+                f"results={len(doc.get('results') or ())}, "
+                f"verdicts={len(doc.get('verdicts') or ())})")
+
     @property
     def status(self) -> str:
         return self.doc["status"]
