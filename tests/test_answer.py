@@ -129,3 +129,20 @@ def test_audit_run_repr_is_one_line(segments):
     assert "\n" not in text and len(text) < 300, text
     assert text.startswith("AuditRun(status=") and "rows=1000" in text
     assert "labellings=['segment']" in text and "attributes=['race']" in text
+
+
+def test_console_shows_rows_left_out_and_warnings(run_cli, tmp_path):
+    """100 null sexes are left out and a 2-row segment is fragile: the console says both (they
+    were in the JSON and HTML only), before the verdicts."""
+    path = tmp_path / "nul.parquet"
+    pl.DataFrame({"sex": ["m", "f", None] * 100 + ["m"] * 2,
+                  "seg": ["a", "b", "c"] * 100 + ["d", "d"]}).write_parquet(path)
+    res = run_cli("audit", path, "--sensitive", "sex", "--labels", "seg",
+                  "--out", tmp_path / "r.html", "--json", tmp_path / "r.json")
+    assert res.exit_code == 0, res.output
+    lines = res.output.splitlines()
+    left = next(i for i, x in enumerate(lines) if x.startswith("note: 100 rows left out ("))
+    warn = next(i for i, x in enumerate(lines) if x.startswith("warning: seg: 1 cluster under"))
+    verdicts = next(i for i, x in enumerate(lines) if x.startswith("verdicts ("))
+    assert left < warn < verdicts
+    assert "\u201cd\u201d: 2 rows" in lines[warn]

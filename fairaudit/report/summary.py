@@ -127,6 +127,31 @@ def privacy_lines(doc: Mapping[str, Any], ledger_now: Mapping[str, Any] | None =
     return lines
 
 
+_MAX_CAVEATS = 5
+
+
+def caveat_lines(doc: Mapping[str, Any]) -> list[str]:
+    """What a reader of the numbers must know, on the console too: rows left out (and why) and
+    the labellings' warnings (e.g. a tiny cluster behind a balance of 0), at most
+    ``_MAX_CAVEATS`` lines; the report and the JSON have them all."""
+    out: list[str] = []
+    excl = (doc.get("input") or {}).get("exclusions") or {}
+    if isinstance(excl, Mapping):
+        left = {str(k): v for k, v in excl.items() if isinstance(v, int) and v > 0}
+        if left:
+            n = sum(left.values())
+            why = "; ".join(f"{k}: {v:,}" for k, v in left.items())
+            out.append(f"note: {n:,} {'row' if n == 1 else 'rows'} left out ({why})")
+    warnings = [(str(lab.get("name")), w) for lab in doc.get("labellings") or ()
+                if isinstance(lab, Mapping) for w in lab.get("warnings") or ()
+                if isinstance(w, Mapping) and w.get("message")]
+    for name, w in warnings[:_MAX_CAVEATS]:
+        out.append(f"warning: {name}: {w['message']}")
+    if len(warnings) > _MAX_CAVEATS:
+        out.append(f"warning: {len(warnings) - _MAX_CAVEATS} more in the report")
+    return out
+
+
 def console_lines(doc: Mapping[str, Any], ledger_now: Mapping[str, Any] | None = None
                   ) -> list[str]:
     """The console summary: a headline, the privacy notice, then a fixed-width table of every
@@ -137,6 +162,7 @@ def console_lines(doc: Mapping[str, Any], ledger_now: Mapping[str, Any] | None =
     if notice:
         lines.append("note: " + notice)
     lines.extend(privacy_lines(doc, ledger_now))
+    lines.extend(caveat_lines(doc))
     rows = gate_rows(doc)
     if not rows:
         return lines + answer_lines(doc)
