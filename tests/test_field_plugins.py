@@ -107,3 +107,29 @@ def test_bad_parameter_exits_2(run_cli, tmp_path):
     )  # fmt: skip
     assert result.exit_code == 2
     assert "delta" in result.output
+
+
+@pytest.mark.parametrize("pair", ["fairsc", "fairlets", "bera", "vfc"])
+def test_plugin_defaults_are_the_estimators(pair):
+    """The plugins repeat their estimator's defaults as literals (importing the estimators would
+    load scikit-learn on every audit): they must not drift apart."""
+    import inspect
+
+    import fairaudit_builtins.field as plugins
+
+    from fairaudit.cluster.bera import BeraFairAssignment
+    from fairaudit.cluster.fairlets import FairletClustering
+    from fairaudit.cluster.fairsc import FairSC
+    from fairaudit.cluster.vfc import VariationalFairClustering
+
+    plugin, estimator = {
+        "fairsc": (plugins.FairSCClusterer, FairSC),
+        "fairlets": (plugins.FairletsClusterer, FairletClustering),
+        "bera": (plugins.BeraClusterer, BeraFairAssignment),
+        "vfc": (plugins.VFCClusterer, VariationalFairClustering),
+    }[pair]
+    mine = inspect.signature(plugin.__init__).parameters
+    theirs = inspect.signature(estimator.__init__).parameters
+    shared = [k for k in mine if k in theirs and k not in ("self", "random_state")]
+    assert shared
+    assert {k: mine[k].default for k in shared} == {k: theirs[k].default for k in shared}
