@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import logging
 import numbers
+import warnings
 from typing import Any
 
 import numpy as np
@@ -45,7 +46,8 @@ from fairaudit.cluster._field import (
     start_fit,
 )
 
-__all__ = ["BeraFairAssignment", "fair_assignment_lp", "iterative_rounding"]
+__all__ = ["BeraFairAssignment", "bound_violations", "fair_assignment_lp", "integer_repair",
+           "iterative_rounding"]
 
 logger = logging.getLogger(__name__)
 
@@ -169,6 +171,128 @@ def iterative_rounding(
     return labels, rounds
 
 
+def bound_violations(
+    labels: np.ndarray, k: int, attrs: list[tuple[np.ndarray, np.ndarray, np.ndarray]]
+) -> list[dict[str, Any]]:
+    """Every (cluster, attribute, group) whose count lies outside
+    [beta_g |C_i|, alpha_g |C_i|] (relative tolerance 1e-9), with the count, the cluster's size,
+    the bounds and whether any integer count could meet them at that size."""
+    size = np.bincount(labels, minlength=k).astype(float)
+    out = []
+    for a, (codes, beta, alpha) in enumerate(attrs):
+        N = np.zeros((beta.size, k))
+        np.add.at(N, (codes, labels), 1.0)
+        lo, hi = beta[:, None] * size[None, :], alpha[:, None] * size[None, :]
+        tol = 1e-9 * np.maximum(size, 1.0)[None, :]
+        for g, i in zip(*np.nonzero((N < lo - tol) | (N > hi + tol)), strict=True):
+            out.append({"cluster": int(i), "attribute": a, "group": int(g), "count": int(N[g, i]),
+                        "size": int(size[i]), "low": float(lo[g, i]), "high": float(hi[g, i]),
+                        "integer_possible": bool(np.floor(hi[g, i] + tol[0, i])
+                                                 >= np.ceil(lo[g, i] - tol[0, i]))})
+    return out
+
+
+def _movable(labels: np.ndarray, cost: np.ndarray, codes: list[np.ndarray], per: int
+             ) -> np.ndarray:
+    """Rows that may move in a repair: for every cluster i and group g, the ``per`` members of
+    (i, g) cheapest to move out and the ``per`` rows of g elsewhere cheapest to move into i."""
+    n, k = cost.shape
+    own = cost[np.arange(n), labels]
+    other = np.where(np.arange(k)[None, :] == labels[:, None], np.inf, cost).min(axis=1)
+    pick = np.zeros(n, dtype=bool)
+    for c in codes:
+        for g in np.unique(c):
+            ing = c == g
+            for i in range(k):
+                for mask, score in ((ing & (labels == i), other - own),
+                                    (ing & (labels != i), cost[:, i] - own)):
+                    idx = np.flatnonzero(mask)
+                    if idx.size > per:
+                        idx = idx[np.argpartition(score[idx], per - 1)[:per]]
+                    pick[idx] = True
+    return pick
+
+
+def integer_repair(
+    labels: np.ndarray, x: np.ndarray, cost: np.ndarray,
+    attrs: list[tuple[np.ndarray, np.ndarray, np.ndarray]], *,
+    levels: tuple[int, ...] = (0, 8, 64, 512), max_variables: int = 200_000,
+    time_limit: float = 60.0,
+) -> tuple[np.ndarray, int, list[dict[str, Any]]]:
+    """Labels that meet every bound with integer counts, at the least assignment cost over the
+    rows allowed to move, or the input labels when none is found.
+
+    Bera et al.'s rounding leaves an additive violation of a few rows per (cluster, group)
+    bound, so a cluster at its bound in the LP can end a row short (balance 0.799 at
+    delta = 0.2). When the rounded labels break a bound, a mixed-integer program (HiGHS via
+    :func:`scipy.optimize.milp`) re-assigns the rows the LP left fractional — every other row
+    keeps its label — minimising the same cost subject to every bound on the integer counts.
+    If that is infeasible (e.g. a cluster too small to hold every group's share in whole rows),
+    the movable set grows by ``levels``: for every cluster and group the rows cheapest to move
+    out of / into it, until the program has ``max_variables`` variables.
+
+    Returns (labels, rows changed, violations left) — violations as :func:`bound_violations`;
+    empty when the bounds hold.
+    """
+    import scipy.sparse as sp
+    from scipy.optimize import Bounds, LinearConstraint, milp
+
+    n, k = cost.shape
+    left = bound_violations(labels, k, attrs)
+    if not left:
+        return labels, 0, left
+    frac = x.max(axis=1) <= 1 - INT_TOL
+    codes = [c for c, _, _ in attrs]
+    tried = -1
+    for per in levels:
+        move = frac | (_movable(labels, cost, codes, per) if per else False)
+        m = int(move.sum())
+        if m == tried or m == 0:
+            continue
+        if m * k > max_variables:
+            break
+        tried = m
+        idx = np.flatnonzero(move)
+        fixed = ~move
+        size_fix = np.bincount(labels[fixed], minlength=k).astype(float)
+        var = np.arange(m * k).reshape(m, k)
+        rows, cols, vals, ub = [], [], [], []
+        r = 0
+        for c, beta, alpha in attrs:
+            N_fix = np.zeros((beta.size, k))
+            np.add.at(N_fix, (c[fixed], labels[fixed]), 1.0)
+            for g in range(beta.size):
+                ing = (c[idx] == g).astype(float)
+                for i in range(k):
+                    tol = 1e-9 * max(size_fix[i], 1.0)
+                    rows += [np.full(m, r), np.full(m, r + 1)]
+                    cols += [var[:, i], var[:, i]]
+                    vals += [ing - alpha[g], beta[g] - ing]
+                    ub += [alpha[g] * size_fix[i] - N_fix[g, i] + tol,
+                           N_fix[g, i] - beta[g] * size_fix[i] + tol]
+                    r += 2
+        A = sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+                          shape=(r, m * k))
+        E = sp.csr_matrix((np.ones(m * k), (np.repeat(np.arange(m), k), var.ravel())),
+                          shape=(m, m * k))
+        cm = cost[idx]
+        scale = float(cm.max()) if cm.size and cm.max() > 0 else 1.0
+        res = milp(cm.ravel() / scale, integrality=np.ones(m * k),
+                   bounds=Bounds(0, 1),
+                   constraints=[LinearConstraint(A, -np.inf, np.array(ub)),
+                                LinearConstraint(E, 1, 1)],
+                   options={"time_limit": float(time_limit), "mip_rel_gap": 1e-3})
+        if res.x is None:
+            logger.info("integer repair with %d movable rows: %s", m, res.message)
+            continue
+        new = labels.copy()
+        new[idx] = res.x.reshape(m, k).argmax(axis=1)
+        if bound_violations(new, k, attrs):  # solver tolerance: not a repair
+            continue
+        return new, int((new != labels).sum()), []
+    return labels, 0, left
+
+
 class BeraFairAssignment(ClusterMixin, BaseEstimator):
     """Bera et al.'s fair assignment over k-means centres; ``fair=False`` is k-means.
 
@@ -179,9 +303,24 @@ class BeraFairAssignment(ClusterMixin, BaseEstimator):
     delta : float in [0, 1), default=0.2
         Bounds beta_g = r_g (1 - delta), alpha_g = r_g / (1 - delta) (the paper's delta).
     n_init, max_iter : k-means starts and iterations for the centres.
+    repair : bool, default=True
+        When the rounded labels break a bound (the rounding's additive violation), re-assign
+        the LP's fractional rows — more rows if needed — by a mixed-integer program so that
+        every cluster's group counts meet the bounds (:func:`integer_repair`); a warning names
+        the bounds no integer assignment of those rows meets. ``False``: the paper's rounding
+        alone.
     chunk_size : int, default=20000
         ``predict`` with groups solves the assignment in seeded chunks of this many rows.
     random_state : int, Generator or None
+
+    Attributes
+    ----------
+    labels_, cluster_centers_, kmeans_labels_, lp_objective_, rounds_ : as named.
+    repaired_rows_ : int
+        Rows the integer repair moved (0: the rounding met every bound).
+    bound_violations_ : list of dict
+        Bounds the delivered labels break (empty when every cluster's shares are within
+        [r_g (1 - delta), r_g / (1 - delta)]).
     """
 
     def __init__(
@@ -192,6 +331,7 @@ class BeraFairAssignment(ClusterMixin, BaseEstimator):
         delta: float = 0.2,
         n_init: int = 10,
         max_iter: int = 300,
+        repair: bool = True,
         chunk_size: int = 20_000,
         random_state: Any = None,
     ) -> None:
@@ -200,6 +340,7 @@ class BeraFairAssignment(ClusterMixin, BaseEstimator):
         self.delta = delta
         self.n_init = n_init
         self.max_iter = max_iter
+        self.repair = repair
         self.chunk_size = chunk_size
         self.random_state = random_state
 
@@ -225,20 +366,37 @@ class BeraFairAssignment(ClusterMixin, BaseEstimator):
         self.fair_applied_ = bool(attrs is not None and self.fair)
         self.lp_objective_ = None
         self.rounds_ = 0
+        self.repaired_rows_ = 0
+        self.bound_violations_: list[dict[str, Any]] = []
         if not self.fair_applied_:
             self.labels_ = self.kmeans_labels_
             return self
         codes = [c for _, c in attrs]
         self.group_shares_ = [np.bincount(c, minlength=len(g)) / n for g, c in attrs]
-        self.labels_, self.lp_objective_, self.rounds_ = self._assign(X, codes, self.group_shares_)
+        (self.labels_, self.lp_objective_, self.rounds_, self.repaired_rows_,
+         self.bound_violations_) = self._assign(X, codes, self.group_shares_)
+        if self.bound_violations_:
+            _warn_violations(self.bound_violations_, attrs, float(self.delta), bool(self.repair))
+        empty = k - np.unique(self.labels_).size
+        if empty and self.repaired_rows_:
+            warnings.warn(
+                f"BeraFairAssignment: to meet the delta = {float(self.delta):g} bounds in whole "
+                f"rows the repair emptied {empty} of the {k} clusters (a cluster too small to "
+                "hold every group's share; e.g. a group of 1% needs clusters of about 100 "
+                "rows). A larger delta keeps more clusters.", UserWarning, stacklevel=2)
         return self
 
     def _assign(self, X: np.ndarray, codes: list[np.ndarray], shares: list[np.ndarray]
-                ) -> tuple[np.ndarray, float, int]:
+                ) -> tuple[np.ndarray, float, int, int, list[dict[str, Any]]]:
         cost = sq_dist(X, self.cluster_centers_)
-        x, obj = fair_assignment_lp(cost, _bounds(codes, shares, float(self.delta)))
+        bounds = _bounds(codes, shares, float(self.delta))
+        x, obj = fair_assignment_lp(cost, bounds)
         labels, rounds = iterative_rounding(x, cost, codes)
-        return labels, obj, rounds
+        attrs = [(c, lo, hi) for c, (_, lo, hi) in zip(codes, bounds, strict=True)]
+        if not self.repair:
+            return labels, obj, rounds, 0, bound_violations(labels, cost.shape[1], attrs)
+        labels, moved, left = integer_repair(labels, x, cost, attrs)
+        return labels, obj, rounds, moved, left
 
     def fit_predict(self, X: Any, y: Any = None, *, sensitive: Any = None) -> np.ndarray:
         return self.fit(X, sensitive=sensitive).labels_
@@ -259,13 +417,38 @@ class BeraFairAssignment(ClusterMixin, BaseEstimator):
         order = np.random.default_rng(0).permutation(n)
         m = max(1, int(np.ceil(n / int(self.chunk_size))))
         out = np.empty(n, dtype=np.int64)
+        left: list[dict[str, Any]] = []
         for part in np.array_split(order, m):
             part = np.sort(part)
             try:
-                lab, _, _ = self._assign(X[part], [c[part] for c in codes], shares)
+                lab, *_, bad = self._assign(X[part], [c[part] for c in codes], shares)
             except ValueError:  # a chunk's groups too far from the shares: its own shares
                 own = [np.bincount(c[part], minlength=len(g)) / part.size
                        for (g, _), c in zip(attrs, codes, strict=True)]
-                lab, _, _ = self._assign(X[part], [c[part] for c in codes], own)
+                lab, *_, bad = self._assign(X[part], [c[part] for c in codes], own)
             out[part] = lab
+            left += bad
+        if left:
+            _warn_violations(left, attrs, float(self.delta), bool(self.repair))
         return out
+
+
+def _warn_violations(left: list[dict[str, Any]], attrs: list[tuple[np.ndarray, np.ndarray]],
+                     delta: float, repair: bool) -> None:
+    """One UserWarning naming the bounds the labels break and why."""
+    parts = []
+    for v in left[:5]:
+        group = attrs[v["attribute"]][0][v["group"]]
+        why = "" if v["integer_possible"] else (
+            " — no whole number of rows lies in that range at this cluster size")
+        parts.append(f"cluster {v['cluster']} ({v['size']} rows) has {v['count']} of group "
+                     f"'{group}' (attribute {v['attribute']}), bounds {v['low']:.2f} to "
+                     f"{v['high']:.2f}{why}")
+    more = f"; and {len(left) - 5} more" if len(left) > 5 else ""
+    how = ("no integer re-assignment of the rows allowed to move meets them; a larger delta or "
+           "fewer clusters may be feasible" if repair else
+           "the paper's rounding (repair=False) leaves an additive violation; repair=True "
+           "re-assigns rows to meet them")
+    warnings.warn(
+        f"BeraFairAssignment: the labels break {len(left)} of the delta = {delta:g} bounds: "
+        + "; ".join(parts) + more + f". ({how}.)", UserWarning, stacklevel=3)

@@ -273,6 +273,7 @@ class BeraClusterer(_FieldClusterer):
         "fair": _BOOL,
         "delta": Interval(float, 0.0, 1.0, closed="left"),
         "n_init": Interval(int, 1, None),
+        "repair": _BOOL,
         "chunk_size": Interval(int, 2, None),
     }
     param_docs = {
@@ -281,17 +282,21 @@ class BeraClusterer(_FieldClusterer):
         "delta": "bounds: each group's share of each cluster within r_g(1-delta) .. "
         "r_g/(1-delta) (the paper's delta; its experiments: 0.2)",
         "n_init": "k-means starts for the centres",
+        "repair": "true: when the rounding breaks a bound by a row or two, re-assign rows "
+        "(an integer program) so every cluster meets the bounds; false: the paper's rounding "
+        "alone",
         "chunk_size": "predict solves the assignment of new rows in chunks of this many rows",
         "random_state": "seed (filled from the chain seed when unset)",
     }
 
     def __init__(self, n_clusters: int = 2, *, fair: bool = True, delta: float = 0.2,
-                 n_init: int = 10, chunk_size: int = 20_000,
+                 n_init: int = 10, repair: bool = True, chunk_size: int = 20_000,
                  random_state: int | None = None) -> None:
         self.n_clusters = n_clusters
         self.fair = fair
         self.delta = delta
         self.n_init = n_init
+        self.repair = repair
         self.chunk_size = chunk_size
         self.random_state = random_state
 
@@ -299,16 +304,30 @@ class BeraClusterer(_FieldClusterer):
         from fairaudit.cluster import BeraFairAssignment
 
         return BeraFairAssignment(self.n_clusters, fair=self.fair, delta=float(self.delta),
-                                  n_init=self.n_init, chunk_size=self.chunk_size,
+                                  n_init=self.n_init, repair=self.repair,
+                                  chunk_size=self.chunk_size,
                                   random_state=self.random_state)
 
     def _finish(self, est: Any, data: AuditData) -> None:
         self.extras_.update({"delta": finite(self.delta), "lp_objective": finite(est.lp_objective_),
-                             "rounding_rounds": int(est.rounds_)})
+                             "rounding_rounds": int(est.rounds_),
+                             "repaired_rows": int(est.repaired_rows_),
+                             "bounds_broken": len(est.bound_violations_)})
         if est.fair_applied_:
             moved = int((est.labels_ != est.kmeans_labels_).sum())
-            self.notes_ = (f"Fair assignment moved {moved:,} of {est.labels_.size:,} rows from "
-                           f"their nearest k-means centre (delta = {self.delta}).",)
+            notes = [f"Fair assignment moved {moved:,} of {est.labels_.size:,} rows from "
+                     f"their nearest k-means centre (delta = {self.delta})."]
+            if est.repaired_rows_:
+                notes.append(f"{est.repaired_rows_:,} of them moved by the integer repair, so "
+                             "every cluster's group shares meet the delta bounds.")
+            empty = int(self.n_clusters) - int(np.unique(est.labels_).size)
+            if empty:
+                notes.append(f"{empty} of the {self.n_clusters} clusters are empty: too small "
+                             "to hold every group's share in whole rows.")
+            if est.bound_violations_:
+                notes.append(f"{len(est.bound_violations_)} (cluster, group) bounds are not "
+                             "met: no integer assignment of the movable rows meets them.")
+            self.notes_ = tuple(notes)
 
 
 # ---------------------------------------------------------------------------------- VFC

@@ -489,7 +489,7 @@ def test_fairer_than_kmeans_on_adult(make):
 @pytest.mark.parametrize("make", [
     lambda: FairletClustering(2, random_state=0),
     lambda: FairletClustering(2, decomposition="mcf", mcf_max_rows=2000, random_state=0),
-    lambda: BeraFairAssignment(2, delta=0.1, random_state=0),
+    lambda: BeraFairAssignment(2, random_state=0),  # default delta = 0.2 (and the repair)
 ], ids=["fairlets", "fairlets-mcf", "bera"])
 def test_fairlets_and_bera_reach_balance_0_8(make):
     X, s = _adult()
