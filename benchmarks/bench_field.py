@@ -166,10 +166,10 @@ def compare(seeds: int, out: Path, only: list[str] | None, which: list[str] | No
 
     out.mkdir(parents=True, exist_ok=True)
     rows = []
-    if which and (out / "field.csv").exists():  # update: keep the other datasets' rows
+    if (which or only) and (out / "field.csv").exists():  # update: keep the other rows
         with open(out / "field.csv") as fh:
             for r in csv.DictReader(fh):
-                if r["dataset"] not in which:
+                if (which and r["dataset"] not in which) or (only and r["method"] not in only):
                     rows.append({k: v if k in ("dataset", "method") else
                                  int(v) if k in ("seed", "n") else float(v)
                                  for k, v in r.items()})
@@ -329,7 +329,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--out", type=Path, default=Path("docs/benchmarks/field"))
-    ap.add_argument("--only", default="", help="comma-separated method names")
+    ap.add_argument("--only", default="",
+                    help="comma-separated method names to (re)run; the other methods' rows of "
+                         "an existing field.csv in --out are kept")
     ap.add_argument("--datasets", default="",
                     help="comma-separated datasets to (re)run; the other rows of an existing "
                          "field.csv in --out are kept")

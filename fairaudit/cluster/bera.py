@@ -46,7 +46,8 @@ from fairaudit.cluster._field import (
     start_fit,
 )
 
-__all__ = ["BeraFairAssignment", "bound_violations", "fair_assignment_lp", "integer_repair",
+__all__ = ["BeraFairAssignment", "bound_violations", "fair_assignment_lp", "feasible_sizes",
+           "integer_repair",
            "iterative_rounding"]
 
 logger = logging.getLogger(__name__)
@@ -226,72 +227,121 @@ def integer_repair(
     bound, so a cluster at its bound in the LP can end a row short (balance 0.799 at
     delta = 0.2). When the rounded labels break a bound, a mixed-integer program (HiGHS via
     :func:`scipy.optimize.milp`) re-assigns the rows the LP left fractional — every other row
-    keeps its label — minimising the same cost subject to every bound on the integer counts.
-    If that is infeasible (e.g. a cluster too small to hold every group's share in whole rows),
-    the movable set grows by ``levels``: for every cluster and group the rows cheapest to move
-    out of / into it, until the program has ``max_variables`` variables.
+    keeps its label — minimising the same cost subject to every bound on the integer counts
+    and keeping every cluster non-empty. If that is infeasible (e.g. a cluster too small to
+    hold every group's share in whole rows), the movable set grows by ``levels``: for every
+    cluster and group the ``per`` rows cheapest to move out of / into it, while the program has
+    at most ``max_variables`` variables. Only if no level keeps every cluster (or
+    :func:`feasible_sizes` shows that k such clusters cannot exist) may the program empty a
+    cluster (the fair assignment problem allows it; the estimator warns). All solves share
+    ``time_limit`` seconds; a solve stopped by it returns its best assignment found (a relative
+    gap of 1e-3 counts as optimal).
 
     Returns (labels, rows changed, violations left) — violations as :func:`bound_violations`;
     empty when the bounds hold.
     """
-    import scipy.sparse as sp
-    from scipy.optimize import Bounds, LinearConstraint, milp
-
     n, k = cost.shape
     left = bound_violations(labels, k, attrs)
     if not left:
         return labels, 0, left
     frac = x.max(axis=1) <= 1 - INT_TOL
     codes = [c for c, _, _ in attrs]
-    tried = -1
+    sets, seen = [], set()
     for per in levels:
         move = frac | (_movable(labels, cost, codes, per) if per else False)
         m = int(move.sum())
-        if m == tried or m == 0:
+        if m in seen or m == 0:
             continue
         if m * k > max_variables:
             break
-        tried = m
-        idx = np.flatnonzero(move)
-        fixed = ~move
-        size_fix = np.bincount(labels[fixed], minlength=k).astype(float)
-        var = np.arange(m * k).reshape(m, k)
-        rows, cols, vals, ub = [], [], [], []
-        r = 0
-        for c, beta, alpha in attrs:
-            N_fix = np.zeros((beta.size, k))
-            np.add.at(N_fix, (c[fixed], labels[fixed]), 1.0)
-            for g in range(beta.size):
-                ing = (c[idx] == g).astype(float)
-                for i in range(k):
-                    tol = 1e-9 * max(size_fix[i], 1.0)
-                    rows += [np.full(m, r), np.full(m, r + 1)]
-                    cols += [var[:, i], var[:, i]]
-                    vals += [ing - alpha[g], beta[g] - ing]
-                    ub += [alpha[g] * size_fix[i] - N_fix[g, i] + tol,
-                           N_fix[g, i] - beta[g] * size_fix[i] + tol]
-                    r += 2
-        A = sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
-                          shape=(r, m * k))
-        E = sp.csr_matrix((np.ones(m * k), (np.repeat(np.arange(m), k), var.ravel())),
-                          shape=(m, m * k))
-        cm = cost[idx]
-        scale = float(cm.max()) if cm.size and cm.max() > 0 else 1.0
-        res = milp(cm.ravel() / scale, integrality=np.ones(m * k),
-                   bounds=Bounds(0, 1),
-                   constraints=[LinearConstraint(A, -np.inf, np.array(ub)),
-                                LinearConstraint(E, 1, 1)],
-                   options={"time_limit": float(time_limit), "mip_rel_gap": 1e-3})
-        if res.x is None:
-            logger.info("integer repair with %d movable rows: %s", m, res.message)
-            continue
-        new = labels.copy()
-        new[idx] = res.x.reshape(m, k).argmax(axis=1)
-        if bound_violations(new, k, attrs):  # solver tolerance: not a repair
-            continue
-        return new, int((new != labels).sum()), []
+        seen.add(m)
+        sets.append(np.flatnonzero(move))
+    import time
+
+    # keeping every cluster needs k clusters of a size that can hold every group in whole rows
+    sizes = feasible_sizes(n, attrs)
+    keeps = (True, False) if sizes.size and k * int(sizes[0]) <= n else (False,)
+    end = time.monotonic() + float(time_limit)
+    for keep in keeps:
+        for idx in sets:
+            budget = end - time.monotonic()
+            if budget <= 0:
+                logger.info("integer repair: time limit of %g s reached", time_limit)
+                return labels, 0, left
+            new = _repair_milp(labels, idx, cost, attrs, keep, budget)
+            if new is not None:
+                return new, int((new != labels).sum()), []
     return labels, 0, left
 
+
+def feasible_sizes(n: int, attrs: list[tuple[np.ndarray, np.ndarray, np.ndarray]]
+                   ) -> np.ndarray:
+    """Cluster sizes m in 1..n at which every attribute's groups can have whole counts c_g in
+    [beta_g m, alpha_g m] summing to m (a necessary condition for a non-empty cluster that
+    meets the bounds)."""
+    m = np.arange(1, n + 1, dtype=float)
+    ok = np.ones(n, dtype=bool)
+    for _, beta, alpha in attrs:
+        tol = 1e-9 * m[:, None]
+        lo = np.ceil(beta[None, :] * m[:, None] - tol)
+        hi = np.floor(alpha[None, :] * m[:, None] + tol)
+        ok &= (lo <= hi).all(axis=1) & (lo.sum(axis=1) <= m) & (hi.sum(axis=1) >= m)
+    return np.flatnonzero(ok) + 1
+
+
+def _repair_milp(labels: np.ndarray, idx: np.ndarray, cost: np.ndarray,
+                 attrs: list[tuple[np.ndarray, np.ndarray, np.ndarray]], keep: bool,
+                 time_limit: float) -> np.ndarray | None:
+    """The least-cost labels that move only the rows ``idx`` and meet every bound (``keep``:
+    every cluster non-empty in ``labels`` stays so), or None."""
+    import scipy.sparse as sp
+    from scipy.optimize import Bounds, LinearConstraint, milp
+
+    n, k = cost.shape
+    m = idx.size
+    fixed = np.ones(n, dtype=bool)
+    fixed[idx] = False
+    size_fix = np.bincount(labels[fixed], minlength=k).astype(float)
+    var = np.arange(m * k).reshape(m, k)
+    rows, cols, vals, ub = [], [], [], []
+    r = 0
+    for c, beta, alpha in attrs:
+        N_fix = np.zeros((beta.size, k))
+        np.add.at(N_fix, (c[fixed], labels[fixed]), 1.0)
+        for g in range(beta.size):
+            ing = (c[idx] == g).astype(float)
+            for i in range(k):
+                tol = 1e-9 * max(size_fix[i], 1.0)
+                rows += [np.full(m, r), np.full(m, r + 1)]
+                cols += [var[:, i], var[:, i]]
+                vals += [ing - alpha[g], beta[g] - ing]
+                ub += [alpha[g] * size_fix[i] - N_fix[g, i] + tol,
+                       N_fix[g, i] - beta[g] * size_fix[i] + tol]
+                r += 2
+    A = sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+                      shape=(r, m * k))
+    E = sp.csr_matrix((np.ones(m * k), (np.repeat(np.arange(m), k), var.ravel())),
+                      shape=(m, m * k))
+    cons = [LinearConstraint(A, -np.inf, np.array(ub)), LinearConstraint(E, 1, 1)]
+    if keep:
+        had = np.bincount(labels, minlength=k) > 0
+        C = sp.csr_matrix((np.ones(m * k), (np.tile(np.arange(k), m), var.ravel())),
+                          shape=(k, m * k))
+        cons.append(LinearConstraint(C, np.where(had, 1.0 - size_fix, 0.0), np.inf))
+    cm = cost[idx]
+    scale = float(cm.max()) if cm.size and cm.max() > 0 else 1.0
+    res = milp(cm.ravel() / scale, integrality=np.ones(m * k), bounds=Bounds(0, 1),
+               constraints=cons,
+               options={"time_limit": float(time_limit), "mip_rel_gap": 1e-3})
+    if res.x is None:
+        logger.info("integer repair, %d movable rows (keep clusters: %s): %s", m, keep,
+                    res.message)
+        return None
+    new = labels.copy()
+    new[idx] = res.x.reshape(m, k).argmax(axis=1)
+    if bound_violations(new, k, attrs):  # beyond the solver's tolerance: not a repair
+        return None
+    return new
 
 class BeraFairAssignment(ClusterMixin, BaseEstimator):
     """Bera et al.'s fair assignment over k-means centres; ``fair=False`` is k-means.
@@ -445,8 +495,9 @@ def _warn_violations(left: list[dict[str, Any]], attrs: list[tuple[np.ndarray, n
                      f"'{group}' (attribute {v['attribute']}), bounds {v['low']:.2f} to "
                      f"{v['high']:.2f}{why}")
     more = f"; and {len(left) - 5} more" if len(left) > 5 else ""
-    how = ("no integer re-assignment of the rows allowed to move meets them; a larger delta or "
-           "fewer clusters may be feasible" if repair else
+    how = ("the integer repair found no re-assignment of the rows it may move that meets "
+           "them within its time limit; a larger delta or fewer clusters may be feasible"
+           if repair else
            "the paper's rounding (repair=False) leaves an additive violation; repair=True "
            "re-assigns rows to meet them")
     warnings.warn(

@@ -26,6 +26,7 @@ from fairaudit.cluster.bera import (
     _bounds,
     bound_violations,
     fair_assignment_lp,
+    feasible_sizes,
     integer_repair,
     iterative_rounding,
 )
@@ -169,17 +170,61 @@ def test_repair_false_is_the_papers_rounding_and_says_so():
     assert found, "no seed where the paper's rounding breaks a bound: the test checks nothing"
 
 
-def test_a_cluster_too_small_for_whole_rows_is_emptied_with_a_warning():
-    """A 1 % group cannot be within [0.8, 1.25] x 1 % of a 20-row cluster in whole rows: the
-    repair empties such a cluster (and says so) rather than deliver a bound it cannot meet."""
-    rng = np.random.default_rng(1)
-    X = np.vstack([rng.normal(0, 1, (380, 2)), rng.normal(8, 0.3, (20, 2))])
-    s = np.zeros(400, dtype=np.int64)
-    s[rng.choice(380, 4, replace=False)] = 1  # 4 of 400 = 1 %
+def _clump(n_main: int, n_far: int, minority: int, seed: int = 1
+           ) -> tuple[np.ndarray, np.ndarray]:
+    """A main blob and a far clump (k-means' two clusters); ``minority`` rows of group 1, all
+    in the main blob."""
+    rng = np.random.default_rng(seed)
+    X = np.vstack([rng.normal(0, 1, (n_main, 2)), rng.normal(8, 0.3, (n_far, 2))])
+    s = np.zeros(n_main + n_far, dtype=np.int64)
+    s[rng.choice(n_main, minority, replace=False)] = 1
+    return X, s
+
+
+def test_a_small_cluster_grows_to_hold_every_group_in_whole_rows():
+    """4 of 400 rows (1 %) are group 1: a cluster meets [0.8, 1.25] x 1 % in whole rows only
+    with 80-100 rows (or 160-200, ...). k-means' 20-row far clump has none; the repair grows it
+    to a feasible size rather than empty it (both clusters kept)."""
+    X, s = _clump(380, 20, 4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no warning: every bound met, no cluster emptied
+        est = BeraFairAssignment(2, random_state=0).fit(X, sensitive=s)
+    assert est.bound_violations_ == []
+    sizes = np.bincount(est.labels_, minlength=2)
+    assert sizes.min() >= 80
+    assert balance_score(est.labels_, s) >= 0.8 - 1e-9
+
+
+def test_clusters_too_small_for_whole_rows_are_emptied_with_a_warning():
+    """1 of 120 rows is group 1: a cluster needs 96-120 rows to hold it within the bounds, so
+    two such clusters cannot exist; the repair empties one and says so."""
+    X, s = _clump(100, 20, 1)
     with pytest.warns(UserWarning, match="emptied 1 of the 2 clusters"):
         est = BeraFairAssignment(2, random_state=0).fit(X, sensitive=s)
     assert est.bound_violations_ == []
     assert np.unique(est.labels_).size == 1
+
+
+def test_feasible_sizes_by_brute_force():
+    rng = np.random.default_rng(2)
+    for _ in range(20):
+        n = int(rng.integers(5, 40))
+        a = rng.integers(0, 3, n)
+        b = rng.integers(0, 2, n)
+        delta = float(rng.choice([0.1, 0.2, 0.4]))
+        attrs = [(c, lo, hi) for c, (_, lo, hi) in zip(
+            (a, b), _bounds([a, b], [np.bincount(a, minlength=3) / n,
+                                     np.bincount(b, minlength=2) / n], delta), strict=True)]
+        want = []
+        for m in range(1, n + 1):
+            ok = True
+            for _, lo, hi in attrs:
+                ranges = [range(int(np.ceil(lo_ * m - 1e-9)), int(np.floor(hi_ * m + 1e-9)) + 1)
+                          for lo_, hi_ in zip(lo, hi, strict=True)]
+                ok &= any(sum(c) == m for c in itertools.product(*ranges))
+            if ok:
+                want.append(m)
+        np.testing.assert_array_equal(feasible_sizes(n, attrs), want)
 
 
 def test_predict_with_groups_meets_the_bounds_in_every_chunk():
