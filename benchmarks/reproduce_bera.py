@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import os
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -73,6 +74,7 @@ def main() -> None:
     if not DATA.exists():
         print(f"{DATA} not found: nothing to reproduce")
         return
+    warnings.simplefilter("ignore", UserWarning)  # broken bounds are in the table's columns
     lines = [
         "# Bera et al.'s experiment on their subsamples (reproduce_bera.py)", "",
         f"Command: `nice -n 5 .venv/bin/python benchmarks/reproduce_bera.py --seeds {args.seeds} "

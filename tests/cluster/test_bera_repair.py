@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import itertools
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
+from field_data import adult_sample
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -33,17 +33,7 @@ from fairaudit.cluster.bera import (
 from fairaudit.metrics.counting import balance_min
 from fairaudit.metrics.scorers import _table, balance_score
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "field" / "adult_sample.csv"
-
-
-def _adult() -> tuple[np.ndarray, np.ndarray]:
-    import polars as pl
-
-    df = pl.read_csv(DATA)
-    X = df.select(["age", "education-num", "hours-per-week", "capital-gain",
-                   "capital-loss"]).to_numpy().astype(float)
-    X = (X - X.mean(axis=0)) / X.std(axis=0)
-    return X, (df["sex"] == "Female").to_numpy().astype(np.int64)
+_adult = adult_sample
 
 
 def _shares_ok(labels: np.ndarray, codes: np.ndarray, delta: float) -> bool:

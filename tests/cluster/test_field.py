@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import itertools
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
+from field_data import DATA, adult_sample
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.base import clone
@@ -37,17 +37,7 @@ from fairaudit.cluster.fairsc import knn_affinity
 from fairaudit.cluster.vfc import _fair_energy, _fair_grad, bound_update
 from fairaudit.metrics.scorers import balance_score
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "field" / "adult_sample.csv"
-
-
-def _adult() -> tuple[np.ndarray, np.ndarray]:
-    import polars as pl
-
-    df = pl.read_csv(DATA)
-    X = df.select(["age", "education-num", "hours-per-week", "capital-gain",
-                   "capital-loss"]).to_numpy().astype(float)
-    X = (X - X.mean(axis=0)) / X.std(axis=0)
-    return X, (df["sex"] == "Female").to_numpy().astype(np.int64)
+_adult = adult_sample
 
 
 def _blobs(n_per: int = 40, seed: int = 0, dx: float = 3.0, dy: float = 3.5,
