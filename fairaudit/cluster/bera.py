@@ -46,8 +46,7 @@ from fairaudit.cluster._field import (
     start_fit,
 )
 
-__all__ = ["BeraFairAssignment", "bound_violations", "fair_assignment_lp", "feasible_sizes",
-           "integer_repair",
+__all__ = ["BeraFairAssignment", "bound_violations", "fair_assignment_lp", "integer_repair",
            "iterative_rounding"]
 
 logger = logging.getLogger(__name__)
@@ -227,15 +226,14 @@ def integer_repair(
     bound, so a cluster at its bound in the LP can end a row short (balance 0.799 at
     delta = 0.2). When the rounded labels break a bound, a mixed-integer program (HiGHS via
     :func:`scipy.optimize.milp`) re-assigns the rows the LP left fractional — every other row
-    keeps its label — minimising the same cost subject to every bound on the integer counts
-    and keeping every cluster non-empty. If that is infeasible (e.g. a cluster too small to
-    hold every group's share in whole rows), the movable set grows by ``levels``: for every
-    cluster and group the ``per`` rows cheapest to move out of / into it, while the program has
-    at most ``max_variables`` variables. Only if no level keeps every cluster (or
-    :func:`feasible_sizes` shows that k such clusters cannot exist) may the program empty a
-    cluster (the fair assignment problem allows it; the estimator warns). All solves share
-    ``time_limit`` seconds; a solve stopped by it returns its best assignment found (a relative
-    gap of 1e-3 counts as optimal).
+    keeps its label — minimising the same cost subject to every bound on the integer counts:
+    Bera et al.'s integer fair assignment problem restricted to those rows. If that is
+    infeasible (e.g. a cluster too small to hold every group's share in whole rows), the movable
+    set grows by ``levels``: for every cluster and group the ``per`` rows cheapest to move out
+    of / into it, while the program has at most ``max_variables`` variables. Like the LP, the
+    program may leave a centre with no rows when that is cheapest (the estimator warns). All
+    solves share ``time_limit`` seconds; a solve stopped by it returns its best assignment found
+    (a relative gap of 1e-3 counts as optimal).
 
     Returns (labels, rows changed, violations left) — violations as :func:`bound_violations`;
     empty when the bounds hold.
@@ -258,42 +256,22 @@ def integer_repair(
         sets.append(np.flatnonzero(move))
     import time
 
-    # keeping every cluster needs k clusters of a size that can hold every group in whole rows
-    sizes = feasible_sizes(n, attrs)
-    keeps = (True, False) if sizes.size and k * int(sizes[0]) <= n else (False,)
     end = time.monotonic() + float(time_limit)
-    for keep in keeps:
-        for idx in sets:
-            budget = end - time.monotonic()
-            if budget <= 0:
-                logger.info("integer repair: time limit of %g s reached", time_limit)
-                return labels, 0, left
-            new = _repair_milp(labels, idx, cost, attrs, keep, budget)
-            if new is not None:
-                return new, int((new != labels).sum()), []
+    for idx in sets:
+        budget = end - time.monotonic()
+        if budget <= 0:
+            logger.info("integer repair: time limit of %g s reached", time_limit)
+            break
+        new = _repair_milp(labels, idx, cost, attrs, budget)
+        if new is not None:
+            return new, int((new != labels).sum()), []
     return labels, 0, left
 
 
-def feasible_sizes(n: int, attrs: list[tuple[np.ndarray, np.ndarray, np.ndarray]]
-                   ) -> np.ndarray:
-    """Cluster sizes m in 1..n at which every attribute's groups can have whole counts c_g in
-    [beta_g m, alpha_g m] summing to m (a necessary condition for a non-empty cluster that
-    meets the bounds)."""
-    m = np.arange(1, n + 1, dtype=float)
-    ok = np.ones(n, dtype=bool)
-    for _, beta, alpha in attrs:
-        tol = 1e-9 * m[:, None]
-        lo = np.ceil(beta[None, :] * m[:, None] - tol)
-        hi = np.floor(alpha[None, :] * m[:, None] + tol)
-        ok &= (lo <= hi).all(axis=1) & (lo.sum(axis=1) <= m) & (hi.sum(axis=1) >= m)
-    return np.flatnonzero(ok) + 1
-
-
 def _repair_milp(labels: np.ndarray, idx: np.ndarray, cost: np.ndarray,
-                 attrs: list[tuple[np.ndarray, np.ndarray, np.ndarray]], keep: bool,
+                 attrs: list[tuple[np.ndarray, np.ndarray, np.ndarray]],
                  time_limit: float) -> np.ndarray | None:
-    """The least-cost labels that move only the rows ``idx`` and meet every bound (``keep``:
-    every cluster non-empty in ``labels`` stays so), or None."""
+    """The least-cost labels that move only the rows ``idx`` and meet every bound, or None."""
     import scipy.sparse as sp
     from scipy.optimize import Bounds, LinearConstraint, milp
 
@@ -323,19 +301,13 @@ def _repair_milp(labels: np.ndarray, idx: np.ndarray, cost: np.ndarray,
     E = sp.csr_matrix((np.ones(m * k), (np.repeat(np.arange(m), k), var.ravel())),
                       shape=(m, m * k))
     cons = [LinearConstraint(A, -np.inf, np.array(ub)), LinearConstraint(E, 1, 1)]
-    if keep:
-        had = np.bincount(labels, minlength=k) > 0
-        C = sp.csr_matrix((np.ones(m * k), (np.tile(np.arange(k), m), var.ravel())),
-                          shape=(k, m * k))
-        cons.append(LinearConstraint(C, np.where(had, 1.0 - size_fix, 0.0), np.inf))
     cm = cost[idx]
     scale = float(cm.max()) if cm.size and cm.max() > 0 else 1.0
     res = milp(cm.ravel() / scale, integrality=np.ones(m * k), bounds=Bounds(0, 1),
                constraints=cons,
                options={"time_limit": float(time_limit), "mip_rel_gap": 1e-3})
     if res.x is None:
-        logger.info("integer repair, %d movable rows (keep clusters: %s): %s", m, keep,
-                    res.message)
+        logger.info("integer repair, %d movable rows: %s", m, res.message)
         return None
     new = labels.copy()
     new[idx] = res.x.reshape(m, k).argmax(axis=1)
@@ -431,9 +403,10 @@ class BeraFairAssignment(ClusterMixin, BaseEstimator):
         if empty and self.repaired_rows_:
             warnings.warn(
                 f"BeraFairAssignment: to meet the delta = {float(self.delta):g} bounds in whole "
-                f"rows the repair emptied {empty} of the {k} clusters (a cluster too small to "
-                "hold every group's share; e.g. a group of 1% needs clusters of about 100 "
-                "rows). A larger delta keeps more clusters.", UserWarning, stacklevel=2)
+                f"rows at the least cost the repair emptied {empty} of the {k} clusters (a "
+                "cluster must be large enough to hold every group's share in whole rows: a group "
+                "of 1% needs 80-100 rows at delta = 0.2). A larger delta, fewer clusters or "
+                "scaled features keep more clusters.", UserWarning, stacklevel=2)
         return self
 
     def _assign(self, X: np.ndarray, codes: list[np.ndarray], shares: list[np.ndarray]
