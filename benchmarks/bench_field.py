@@ -230,8 +230,10 @@ def write_markdown(summary: list[dict], path: Path, seeds: int) -> None:
     lines = [
         "# The field on FairDen's real-world benchmarks (bench_field.py)",
         "",
-        f"Command: `.venv/bin/python benchmarks/bench_field.py --seeds {seeds}`; "
-        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; load average at the end "
+        f"Command: `.venv/bin/python benchmarks/bench_field.py {' '.join(sys.argv[1:])}`"
+        + ("" if not any(a.startswith(("--only", "--datasets")) for a in sys.argv)
+           else " (the other methods' / datasets' rows kept from the previous run in field.csv)")
+        + f"; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; load average at the end "
         f"{load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} (2 shared cores). Balance = FairDen's "
         "(mean over clusters), min = Chierichetti/Bera's (minimum over clusters); mean ± sd over "
         "seeds; 'paper' = the authors' balance (results/rw_experiment/combined.csv behind their "

@@ -18,7 +18,10 @@ every (centre, group), the total fractional assignment between its floor and its
 each such constraint only while it has more than 2 Delta fractional variables (Delta = number of
 attributes + 1, as in their code) — and is re-solved (a vertex solution), fixing new integral
 rows, until none is fractional. The result violates each bound by a small additive amount
-(the paper's 4 Delta + 3).
+(the paper's 4 Delta + 3): a cluster the LP holds at its bound can end a row short. When it does,
+:func:`integer_repair` (``repair=True``, the default) re-assigns the LP's fractional rows — more
+if needed — by a mixed-integer program, so the labels meet every bound in whole rows (or a
+warning names the bounds it could not meet); docs/methods/bera.md.
 
 ``fair=False`` returns the k-means labels of the same centres (the twin). ``predict(X)`` gives
 the nearest centre; ``predict(X, sensitive=S)`` solves the fair assignment for the new rows
@@ -29,6 +32,7 @@ from __future__ import annotations
 
 import logging
 import numbers
+import time
 import warnings
 from typing import Any
 
@@ -254,8 +258,6 @@ def integer_repair(
             break
         seen.add(m)
         sets.append(np.flatnonzero(move))
-    import time
-
     end = time.monotonic() + float(time_limit)
     for idx in sets:
         budget = end - time.monotonic()
@@ -314,6 +316,7 @@ def _repair_milp(labels: np.ndarray, idx: np.ndarray, cost: np.ndarray,
     if bound_violations(new, k, attrs):  # beyond the solver's tolerance: not a repair
         return None
     return new
+
 
 class BeraFairAssignment(ClusterMixin, BaseEstimator):
     """Bera et al.'s fair assignment over k-means centres; ``fair=False`` is k-means.
