@@ -47,6 +47,8 @@ from scipy.spatial import cKDTree
 __all__ = ["ClusterLists", "build", "point_values", "touched", "update"]
 
 TIE_RTOL = 1e-9  # the metric's (fairaudit.metrics.local_connectivity.TIE_RTOL)
+PARALLEL_ROWS = 2048
+"""A query of fewer rows runs on one thread whatever ``workers`` says (same result)."""
 DEEP = 4
 """Lists are stored up to the second round (4 (2t + 2) entries, plus one for the horizon); a
 point that needs a third round is computed from a query that is not kept (rare)."""
@@ -87,7 +89,9 @@ def _knn(X: np.ndarray, cl: ClusterLists, pos: np.ndarray, q: int,
          workers: int) -> tuple[np.ndarray, np.ndarray]:
     """The q nearest members (global indices, distances) of the members at ``pos``, in the
     order of the tree over the current members — the metric's query."""
-    d, i = _tree(X, cl).query(X[cl.members[pos]], k=q, workers=workers)
+    # threads only for large batches: starting them costs more than a few hundred queries
+    w = workers if len(pos) >= PARALLEL_ROWS else 1
+    d, i = _tree(X, cl).query(X[cl.members[pos]], k=q, workers=w)
     if q == 1:
         d, i = d[:, None], i[:, None]
     return cl.members[i], d

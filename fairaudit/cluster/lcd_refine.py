@@ -85,7 +85,9 @@ def refine_prototypes(
     docstring). ``X`` (n × d), ``centres`` (k × d); returns the refined centres and the
     nearest-prototype labels of ``X``. ``lists``: a dict left by an earlier call on the same
     ``X`` and ``t`` (its neighbour lists are reused where they still hold; filled in place)."""
+    from fairaudit.cluster import _lcd_lists as ll
     from fairaudit.cluster import nearest_centre
+    from fairaudit.cluster._progress import Progress
     from fairaudit.metrics.local_connectivity import _cluster_lcd
 
     X = np.asarray(X, dtype=np.float64)
@@ -93,8 +95,6 @@ def refine_prototypes(
     k = C.shape[0]
     n = X.shape[0]
     max_size = n if max_size is None else int(max_size)
-
-    from fairaudit.cluster import _lcd_lists as ll
 
     scratch = np.empty(n)  # dist(s, c) by row, reused by every list evaluation
 
@@ -171,7 +171,9 @@ def refine_prototypes(
     start = best = float(np.mean([per[j][0] for j in range(k) if present[j]]))
     evaluations, moves, rounds = 1, 0, 0
     tol = 1e-12 * max(1.0, abs(best))
+    progress = Progress("LOFKM refinement", int(max_rounds), "rounds")
     while rounds < int(max_rounds):
+        progress.update(rounds)
         rounds += 1
         improved = False
         order = np.argsort(-np.array([v[0] for v in per]), kind="stable")
@@ -234,6 +236,7 @@ def refine_prototypes(
                     break
         if not improved:
             break
+    progress.close(rounds)
     logger.info("LCD refinement: AvgLCD %.6g -> %.6g (%d moves, %d evaluations, %d rounds)",
                 start, best, moves, evaluations, rounds)
     return Refinement(C, lab.astype(np.int64), start, best, moves, evaluations, rounds, n)
