@@ -25,7 +25,10 @@ neither grown into a less separated one nor emptied. AvgLCD never increases.
 Cost: most trial moves are rejected. A trial is first judged on a lower bound of its AvgLCD (the
 exact point LCDs of a few members of each changed cluster, :data:`BOUND_ROWS`); only a trial the
 bound cannot reject has every member's LCD computed. Same decisions, same result, 3-3.5× less
-CPU on Adult's 20,000-row refinement sample (issue 25; docs/benchmarks.md).
+CPU on Adult's 20,000-row refinement sample (issue 25; docs/benchmarks.md). Those point LCDs come
+from neighbour lists kept per cluster across moves (:data:`INCREMENTAL`,
+:mod:`fairaudit.cluster._lcd_lists`): a move re-queries only the members whose lists a row that
+changed cluster enters; the values are the metric's bit for bit.
 """
 
 from __future__ import annotations
