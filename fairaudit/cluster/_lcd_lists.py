@@ -44,6 +44,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.spatial import cKDTree
 
+from fairaudit.cluster._knn import kd_tree, leaf_rank, query_rows
+
 __all__ = ["ClusterLists", "build", "point_values", "touched", "update"]
 
 TIE_RTOL = 1e-9  # the metric's (fairaudit.metrics.local_connectivity.TIE_RTOL)
@@ -63,7 +65,9 @@ class ClusterLists:
     leading entries are all the members nearer than ``horizon`` (m,); ``clean`` (m,): how many
     leading trusted entries any tree would give with the same values (module docstring);
     ``queried`` (m,): the size of the query the list came from.
-    ``tree`` (over the members) is built when needed."""
+    ``tree`` (over the members, the leaf size of :func:`fairaudit.cluster._knn.leafsize_for`;
+    ``rank``: its leaf order) and ``exact`` (scipy's default tree, the metric's) are built when
+    needed."""
 
     members: np.ndarray
     nb: np.ndarray
@@ -73,6 +77,8 @@ class ClusterLists:
     horizon: np.ndarray
     queried: np.ndarray
     tree: cKDTree | None = None
+    rank: np.ndarray | None = None
+    exact: cKDTree | None = None
 
 
 def _width(t: int) -> int:
@@ -81,17 +87,33 @@ def _width(t: int) -> int:
 
 def _tree(X: np.ndarray, cl: ClusterLists) -> cKDTree:
     if cl.tree is None:
-        cl.tree = cKDTree(X[cl.members])
+        cl.tree = kd_tree(X[cl.members])
+        cl.rank = leaf_rank(cl.tree)
     return cl.tree
 
 
 def _knn(X: np.ndarray, cl: ClusterLists, pos: np.ndarray, q: int,
          workers: int) -> tuple[np.ndarray, np.ndarray]:
-    """The q nearest members (global indices, distances) of the members at ``pos``, in the
-    order of the tree over the current members — the metric's query."""
+    """The q nearest members (global indices, distances) of the members at ``pos``, from a
+    tree with larger leaves asked in its leaf order (faster; the order of equally distant
+    members may differ from the metric's tree, which the clean length accounts for)."""
+    tree = _tree(X, cl)
     # threads only for large batches: starting them costs more than a few hundred queries
     w = workers if len(pos) >= PARALLEL_ROWS else 1
-    d, i = _tree(X, cl).query(X[cl.members[pos]], k=q, workers=w)
+    d, i = query_rows(tree, tree.data, np.asarray(pos, dtype=np.intp), q, cl.rank, workers=w)
+    if q == 1:
+        d, i = d[:, None], i[:, None]
+    return cl.members[i], d
+
+
+def _metric_knn(X: np.ndarray, cl: ClusterLists, pos: np.ndarray, q: int,
+                workers: int) -> tuple[np.ndarray, np.ndarray]:
+    """The q nearest members of the members at ``pos`` in the order of the metric's tree
+    (scipy's default ``cKDTree`` over the members): the metric's query exactly."""
+    if cl.exact is None:
+        cl.exact = cKDTree(X[cl.members])
+    w = workers if len(pos) >= PARALLEL_ROWS else 1
+    d, i = cl.exact.query(X[cl.members[pos]], k=q, workers=w)
     if q == 1:
         d, i = d[:, None], i[:, None]
     return cl.members[i], d
@@ -246,7 +268,7 @@ def point_values(X: np.ndarray, cl: ClusterLists, c: np.ndarray, t: int, workers
             ready = np.zeros(p.size, dtype=bool)
             g, d = np.empty((p.size, kk), dtype=np.int64), np.empty((p.size, kk))
         if not ready.all():  # a tie that is not between copies: the tree decides, as in lcd()
-            g[~ready], d[~ready] = _knn(X, cl, p[~ready], kk, workers)
+            g[~ready], d[~ready] = _metric_knn(X, cl, p[~ready], kk, workers)
         dX = dc[p][:, None]
         self_g = members[p][:, None]
         dcs = dcg[g]
