@@ -52,8 +52,10 @@ TIE_RTOL = 1e-9  # the metric's (fairaudit.metrics.local_connectivity.TIE_RTOL)
 PARALLEL_ROWS = 2048
 """A query of fewer rows runs on one thread whatever ``workers`` says (same result)."""
 DEEP = 4
-"""Lists are stored up to the second round (4 (2t + 2) entries, plus one for the horizon); a
-point that needs a third round is computed from a query that is not kept (rare)."""
+"""Lists are stored up to the second round (4 (2t + 2) entries plus one for the horizon), with
+as much again of room, so that a group of copies that straddles the end of a second-round list
+is read whole (Adult drawn with replacement: a quarter of the rows are copies); a point that
+needs a third round is computed from the metric's query, not kept (rare)."""
 
 
 @dataclass
@@ -82,7 +84,7 @@ class ClusterLists:
 
 
 def _width(t: int) -> int:
-    return DEEP * (2 * t + 2) + 1
+    return 2 * (DEEP * (2 * t + 2) + 1)
 
 
 def _tree(X: np.ndarray, cl: ClusterLists) -> cKDTree:
