@@ -46,7 +46,7 @@ from scipy.spatial import cKDTree
 
 from fairaudit.cluster._knn import kd_tree, leaf_rank, query_rows
 
-__all__ = ["ClusterLists", "build", "point_values", "touched", "update"]
+__all__ = ["ClusterLists", "build", "list_bytes", "point_values", "touched", "update"]
 
 TIE_RTOL = 1e-9  # the metric's (fairaudit.metrics.local_connectivity.TIE_RTOL)
 PARALLEL_ROWS = 2048
@@ -85,6 +85,11 @@ class ClusterLists:
 
 def _width(t: int) -> int:
     return 2 * (DEEP * (2 * t + 2) + 1)
+
+
+def list_bytes(t: int) -> int:
+    """Bytes of one row's list (indices and distances)."""
+    return 16 * _width(t)
 
 
 def _tree(X: np.ndarray, cl: ClusterLists) -> cKDTree:

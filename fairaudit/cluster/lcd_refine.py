@@ -54,6 +54,9 @@ list is queried again only when a row that joins or leaves its cluster lies insi
 prototype move recomputes the arithmetic alone. The metric's values bit for bit, so the same
 decisions and result (tested against ``False``: every member's LCD from a fresh k-d tree per
 cluster, as :func:`fairaudit.metrics.lcd` computes it)."""
+LIST_BYTES = 256 * 2**20
+"""The lists hold 2 × 2 × (8t + 9) numbers per row (31 MB at 20,000 rows, t = 5); beyond this
+budget (``refine_rows`` raised past ~160,000) the refinement recomputes instead (same result)."""
 
 
 @dataclass(frozen=True)
@@ -165,7 +168,8 @@ def refine_prototypes(
     free = np.ones(k, dtype=bool)
     free[fixed] = False
     movable = int(free.sum()) >= 2  # one free cluster alone can only trade rows with frozen ones
-    if INCREMENTAL:  # cluster -> its neighbour lists (for the current labels once computed)
+    if INCREMENTAL and n * ll.list_bytes(t) <= LIST_BYTES:
+        # cluster -> its neighbour lists (for the current labels once computed)
         lists = {} if lists is None else lists
     else:
         lists = None

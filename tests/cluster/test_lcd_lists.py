@@ -117,3 +117,17 @@ def test_lofkm_fit_identical_with_the_old_path(monkeypatch):
     np.testing.assert_array_equal(a.labels_, b.labels_)
     np.testing.assert_array_equal(a.cluster_centers_, b.cluster_centers_)
     assert a.refinement_ == b.refinement_
+
+
+def test_over_the_memory_budget_the_refinement_recomputes(monkeypatch):
+    # lists beyond LIST_BYTES are not kept (refine_rows raised far): the same result
+    import fairaudit.cluster.lcd_refine as lr
+
+    X = _tables()["continuous"]
+    C = X[[0, 100, 400, 600]]
+    fast = lr.refine_prototypes(X, C, t=5, min_size=8)
+    monkeypatch.setattr(lr, "LIST_BYTES", 0)
+    slow = lr.refine_prototypes(X, C, t=5, min_size=8)
+    np.testing.assert_array_equal(fast.centres, slow.centres)
+    assert (fast.avg_lcd, fast.moves, fast.evaluations) == (slow.avg_lcd, slow.moves,
+                                                            slow.evaluations)
