@@ -24,8 +24,10 @@ k reaches the cluster size, or its k-th neighbour is at least dist(X, c) away; i
 ``contrib.sum(axis=1)`` over a row of k entries holding the contributions of the taken
 neighbours at their positions and zeros elsewhere (so numpy's pairwise summation adds the same
 numbers in the same order); dist(X, c) is computed by the same expression over the members; a
-distance from any k-d tree is a function of the two rows only. A round of k needs the first k
-entries of a list to be trusted; a shorter list is deepened by a query of k + 1.
+distance from any k-d tree is a function of the two rows only (the lists come from a tree with
+larger leaves, asked in its leaf order: faster, same distances). A round of k needs the first k
+entries of a list to be trusted; a shorter list is deepened by a query of k + 1 (then twice
+that, while a group of copies straddles its end).
 
 **Ties.** Where two members that are not copies of each other are exactly as far from X, "the k
 nearest" is ambiguous and the metric takes its tree's order, which depends on the whole member
@@ -33,7 +35,7 @@ set. A list therefore also records its *clean* length: the longest prefix of its
 which every group of equal distances holds copies of one row only (copies contribute equal
 terms, so their order does not matter). A round of k is computed from the list only when k is
 within the clean length — then every tree gives the same value; otherwise the point is queried
-on the tree over the current members, exactly as the metric queries it. On data without such
+on the metric's own tree over the current members (scipy's defaults), exactly as it queries. On data without such
 ties every list is clean; on rounded or integer data the tied points cost what they cost before.
 """
 
@@ -45,10 +47,10 @@ import numpy as np
 from scipy.spatial import cKDTree
 
 from fairaudit.cluster._knn import kd_tree, leaf_rank, query_rows
+from fairaudit.metrics.local_connectivity import TIE_RTOL
 
 __all__ = ["ClusterLists", "build", "list_bytes", "point_values", "touched", "update"]
 
-TIE_RTOL = 1e-9  # the metric's (fairaudit.metrics.local_connectivity.TIE_RTOL)
 PARALLEL_ROWS = 2048
 """A query of fewer rows runs on one thread whatever ``workers`` says (same result)."""
 DEEP = 4
