@@ -131,3 +131,32 @@ def test_over_the_memory_budget_the_refinement_recomputes(monkeypatch):
     np.testing.assert_array_equal(fast.centres, slow.centres)
     assert (fast.avg_lcd, fast.moves, fast.evaluations) == (slow.avg_lcd, slow.moves,
                                                             slow.evaluations)
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), kind=st.integers(0, 2), n=st.integers(8, 300),
+       t=st.integers(1, 6))
+def test_look_up_values_of_a_trial_are_its_values_or_nan(seed, kind, n, t):
+    # the cheap bound's values: lists of the current members, prototype and size of a trial;
+    # every value it gives is the trial's own (the metric's), the rest are NaN (not computed)
+    rng = np.random.default_rng(seed)
+    X = _data(kind, n, 2, rng)
+    n = X.shape[0]
+    lab = rng.integers(0, 2, n)
+    cur = np.flatnonzero(lab == 0)
+    cl = ll.build(X, cur, t, 1)
+    ll.point_values(X, cl, X.mean(axis=0), t, 1)  # deepen some lists, as the refinement does
+    flip = rng.choice(n, size=int(rng.integers(1, max(2, n // 6))), replace=False)
+    lab2 = lab.copy()
+    lab2[flip] = 1 - lab2[flip]
+    trial = np.flatnonzero(lab2 == 0)
+    c = X.mean(axis=0) + rng.normal(size=2) * 0.3
+    kept = np.intersect1d(cur, trial)
+    pos = np.searchsorted(cur, kept)
+    moved = np.setxor1d(cur, trial)
+    pos = pos[~ll.touched(X, cl, pos, moved)]
+    got = ll.point_values(X, cl, c, t, 1, pos=pos, size=trial.size)
+    ref, _ = _cluster_lcd(X[trial], c, t, 1)
+    want = ref[np.searchsorted(trial, cur[pos])]
+    ok = ~np.isnan(got)
+    np.testing.assert_array_equal(got[ok], want[ok])
