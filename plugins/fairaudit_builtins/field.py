@@ -263,7 +263,8 @@ class BeraClusterer(_FieldClusterer):
     method = "bera"
     description = (
         "Fair assignment (Bera et al. 2019): LP over k-means centres with per-group bounds "
-        "r_g(1-delta) .. r_g/(1-delta), iterative rounding; several attributes and groups."
+        "r_g(1-delta) .. r_g/(1-delta), iterative rounding and an integer repair so every "
+        "cluster meets the bounds; several attributes and groups."
     )
     provides = frozenset({"labels", "prototypes"})
     max_rows = 50_000
