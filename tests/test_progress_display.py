@@ -42,7 +42,7 @@ def test_cli_in_a_pipe_writes_plain_progress_lines_to_stderr_only(tmp_path, data
     assert result.exit_code in (0, 1), result.output
     lines = [ln for ln in result.stderr.splitlines() if ln.startswith("fairaudit: progress: ")]
     assert "fairaudit: progress: read rows: 2,000 rows, done in" in "\n".join(lines)
-    assert any("bootstrap balance on segment: 150/150 replicates (100%), done in" in ln
+    assert any("bootstrap balance on segment: 150 of 150 replicates (100%), done in" in ln
                for ln in lines)  # 50 replicates x 3 attributes
     assert any(ln.startswith("fairaudit: progress: render report") for ln in lines)
     assert "progress" not in result.stdout
@@ -100,7 +100,7 @@ def test_plain_lines_every_interval_and_a_closing_line_only_for_reported_tasks(m
     clock = [100.0]
     monkeypatch.setattr("fairaudit.core.progress.time.monotonic", lambda: clock[0])
     stream = io.StringIO()
-    with show_progress(stream=stream, interval=10.0):
+    with show_progress(stream=stream, interval=10.0, heartbeat=False):
         with Meter("quick", 5, "items", every=0.0) as m:  # done within the interval: silent
             m.update(5)
         slow = Meter("fit sweeps", 100, "sweeps", every=0.0)
@@ -111,9 +111,9 @@ def test_plain_lines_every_interval_and_a_closing_line_only_for_reported_tasks(m
         slow.close()
     lines = stream.getvalue().splitlines()
     assert lines == [
-        "fairaudit: progress: fit sweeps: 20/100 sweeps (20%), 11.0 s elapsed",
-        "fairaudit: progress: fit sweeps: 50/100 sweeps (50%), 22.0 s elapsed",
-        "fairaudit: progress: fit sweeps: 100/100 sweeps (100%), done in 25.0 s",
+        "fairaudit: progress: fit sweeps: 20 of 100 sweeps (20%), 11.0 s elapsed",
+        "fairaudit: progress: fit sweeps: 50 of 100 sweeps (50%), 22.0 s elapsed",
+        "fairaudit: progress: fit sweeps: 100 of 100 sweeps (100%), done in 25.0 s",
     ]
 
 
@@ -163,3 +163,117 @@ def test_api_progress_flag(tmp_path, data, capsys, monkeypatch):
     assert "fairaudit: progress" not in capsys.readouterr().err
     with pytest.raises(ConfigError, match="progress"):
         fairaudit.audit(str(data), sensitive="sex", labels="segment", progress="yes")
+
+
+# ------------------------------------------------------------------ the heartbeat (issue 25)
+def _progress_lines(text: str) -> list[str]:
+    return [ln for ln in text.splitlines() if ln.startswith("fairaudit: progress: ")]
+
+
+def _slow_balance(monkeypatch, seconds: float) -> None:
+    """The balance auditor's plugin made slow: a step that reports no counts of its own."""
+    import time
+
+    from fairaudit_builtins.auditors import BalanceAuditor
+
+    compute = BalanceAuditor.compute
+
+    def slow(self, table):
+        time.sleep(seconds / 3)  # called once per attribute (sex, race, sex|race)
+        return compute(self, table)
+
+    monkeypatch.setattr(BalanceAuditor, "compute", slow)
+
+
+def test_a_silent_slow_step_gets_heartbeat_lines_in_a_pipe(tmp_path, data, monkeypatch):
+    _slow_balance(monkeypatch, 1.5)
+    result, _, js = _cli(tmp_path, data, "--bootstrap", "0", interval="0.3")
+    assert result.exit_code in (0, 1), result.output
+    beats = [ln for ln in _progress_lines(result.stderr)
+             if ln.startswith("fairaudit: progress: auditor balance on segment, ")
+             and ln.endswith(" elapsed")]
+    assert len(beats) >= 3, result.stderr  # 1.5 s at one line per 0.3 s
+    assert any(ln.startswith("fairaudit: progress: auditor balance on segment, done in ")
+               for ln in _progress_lines(result.stderr)), result.stderr
+    assert "\r" not in result.stderr
+    assert "progress" not in js.read_text(encoding="utf-8")
+
+
+def test_heartbeat_lines_carry_the_latest_counts_of_the_tasks_inside_the_step():
+    import time
+
+    stream = io.StringIO()
+    with show_progress(stream=stream, interval=0.2):
+        with step("clusterer slow"):
+            meter = Meter("slow sweeps", 100, "sweeps", every=0.0)
+            meter.update(30)
+            time.sleep(0.9)
+            meter.close()
+    lines = _progress_lines(stream.getvalue())
+    beats = [ln for ln in lines if ln.startswith("fairaudit: progress: clusterer slow, ")
+             and ln.endswith(" elapsed")]
+    assert beats, lines
+    assert "; slow sweeps: 30 of 100 sweeps (30%), " in beats[-1]
+    assert lines[-1].startswith("fairaudit: progress: clusterer slow, done in ")
+
+
+def _progress_threads():
+    import threading
+
+    return [t for t in threading.enumerate() if t.name == "fairaudit-progress"]
+
+
+def test_the_heartbeat_thread_stops_on_an_error_and_on_keyboard_interrupt():
+    import time
+
+    for exc in (RuntimeError("boom"), KeyboardInterrupt()):
+        stream = io.StringIO()
+        with pytest.raises(type(exc)):
+            with show_progress(stream=stream, interval=0.1):
+                with step("clusterer doomed"):
+                    time.sleep(0.35)
+                    assert _progress_threads()
+                    raise exc
+        assert _progress_threads() == []
+        lines = _progress_lines(stream.getvalue())
+        assert lines[-1].startswith("fairaudit: progress: clusterer doomed: stopped after ")
+        assert not any("done in" in ln for ln in lines)
+        mark = len(stream.getvalue())
+        time.sleep(0.3)
+        assert len(stream.getvalue()) == mark  # nothing written after the block
+
+
+def test_a_cli_run_that_fails_or_is_interrupted_leaves_no_progress_thread(tmp_path, data,
+                                                                            monkeypatch):
+    from fairaudit_builtins.auditors import BalanceAuditor
+
+    def interrupted(self, table):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(BalanceAuditor, "compute", interrupted)
+    from fairaudit.cli import main
+
+    out = tmp_path / "r.html"
+    result = CliRunner(env={"FAIRAUDIT_PROGRESS_INTERVAL": "0.1"}).invoke(
+        main, ["audit", str(data), "--sensitive", "sex", "--labels", "segment",
+               "--out", str(out)])
+    assert result.exit_code != 0
+    assert _progress_threads() == []
+    assert not out.exists() and not out.with_suffix(".json").exists()
+
+
+def test_json_is_byte_identical_with_and_without_progress(tmp_path, data, monkeypatch):
+    _slow_balance(monkeypatch, 0.6)
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    loud, _, js_loud = _cli(tmp_path / "a", data, interval="0.1")
+    quiet, _, js_quiet = _cli(tmp_path / "b", data, "--quiet", interval="0.1")
+    assert _progress_lines(loud.stderr) and not _progress_lines(quiet.stderr)
+    assert js_loud.read_bytes() == js_quiet.read_bytes()
+    html = [p.with_suffix(".html").read_text(encoding="utf-8") for p in (js_loud, js_quiet)]
+    assert "fairaudit: progress" not in html[0]
+
+
+def test_a_bad_interval_falls_back_to_the_default(monkeypatch):
+    monkeypatch.setenv("FAIRAUDIT_PROGRESS_INTERVAL", "soon")
+    assert ProgressHandler(io.StringIO()).interval == 10.0
