@@ -45,6 +45,8 @@ def test_cli_in_a_pipe_writes_plain_progress_lines_to_stderr_only(tmp_path, data
     assert any("bootstrap balance on segment: 150 of 150 replicates (100%), done in" in ln
                for ln in lines)  # 50 replicates x 3 attributes
     assert any(ln.startswith("fairaudit: progress: render report") for ln in lines)
+    assert any(ln.startswith("fairaudit: progress: explain: ") and "headline result(s), done in"
+               in ln for ln in lines)
     assert "progress" not in result.stdout
     for path in (html, js):
         text = path.read_text(encoding="utf-8")
@@ -277,3 +279,27 @@ def test_json_is_byte_identical_with_and_without_progress(tmp_path, data, monkey
 def test_a_bad_interval_falls_back_to_the_default(monkeypatch):
     monkeypatch.setenv("FAIRAUDIT_PROGRESS_INTERVAL", "soon")
     assert ProgressHandler(io.StringIO()).interval == 10.0
+
+
+def test_rows_read_of_a_parquet_input_and_rows_assigned_with_their_totals(tmp_path,
+                                                                         monkeypatch):
+    """Counts where they were missing: rows read (Parquet: slice by slice, the total from the
+    metadata) and rows assigned 'N of M' when clusterers were fitted on a sample."""
+    import fairaudit.core.engines as engines
+
+    monkeypatch.setattr(engines, "SLICE_ROWS", 700)
+    path = tmp_path / "people.parquet"
+    make_synthetic(n=2000).write_parquet(path, row_group_size=250)
+    from fairaudit.cli import main
+
+    out = tmp_path / "r.html"
+    result = CliRunner(env={"FAIRAUDIT_PROGRESS_INTERVAL": "0"}).invoke(
+        main, ["audit", str(path), "--sensitive", "sex", "--cluster", "kmeans:n_clusters=3",
+               "--sample", "500", "--bootstrap", "0", "--out", str(out)],
+        catch_exceptions=False)
+    assert result.exit_code in (0, 1), result.output
+    lines = "\n".join(_progress_lines(result.stderr))
+    assert "read rows: 2,000 of 2,000 rows (100%), done in" in lines
+    assert "assign rows: 2,000 of 2,000 rows (100%), done in" in lines
+    doc = json.loads(out.with_suffix(".json").read_text(encoding="utf-8"))
+    assert doc["input"]["rows"] == 2000
