@@ -28,6 +28,7 @@ import inspect
 import json
 import logging
 import re
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -361,9 +362,8 @@ def render_html(
     """The report page for ``run`` (an :class:`AuditRun` or the typed
     :class:`~fairaudit.report.model.AuditDocument`) as a string (deterministic: same JSON =>
     same HTML)."""
-    from fairaudit.report.model import AuditDocument
-
-    if isinstance(run, AuditDocument):
+    model = sys.modules.get("fairaudit.report.model")  # not imported: run is no AuditDocument
+    if model is not None and isinstance(run, model.AuditDocument):
         run = run.to_run()
     classes = collect_sections(host)
     env = build_env(host, template_dirs=template_dirs, sections=classes)
