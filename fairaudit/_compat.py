@@ -66,8 +66,22 @@ def warn_moved(old: str, new: str) -> None:
         if not frame.f_code.co_filename.startswith("<frozen importlib"):
             level += 1  # warnings itself skips the import machinery's frames
         frame = frame.f_back
-    warnings.warn(f"{old} moved to {new} (fairaudit 0.2); import it from there, the old name "
-                  "will be removed", DeprecationWarning, stacklevel=level)
+    warnings.warn(f"{old} moved to {new}; import it from there: the old name will be removed "
+                  f"in {removal_release()}", DeprecationWarning, stacklevel=level)
+
+
+def removal_release(version: str | None = None) -> str:
+    """The release that removes what is deprecated now: the next minor release after
+    ``version`` (default: this one), e.g. ``"fairaudit 0.2"`` after 0.1.0; ``"a future
+    release"`` when the version cannot be read."""
+    if version is None:
+        from fairaudit import __version__ as version
+    parts = version.split(".")
+    try:
+        major, minor = int(parts[0]), int(parts[1])
+    except (IndexError, ValueError):
+        return "a future release"
+    return f"fairaudit {major}.{minor + 1}"
 
 
 class _MovedFinder:

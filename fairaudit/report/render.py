@@ -61,8 +61,8 @@ STATUS_LABELS: dict[str, str] = {
     "pass": "Pass",
     "warn": "Warning",
     "fail": "Fail",
-    "not_applicable": "N/A",
-    "not_evaluated": "No threshold",
+    "not_applicable": "Not judged: no threshold applies",
+    "not_evaluated": "Not judged: no threshold set",
     "error": "Error",
 }
 
