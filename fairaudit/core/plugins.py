@@ -113,8 +113,9 @@ def make_plugin_manager(
                 return "?", "?"
             key = getattr(dist, "_path", None) or id(dist)
             if key not in dists:
-                meta = dist.metadata
-                dists[key] = (meta["Name"] or "?", meta["Version"] or "?")
+                meta = getattr(dist, "metadata", None)
+                dists[key] = ((meta["Name"], meta["Version"]) if meta is not None
+                              else (dist.name, dist.version))
             return dists[key]
 
         for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
