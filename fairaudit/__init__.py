@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING
 from fairaudit import _compat
 from fairaudit._lazy import lazy_attributes
 
-_compat.install()  # old module names (before the sub-packages) still import, with a warning
-
 __version__ = "0.1.0"
+_compat.install(__version__)  # old module names (before the sub-packages) still import, with a
+# warning naming the release that removes them
 __distribution__ = "fairaudit-clusters"
 """The name on the package index: ``pip install fairaudit-clusters`` (it imports as ``fairaudit``;
 the unrelated ``fairaudit`` on the index is another project)."""

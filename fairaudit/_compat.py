@@ -75,7 +75,7 @@ def removal_release(version: str | None = None) -> str:
     ``version`` (default: this one), e.g. ``"fairaudit 0.2"`` after 0.1.0; ``"a future
     release"`` when the version cannot be read."""
     if version is None:
-        from fairaudit import __version__ as version
+        version = _VERSION
     parts = version.split(".")
     try:
         major, minor = int(parts[0]), int(parts[1])
@@ -109,7 +109,15 @@ class _MovedFinder:
 _FINDER = _MovedFinder()
 
 
-def install() -> None:
-    """Put the finder on ``sys.meta_path`` once (idempotent)."""
+_VERSION = ""
+"""The installed fairaudit version (set by :func:`install`; this module imports nothing of
+fairaudit, so that no import circle forms)."""
+
+
+def install(version: str = "") -> None:
+    """Put the finder on ``sys.meta_path`` once (idempotent); ``version``: fairaudit's."""
+    global _VERSION
+    if version:
+        _VERSION = version
     if _FINDER not in sys.meta_path:
         sys.meta_path.append(_FINDER)
