@@ -256,11 +256,12 @@ def _joint_from_counts(agg: pl.DataFrame, *, key: str, label: str | None,
     agg = agg.filter(~null_mask)
     cluster_col = agg.get_column(key)
     names: tuple[str, ...] | None = None
+    cluster: np.ndarray | None = None
     if agg.height == 0:
-        cluster_col = pl.Series(key, [], dtype=pl.Int64)  # no rows: the caller names the cause
+        cluster = np.zeros(0, dtype=np.int64)  # no rows: the caller names the cause
     elif _is_named(cluster_col.dtype):
         names = label_names(cluster_col)
-        cluster_col = pl.Series(key, label_codes(cluster_col, names))
+        cluster = label_codes(cluster_col, names)  # int64 (no Series from numpy: numpy.ma)
     elif not cluster_col.dtype.is_integer():
         if cluster_col.dtype.is_float():
             vals = cluster_col.to_numpy()
@@ -275,7 +276,8 @@ def _joint_from_counts(agg: pl.DataFrame, *, key: str, label: str | None,
                 f"labels column {label!r} has type {cluster_col.dtype}; expected integer cluster "
                 "ids (-1 = noise) or cluster names (strings)"
             )
-    cluster = cluster_col.cast(pl.Int64).to_numpy()
+    if cluster is None:
+        cluster = cluster_col.cast(pl.Int64).to_numpy()
     if (cluster < -1).any():
         raise InputError(
             f"labels column {label!r} has negative ids other than -1 (noise): "
