@@ -262,7 +262,12 @@ def build_env(
         sections = collect_sections(host)
     dirs: list[Path] = [Path(d) for d in template_dirs]
     dirs += project_template_dirs()
+    tops: set[str] = set()  # one look-up per package, not per section
     for cls in sections:
+        top = (cls.__module__ or "").split(".")[0]
+        if top in tops:
+            continue
+        tops.add(top)
         d = _package_template_dir(cls)
         if d is not None and d not in dirs:
             dirs.append(d)
