@@ -303,3 +303,25 @@ def test_rows_read_of_a_parquet_input_and_rows_assigned_with_their_totals(tmp_pa
     assert "assign rows: 2,000 of 2,000 rows (100%), done in" in lines
     doc = json.loads(out.with_suffix(".json").read_text(encoding="utf-8"))
     assert doc["input"]["rows"] == 2000
+
+
+def test_on_a_terminal_the_heartbeat_keeps_a_silent_steps_clock_ticking():
+    import time
+
+    stream = io.StringIO()
+    handler = ProgressHandler(stream, interval=0.1, bars=True, delay=0.0)
+    logger = logging.getLogger(LOGGER_NAME)
+    saved = (logger.handlers[:], logger.propagate, logger.level)
+    logger.handlers, logger.propagate = [handler], False
+    logger.setLevel(logging.INFO)
+    try:
+        with step("clusterer sleepy"):
+            time.sleep(0.8)
+    finally:
+        logger.handlers, logger.propagate = saved[0], saved[1]
+        logger.setLevel(saved[2])
+        handler.close()
+    frames = [f for f in stream.getvalue().split("\r") if "clusterer sleepy" in f]
+    assert len(frames) >= 3, stream.getvalue()  # redrawn by the heartbeat, not by records
+    assert any("00:00" in f for f in frames)  # the step's elapsed clock
+    assert _progress_threads() == []
