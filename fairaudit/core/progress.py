@@ -14,7 +14,7 @@ task without a total). :class:`Meter` emits such records with the throttling bui
 Nothing is shown unless a caller installs :func:`show_progress` (the CLI does, unless
 ``--quiet``; Python users pass ``fairaudit.audit(..., progress=True)`` or use the context
 manager). The handler draws bars (tqdm) when the stream is a terminal and otherwise writes a
-plain line every ``interval`` seconds (default 10; ``FAIRAUDIT_PROGRESS_INTERVAL``) naming each
+plain timestamped line (``fairaudit: progress: [21:04:05] ...``) every ``interval`` seconds (default 10; ``FAIRAUDIT_PROGRESS_INTERVAL``) naming each
 task running longer than that, with its elapsed time and latest counts, and a closing line for a
 task it reported on. A heartbeat thread writes these lines (refreshes the bars) also while a
 step reports nothing, so a silent 40-second fit still shows it is running; the thread stops
@@ -215,7 +215,8 @@ class ProgressHandler(logging.Handler):
     def _write(self, text: str) -> None:
         self.acquire()
         try:
-            self.stream.write(f"fairaudit: progress: {text}\n")
+            stamp = time.strftime("%H:%M:%S")  # local time, as a log reader expects
+            self.stream.write(f"fairaudit: progress: [{stamp}] {text}\n")
             self.stream.flush()
         finally:
             self.release()
