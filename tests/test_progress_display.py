@@ -4,6 +4,7 @@ pipe — silenced by --quiet, never in the JSON or the report."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import logging
@@ -129,22 +130,29 @@ def test_plain_lines_every_interval_and_a_closing_line_only_for_reported_tasks(m
     ]
 
 
-def test_bars_on_a_terminal():
-    stream = io.StringIO()
-    handler = ProgressHandler(stream, interval=0.0, bars=True, delay=0.0)
+@contextlib.contextmanager
+def _bars(stream, interval: float = 0.0):
+    """A terminal's display (bars) on ``stream`` for the block, the logger restored after."""
+    handler = ProgressHandler(stream, interval=interval, bars=True, delay=0.0)
     logger = logging.getLogger(LOGGER_NAME)
     saved = (logger.handlers[:], logger.propagate, logger.level)
     logger.handlers, logger.propagate = [handler], False
     logger.setLevel(logging.INFO)
     try:
-        with Meter("assign rows", 1000, "rows", every=0.0) as m:
-            m.update(400)
-        with step("clusterer kmeans"):
-            pass
+        yield handler
     finally:
         logger.handlers, logger.propagate = saved[0], saved[1]
         logger.setLevel(saved[2])
         handler.close()
+
+
+def test_bars_on_a_terminal():
+    stream = io.StringIO()
+    with _bars(stream):
+        with Meter("assign rows", 1000, "rows", every=0.0) as m:
+            m.update(400)
+        with step("clusterer kmeans"):
+            pass
     out = stream.getvalue()
     assert "assign rows" in out and "\r" in out  # tqdm redraws the line
     assert "clusterer kmeans" in out
@@ -319,18 +327,9 @@ def test_on_a_terminal_the_heartbeat_keeps_a_silent_steps_clock_ticking():
     import time
 
     stream = io.StringIO()
-    handler = ProgressHandler(stream, interval=0.1, bars=True, delay=0.0)
-    logger = logging.getLogger(LOGGER_NAME)
-    saved = (logger.handlers[:], logger.propagate, logger.level)
-    logger.handlers, logger.propagate = [handler], False
-    logger.setLevel(logging.INFO)
-    try:
+    with _bars(stream, interval=0.1):
         with step("clusterer sleepy"):
             time.sleep(0.8)
-    finally:
-        logger.handlers, logger.propagate = saved[0], saved[1]
-        logger.setLevel(saved[2])
-        handler.close()
     frames = [f for f in stream.getvalue().split("\r") if "clusterer sleepy" in f]
     assert len(frames) >= 3, stream.getvalue()  # redrawn by the heartbeat, not by records
     assert any("00:00" in f for f in frames)  # the step's elapsed clock
