@@ -334,3 +334,18 @@ def test_on_a_terminal_the_heartbeat_keeps_a_silent_steps_clock_ticking():
     assert len(frames) >= 3, stream.getvalue()  # redrawn by the heartbeat, not by records
     assert any("00:00" in f for f in frames)  # the step's elapsed clock
     assert _progress_threads() == []
+
+
+def test_an_open_ended_count_with_nothing_counted_yet_shows_no_zero(monkeypatch):
+    clock = [0.0]
+    monkeypatch.setattr("fairaudit.core.progress.time.monotonic", lambda: clock[0])
+    stream = io.StringIO()
+    with show_progress(stream=stream, interval=5.0, heartbeat=False):
+        meter = Meter("read rows", None, "rows", every=0.0)
+        clock[0] = 6.0
+        meter.update(0)
+        clock[0] = 12.0
+        meter.close(7_214)
+    assert _progress_lines(stream.getvalue()) == [
+        "fairaudit: progress: read rows, 6.0 s elapsed",
+        "fairaudit: progress: read rows: 7,214 rows, done in 12.0 s"]

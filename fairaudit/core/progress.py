@@ -295,8 +295,8 @@ def _env_interval() -> float:
 
 def _counts(name: str, task: _Task) -> str:
     unit = f" {task.unit}" if task.unit and task.unit != "step" else ""
-    if task.total is None:
-        return f"{name}: {task.done:,}{unit}"
+    if task.total is None:  # open-ended: nothing counted yet (a CSV read in one pass) says
+        return f"{name}: {task.done:,}{unit}" if task.done else name  # no "0 rows"
     if task.unit == "step":
         return f"{name}"
     pct = f" ({100.0 * task.done / task.total:.0f}%)" if task.total else ""
