@@ -104,8 +104,9 @@ class Meter:
 
 
 def what_of(kind: str, name: str, labelling: str | None = None) -> str:
-    """The task name of a run's step: ``"clusterer ffcm"``, ``"auditor balance on kmeans"``."""
-    return f"{kind} {name}" + (f" on {labelling}" if labelling else "")
+    """The task name of a run's step: ``"clusterer ffcm"``, ``"auditor balance on kmeans"``
+    (a clusterer's own labelling is not named twice)."""
+    return f"{kind} {name}" + (f" on {labelling}" if labelling and labelling != name else "")
 
 
 @contextlib.contextmanager
