@@ -1,6 +1,7 @@
 """Benchmark: `fairaudit audit --labels` vs a bare polars group-by of the same columns.
 
     python benchmarks/bench_audit.py [--rows 50000000] [--repeat 3] [--small-only]
+                                     [--other /path/to/another/checkout]
 
 Small case (the fixed cost, issue 25): a seeded 7,214-row CSV with three columns (race, sex,
 segment) under benchmarks/_data/, timed in the same run, each in a fresh process:
@@ -8,6 +9,12 @@ segment) under benchmarks/_data/, timed in the same run, each in a fresh process
 * baseline: `python -c "import polars as pl; pl.read_csv(f).group_by([race, sex, segment]).len()"`
 * fairaudit: `fairaudit audit f --sensitive race,sex --labels segment --quiet` (input checks,
   balance/distribution/capacity with 200 bootstrap replicates, JSON + HTML report)
+
+``--other DIR`` also times the audit of another checkout of fairaudit (e.g. ``git archive main |
+tar -x -C /tmp/main``) in the same rounds, run as ``python -P -m fairaudit`` with
+``PYTHONPATH=DIR:DIR/plugins`` (``-P``: the current folder, perhaps this checkout, must not come
+first on the path):
+a same-run before/after ratio.
 
 fairaudit's bytecode is compiled first (`compileall`), as pip does when it installs the wheel
 (an environment with PYTHONDONTWRITEBYTECODE=1 would otherwise recompile every module per run).
@@ -106,6 +113,11 @@ assert df.height > 0
 """
 
 
+CPU: dict[str, list[float]] = {}
+"""CPU seconds (user + system) of each measured command, by its text: on a shared machine the
+fairer figure (wall time waits for the other jobs' turns)."""
+
+
 def measure(cmd: list[str], repeat: int) -> tuple[float, float]:
     walls, rss = [], []
     for _ in range(repeat):
@@ -117,6 +129,7 @@ def measure(cmd: list[str], repeat: int) -> tuple[float, float]:
         out = proc.stdout.split()
         walls.append(float(out[0]))
         rss.append(float(out[1]))
+        CPU.setdefault(" ".join(cmd), []).append(float(out[2]))
     return statistics.median(walls), max(rss)
 
 
@@ -127,7 +140,8 @@ p = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PI
 wall = time.perf_counter() - t0
 if p.returncode not in (0, 1):
     sys.stderr.write(p.stderr.decode()[-3000:]); sys.exit(2)
-print(wall, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)
+ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(wall, ru.ru_maxrss / 1024, ru.ru_utime + ru.ru_stime)
 """
 
 
@@ -137,9 +151,12 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--small-only", action="store_true",
                     help="only the 7,214-row case and `fairaudit --help`")
+    ap.add_argument("--other", type=Path, default=None,
+                    help="another checkout whose audit is timed in the same rounds")
     args = ap.parse_args()
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "fairaudit"),
-                    str(ROOT / "plugins")], check=True, stdout=subprocess.DEVNULL)
+    for tree in (ROOT, *([args.other] if args.other else [])):
+        subprocess.run([sys.executable, "-m", "compileall", "-q", str(tree / "fairaudit"),
+                        str(tree / "plugins")], check=True, stdout=subprocess.DEVNULL)
     out = HERE / "_out"
     out.mkdir(exist_ok=True)
     fa = str(BIN / "fairaudit")
@@ -151,15 +168,37 @@ def main() -> None:
     # interleaved (baseline, audit, --help) rounds: a shared machine's load changes by the
     # minute, and each ratio should compare runs made under the same load
     cmds = [[sys.executable, "-c", BARE_COUNT, str(small)], small_audit, [fa, "--help"]]
+    if args.other:
+        other = args.other.resolve()
+        env = f"PYTHONPATH={other}:{other / 'plugins'}"
+        other_audit = ["env", env, sys.executable, "-P", "-m", "fairaudit", *small_audit[1:-2],
+                       "--out", str(out / "small_other.html")]
+        subprocess.run(other_audit, check=False, stdout=subprocess.DEVNULL)  # warm
+        cmds.append(other_audit)
     rounds = [[measure(c, 1) for c in cmds] for _ in range(args.repeat)]
     med = [(statistics.median(r[i][0] for r in rounds), max(r[i][1] for r in rounds))
            for i in range(len(cmds))]
-    ratios = sorted(r[1][0] / r[0][0] for r in rounds)
+    ratios = [r[1][0] / r[0][0] for r in rounds]
     rows = [(f"bare polars read_csv + group_by().len() ({SMALL_ROWS:,} rows)", med[0]),
             (f"fairaudit audit --labels ({SMALL_ROWS:,} rows, 3 columns, HTML+JSON)", med[1]),
             ("fairaudit --help", med[2])]
+    if args.other:
+        rows.append((f"the same audit, {args.other}", med[3]))
     _table(rows, args.repeat, f"rows={SMALL_ROWS:,} (small case)")
-    print(f"audit ÷ bare count per round (same minute): {', '.join(f'{r:.2f}' for r in ratios)}")
+    print(f"audit ÷ bare count per round (same minute): {', '.join(f'{r:.2f}' for r in ratios)}"
+          f"; median {statistics.median(ratios):.2f}, max {max(ratios):.2f}")
+    cpu = [CPU[" ".join(c)] for c in cmds]
+    cpu_ratios = [a / b for a, b in zip(cpu[1], cpu[0], strict=True)]
+    print(f"CPU seconds (user+system), median: bare {statistics.median(cpu[0]):.3f}, audit "
+          f"{statistics.median(cpu[1]):.3f}"
+          + (f", {args.other} {statistics.median(cpu[3]):.3f}" if args.other else "")
+          + f"; audit ÷ bare on CPU per round: median {statistics.median(cpu_ratios):.2f}, "
+          f"max {max(cpu_ratios):.2f}")
+    if args.other:
+        other_ratios = [r[3][0] / r[0][0] for r in rounds]
+        print(f"{args.other} audit ÷ bare count per round: "
+              f"{', '.join(f'{r:.2f}' for r in other_ratios)}; median "
+              f"{statistics.median(other_ratios):.2f}, max {max(other_ratios):.2f}")
     if args.small_only:
         return
     data = HERE / "_data" / f"labels_{args.rows}.parquet"

@@ -2,7 +2,9 @@
 
 ``fairaudit.audit(...)`` runs an audit from Python; ``fairaudit.write_report(run, path)`` writes
 its HTML and JSON. A run's configuration is one frozen :class:`ChainSpec` (with
-:class:`DataSpec`, :class:`StepSpec`), which ``fairaudit.audit(data, chain=spec)`` also takes. Algorithms live in :mod:`fairaudit.cluster`, :mod:`fairaudit.metrics` and
+:class:`DataSpec`, :class:`Options`, :class:`StepSpec`, :class:`Threshold`,
+:class:`EngineSpec`, :class:`PrivacySpec`), which ``fairaudit.audit(data, chain=spec)`` also
+takes. Algorithms live in :mod:`fairaudit.cluster`, :mod:`fairaudit.metrics` and
 :mod:`fairaudit.preprocess`. Nothing heavy is imported until used.
 """
 
@@ -13,9 +15,9 @@ from typing import TYPE_CHECKING
 from fairaudit import _compat
 from fairaudit._lazy import lazy_attributes
 
-_compat.install()  # old module names (before the sub-packages) still import, with a warning
-
 __version__ = "0.1.0"
+_compat.install(__version__)  # old module names (before the sub-packages) still import, with a
+# warning naming the release that removes them
 __distribution__ = "fairaudit-clusters"
 """The name on the package index: ``pip install fairaudit-clusters`` (it imports as ``fairaudit``;
 the unrelated ``fairaudit`` on the index is another project)."""
@@ -28,6 +30,10 @@ _LAZY = {
     "ChainSpec": "fairaudit.core.spec",
     "DataSpec": "fairaudit.core.spec",
     "StepSpec": "fairaudit.core.spec",
+    "Options": "fairaudit.core.spec",
+    "EngineSpec": "fairaudit.core.spec",
+    "PrivacySpec": "fairaudit.core.spec",
+    "Threshold": "fairaudit.report.results",
 }
 __all__ = ["__version__", *_LAZY]
 
@@ -48,6 +54,15 @@ if TYPE_CHECKING:  # what type checkers see; at run time the names load lazily (
         DataSpec as DataSpec,
     )
     from fairaudit.core.spec import (
+        EngineSpec as EngineSpec,
+    )
+    from fairaudit.core.spec import (
+        Options as Options,
+    )
+    from fairaudit.core.spec import (
+        PrivacySpec as PrivacySpec,
+    )
+    from fairaudit.core.spec import (
         StepSpec as StepSpec,
     )
     from fairaudit.hookspecs import (
@@ -55,5 +70,8 @@ if TYPE_CHECKING:  # what type checkers see; at run time the names load lazily (
     )
     from fairaudit.report.results import (
         AuditRun as AuditRun,
+    )
+    from fairaudit.report.results import (
+        Threshold as Threshold,
     )
 

@@ -3,7 +3,7 @@ scripts folder is not on PATH, and for ``python -m`` in schedulers)."""
 
 from __future__ import annotations
 
-from fairaudit.cli import main
+from fairaudit.cli import run
 
 if __name__ == "__main__":
-    main(prog_name="fairaudit")
+    run()

@@ -66,8 +66,22 @@ def warn_moved(old: str, new: str) -> None:
         if not frame.f_code.co_filename.startswith("<frozen importlib"):
             level += 1  # warnings itself skips the import machinery's frames
         frame = frame.f_back
-    warnings.warn(f"{old} moved to {new} (fairaudit 0.2); import it from there, the old name "
-                  "will be removed", DeprecationWarning, stacklevel=level)
+    warnings.warn(f"{old} moved to {new}; import it from there: the old name will be removed "
+                  f"in {removal_release()}", DeprecationWarning, stacklevel=level)
+
+
+def removal_release(version: str | None = None) -> str:
+    """The release that removes what is deprecated now: the next minor release after
+    ``version`` (default: this one), e.g. ``"fairaudit 0.2"`` after 0.1.0; ``"a future
+    release"`` when the version cannot be read."""
+    if version is None:
+        version = _VERSION
+    parts = version.split(".")
+    try:
+        major, minor = int(parts[0]), int(parts[1])
+    except (IndexError, ValueError):
+        return "a future release"
+    return f"fairaudit {major}.{minor + 1}"
 
 
 class _MovedFinder:
@@ -95,7 +109,15 @@ class _MovedFinder:
 _FINDER = _MovedFinder()
 
 
-def install() -> None:
-    """Put the finder on ``sys.meta_path`` once (idempotent)."""
+_VERSION = ""
+"""The installed fairaudit version (set by :func:`install`; this module imports nothing of
+fairaudit, so that no import circle forms)."""
+
+
+def install(version: str = "") -> None:
+    """Put the finder on ``sys.meta_path`` once (idempotent); ``version``: fairaudit's."""
+    global _VERSION
+    if version:
+        _VERSION = version
     if _FINDER not in sys.meta_path:
         sys.meta_path.append(_FINDER)

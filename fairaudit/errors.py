@@ -30,7 +30,9 @@ class ChainValidationError(ConfigError):
         self.source = source
         where = f"{source}: " if source else ""
         what = "in the options" if source == "command line" else "in the chain"
-        where = "" if source == "command line" else where
+        if source == "python":  # a ChainSpec built in Python, given as fairaudit.audit(chain=...)
+            what = "in the ChainSpec given as chain="
+        where = "" if source in ("command line", "python") else where
         lines = [f"{where}{len(self.problems)} problem(s) {what}:"]
         lines += [f"  {path}: {msg}" if path else f"  {msg}" for path, msg in self.problems]
         super().__init__("\n".join(lines))

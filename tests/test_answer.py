@@ -146,3 +146,66 @@ def test_console_shows_rows_left_out_and_warnings(run_cli, tmp_path):
     verdicts = next(i for i, x in enumerate(lines) if x.startswith("verdicts ("))
     assert left < warn < verdicts
     assert "\u201cd\u201d: 2 rows" in lines[warn]
+
+
+def _verdict(lab: str, attr: str, verdict: str) -> dict:
+    return {"labelling": lab, "attribute": attr, "verdict": verdict,
+            "decided_by": {"metric": "balance", "value": 0.5, "ci": [0.4, 0.6]}}
+
+
+def _doc_with_twins() -> dict:
+    """kmeans and ffcm (the user's) and ffcm's fair = false twin, which is the only unfair
+    labelling: it must neither be counted nor lead the answer."""
+    labs = [{"name": "kmeans", "origin": "clusterer", "component": "kmeans",
+             "params": {"n_clusters": 3}},
+            {"name": "ffcm", "origin": "clusterer", "component": "ffcm",
+             "params": {"n_clusters": 3, "fair": True}},
+            {"name": "ffcm-unfair", "origin": "clusterer", "component": "ffcm",
+             "params": {"n_clusters": 3, "fair": False}}]
+    return {"status": "not_evaluated", "labellings": labs,
+            "input": {"attributes": ["sex"], "rows_audited": 100},
+            "verdicts": [_verdict("kmeans", "sex", "fair"), _verdict("ffcm", "sex", "borderline"),
+                         _verdict("ffcm-unfair", "sex", "unfair")]}
+
+
+def test_twins_are_shown_for_comparison_but_never_counted_or_leading():
+    from fairaudit.report.answer import answers, overall, overall_text
+
+    doc = _doc_with_twins()
+    [a] = answers(doc)
+    assert a["verdict"] == "borderline" and a["n"] == 2
+    assert a["counts"]["unfair"] == 0
+    assert a["line"].startswith("sex \u2014 borderline in 1 of 2 segmentations (fair: kmeans): "
+                                "ffcm: ")
+    assert a["line"].endswith("(for comparison, fair = false twins: ffcm-unfair unfair)")
+    assert [(e["labelling"], e["twin"]) for e in a["labellings"]] == [
+        ("kmeans", False), ("ffcm", False), ("ffcm-unfair", True)]
+    o = overall(doc)
+    assert (o["verdict"], o["n"], o["twins"], o["counts"]["unfair"]) == ("borderline", 2, 1, 0)
+    assert overall_text(doc) == ("1 borderline, 1 fair (of 2 attribute \u00d7 segmentation "
+                                 "verdicts; 1 more of fair = false twins, shown for comparison, "
+                                 "not counted)")
+    # a user's own fair = false step without its fair method is the user's clustering
+    alone = {**doc, "labellings": [doc["labellings"][0], doc["labellings"][2]],
+             "verdicts": [doc["verdicts"][0], doc["verdicts"][2]]}
+    assert overall(alone)["verdict"] == "unfair" and overall(alone)["twins"] == 0
+
+
+def test_console_says_not_judged_in_words_and_the_json_keeps_the_enum(run_cli, segments,
+                                                                      tmp_path):
+    from fairaudit.report.summary import answer_lines, headline, markdown
+
+    res = run_cli("audit", segments, "--sensitive", "race,sex", "--labels", "segment",
+                  "--out", tmp_path / "r.html", "--json", tmp_path / "r.json")
+    first = res.output.splitlines()[0]
+    assert first.startswith("fairaudit: NOT JUDGED: no thresholds set  (1,000 rows"), first
+    assert "NOT_EVALUATED" not in res.output and "not_evaluated" not in res.output
+    doc = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
+    assert doc["status"] == "not_evaluated"
+    html = (tmp_path / "r.html").read_text(encoding="utf-8")
+    assert "not_evaluated" not in re.sub(r"<script.*?</script>", "", html, flags=re.S)
+    assert markdown(doc).startswith("### fairaudit: NOT JUDGED: no thresholds set\n")
+    twins = _doc_with_twins()
+    assert headline(twins).startswith("fairaudit: NOT JUDGED: no thresholds set  (100 rows")
+    lines = answer_lines(twins)
+    assert any(line.strip().startswith("ffcm-unfair (twin)  unfair") for line in lines), lines

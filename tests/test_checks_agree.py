@@ -84,7 +84,8 @@ def test_native_checks_equal_great_expectations(case):
 
 
 def test_a_labels_audit_never_imports_great_expectations(tmp_path: Path):
-    """Input checks without GX (nor pandas, matplotlib, scikit-learn) in a three-column audit."""
+    """Input checks without GX (nor pandas, matplotlib, scikit-learn, scipy) in a three-column
+    audit."""
     data = tmp_path / "t.csv"
     pl.read_parquet(EXAMPLE_DATA).select("sex", "race", "education").write_csv(data)
     script = (
@@ -92,7 +93,7 @@ def test_a_labels_audit_never_imports_great_expectations(tmp_path: Path):
         f"run = fairaudit.audit({str(data)!r}, sensitive=['sex', 'race'],"
         " labels='education', bootstrap=20)\n"
         "assert run.doc['checks'], 'no checks ran'\n"
-        "heavy = ('great_expectations', 'pandas', 'matplotlib', 'sklearn')\n"
+        "heavy = ('great_expectations', 'pandas', 'matplotlib', 'sklearn', 'scipy')\n"
         "heavy = sorted(m for m in heavy if m in sys.modules)\n"
         "print(heavy)\n"
     )

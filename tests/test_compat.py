@@ -45,3 +45,20 @@ def test_old_report_module_names():
 def test_every_moved_module_exists():
     for new in MOVED.values():
         assert importlib.util.find_spec(new) is not None, new
+
+
+def test_the_deprecation_names_the_next_minor_release_of_this_version():
+    """It said 'fairaudit 0.2' as if the move happened there, while this is 0.1.0: the old
+    names go in the next minor release after the installed version."""
+    import fairaudit
+    from fairaudit._compat import removal_release, warn_moved
+
+    major, minor = (int(x) for x in fairaudit.__version__.split(".")[:2])
+    assert removal_release() == f"fairaudit {major}.{minor + 1}"
+    assert removal_release("0.1.0") == "fairaudit 0.2"
+    assert removal_release("1.4.2rc1") == "fairaudit 1.5"
+    assert removal_release("dev") == "a future release"
+    with pytest.warns(DeprecationWarning) as rec:
+        warn_moved("fairaudit.x", "fairaudit.core.x")
+    assert str(rec[0].message) == ("fairaudit.x moved to fairaudit.core.x; import it from there: "
+                                   f"the old name will be removed in {removal_release()}")

@@ -89,3 +89,75 @@ def test_a_chain_built_in_python_is_validated_like_a_file():
                                       privacy=PrivacySpec(publish=True, epsilon=-1.0))
     with pytest.raises(ConfigError, match="privacy.epsilon"):
         fairaudit.audit(make_synthetic(n=100), chain=bad_privacy)
+
+
+def test_the_whole_configuration_is_exported_at_top_level_lazily():
+    """docs/architecture.md lists ChainSpec's parts; each is importable from ``fairaudit``
+    (a new user found Options and Threshold missing), without importing numpy."""
+    import subprocess
+    import sys
+
+    from fairaudit.core import spec as spec_mod
+
+    for name in ("ChainSpec", "DataSpec", "StepSpec", "Options", "EngineSpec", "PrivacySpec"):
+        assert getattr(fairaudit, name) is getattr(spec_mod, name)
+        assert name in fairaudit.__all__ and name in dir(fairaudit)
+    assert fairaudit.Threshold is Threshold and "Threshold" in fairaudit.__all__
+    code = ("import sys, fairaudit; fairaudit.Options, fairaudit.Threshold, fairaudit.StepSpec;"
+            " print('numpy' in sys.modules, 'polars' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    assert out == "False False"
+
+
+def test_a_python_spec_needs_no_step_path_and_its_problems_are_named_as_attributes():
+    """Errors of a ChainSpec built in Python name its attributes (``chain.audit[0].use``,
+    ``chain.options.bootstrap``), never the CLI's options or TOML tables."""
+    from fairaudit.errors import ChainValidationError
+
+    data = make_synthetic(n=300)
+    spec = fairaudit.ChainSpec(
+        data=fairaudit.DataSpec(sensitive=("sex", "racex")),
+        options=fairaudit.Options(bootstrap=-1),
+        audit=(fairaudit.StepSpec("audit", "balanc"),),
+    )
+    with pytest.raises(ChainValidationError) as exc:
+        fairaudit.audit(data, chain=spec)
+    text = str(exc.value)
+    assert text.startswith("4 problem(s) in the ChainSpec given as chain=:")
+    for where in ("  chain.options.bootstrap: ", "  chain.audit[0].use: unknown auditor 'balanc'",
+                  "  chain.data.sensitive[1]: column 'racex'",
+                  "  chain.cluster: nothing to audit: set DataSpec(labels=...) or add a "
+                  "StepSpec('cluster', ...) to chain.cluster"):
+        assert where in text, text
+    for cli_or_toml in ("--", "[[", "in the options", "in the chain:"):
+        assert cli_or_toml not in text, text
+
+    no_audit = fairaudit.ChainSpec(
+        data=fairaudit.DataSpec(sensitive=("sex",)),
+        cluster=(fairaudit.StepSpec("cluster", "kmeans", params={"n_cluster": 3}),))
+    with pytest.raises(ChainValidationError) as exc:
+        fairaudit.audit(data, chain=no_audit)
+    assert "chain.cluster[0].params.n_cluster: unknown parameter of 'kmeans'" in str(exc.value)
+    assert "chain.audit: no auditors: add at least one StepSpec('audit', ...)" in str(exc.value)
+
+    ok = fairaudit.ChainSpec(
+        data=fairaudit.DataSpec(sensitive=("sex",), labels="segment"),
+        audit=(fairaudit.StepSpec("audit", "balance"),),
+        thresholds=(fairaudit.Threshold("balance", 0.1),))
+    run = fairaudit.audit(data, chain=ok, bootstrap=0)
+    assert run.doc["chain"]["source"] == "python"
+    assert [r["metric"] for r in run.doc["results"]][:1] == ["balance"]
+
+
+def test_a_toml_chain_keeps_its_toml_names():
+    from fairaudit.core.chain import parse_chain
+    from fairaudit.errors import ChainValidationError
+
+    spec = parse_chain({"data": {"sensitive": ["sex"]}, "options": {"bootstrap": -1},
+                        "audit": [{"use": "balance"}]}, source="c.toml")
+    with pytest.raises(ChainValidationError) as exc:
+        fairaudit.audit(make_synthetic(n=100), chain=spec)
+    assert "c.toml: 3 problem(s) in the chain:" in str(exc.value)
+    assert "  options.bootstrap: " in str(exc.value)
+    assert "add a [[cluster]] step" in str(exc.value)

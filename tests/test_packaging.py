@@ -70,7 +70,7 @@ def test_entry_points(wheel):
     from fairaudit.core.plugins import DEFAULT_PLUGINS
 
     assert dict(parser["fairaudit"]) == {name: module for name, module in DEFAULT_PLUGINS}
-    assert parser["console_scripts"]["fairaudit"] == "fairaudit.cli:main"
+    assert parser["console_scripts"]["fairaudit"] == "fairaudit.cli:run"  # main, then a fast exit
     # the pytest plugin is opt-in (-p fairaudit.testing): no pytest11 entry point
     assert "pytest11" not in parser
 

@@ -1,4 +1,5 @@
-"""The ``fairaudit`` command line (``fairaudit.cli:main``). The only package that prints or exits.
+"""The ``fairaudit`` command line (``fairaudit.cli:main``; the installed script and ``python -m
+fairaudit`` run it through :func:`~fairaudit.cli.base.run`). The only package that prints or exits.
 
 Exit codes: 0 ran and every error-severity threshold passed; 1 ran and a threshold failed;
 2 usage, configuration or input error; 3 internal error; 130 interrupted (Ctrl-C); 143
@@ -10,7 +11,8 @@ register on it when their modules are imported here.
 """
 
 from fairaudit.cli import other_commands, run_commands  # noqa: F401  (register the commands)
-from fairaudit.cli.base import EXIT_FAILED, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, main
+from fairaudit.cli.base import EXIT_FAILED, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, main, run
 from fairaudit.cli.run_commands import demo_data_path
 
-__all__ = ["EXIT_FAILED", "EXIT_INTERNAL", "EXIT_OK", "EXIT_USAGE", "demo_data_path", "main"]
+__all__ = ["EXIT_FAILED", "EXIT_INTERNAL", "EXIT_OK", "EXIT_USAGE", "demo_data_path", "main",
+           "run"]

@@ -1,5 +1,5 @@
 """``python -m fairaudit.cli``."""
 
-from fairaudit.cli import main
+from fairaudit.cli import run
 
-main()
+run()

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,7 +61,7 @@ def assign_all_rows(
     *,
     on_nonfinite: str = "error",
     batch_rows: int = BATCH_ROWS,
-    progress: Callable[[str], None] | None = None,
+    total: int | None = None,
 ) -> Assignment:
     """Stream ``lf`` (the whole input), assign every row, count per labelling.
 
@@ -106,7 +106,7 @@ def assign_all_rows(
         return Assignment({}, 0, {}, cannot)
     from fairaudit.core.progress import Meter
 
-    meter = Meter("assign rows", None, "rows")
+    meter = Meter("assign rows", total, "rows")
     for batch in _batches(q, batch_rows):
         data = dataclasses.replace(
             template, frame=batch, features=batch.select(list(roles.features)),
@@ -138,8 +138,6 @@ def assign_all_rows(
             ))
         assigned += data.n_rows
         meter.update(assigned)
-        if progress is not None:
-            progress(f"assign: {assigned:,} rows")
     meter.close(assigned)
     joints = {name: sum_joint_tables(parts) for name, parts in partial.items() if parts}
     return Assignment(joints, assigned, skipped, cannot)

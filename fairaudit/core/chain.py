@@ -10,7 +10,6 @@ reports them together with its own.
 from __future__ import annotations
 
 import re
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -50,6 +49,8 @@ def load_chain(path: str | Path) -> ChainSpec:
         raise ConfigError(f"{p}: no such chain file")
     text = read_limited(p, MAX_TOML_BYTES, "chain file", ConfigError)
     check_nesting(text, str(p), MAX_TOML_DEPTH, toml=True, error=ConfigError)
+    import tomllib
+
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -406,6 +407,8 @@ def _split_params(text: str) -> list[str]:
 
 
 def _literal(raw: str) -> Any:
+    import tomllib
+
     try:
         return tomllib.loads(f"v = {raw}")["v"]
     except tomllib.TOMLDecodeError:

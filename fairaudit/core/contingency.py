@@ -9,7 +9,7 @@ Tables of partitions add up: the joint table of a dataset is the sum of its part
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -210,16 +210,58 @@ def joint_from_frame(
         .agg(pl.len().alias("__n__"))
         .collect(engine="streaming")
     )
+    return _joint_from_counts(agg, key=key, label=label, sensitive=sensitive, ordinal=ordinal)
+
+
+def joint_from_slices(
+    frame: pl.LazyFrame,
+    n_rows: int,
+    *,
+    label: str | None,
+    sensitive: Sequence[str],
+    ordinal: Mapping[str, Sequence[str]] | None = None,
+    slice_rows: int = 4_000_000,
+    on_rows: Callable[[int], None] | None = None,
+) -> JointTable:
+    """:func:`joint_from_frame` of a lazy input of ``n_rows`` rows counted slice by slice,
+    calling ``on_rows(rows read so far)`` after each slice. The same table as one group-by: the
+    slices' cell counts are added, then put in the canonical order. Meant for Parquet, where a
+    slice reads only its row groups (a CSV slice would re-read the file from its start)."""
+    import polars as pl
+
+    key = label if label is not None else LABEL_KEY
+    lf = frame.select(list(dict.fromkeys([*filter(None, [label]), *sensitive])))
+    if label is None:
+        lf = lf.with_columns(pl.lit(0, dtype=pl.Int64).alias(LABEL_KEY))
+    parts: list[pl.DataFrame] = []
+    for start in range(0, max(n_rows, 1), slice_rows):
+        parts.append(lf.slice(start, slice_rows).group_by([key, *sensitive])
+                     .agg(pl.len().alias("__n__")).collect(engine="streaming"))
+        if on_rows is not None:
+            on_rows(min(n_rows, start + slice_rows))
+    agg = (pl.concat(parts, how="vertical").group_by([key, *sensitive])
+           .agg(pl.col("__n__").sum()))
+    return _joint_from_counts(agg, key=key, label=label, sensitive=sensitive,
+                              ordinal=dict(ordinal or {}))
+
+
+def _joint_from_counts(agg: pl.DataFrame, *, key: str, label: str | None,
+                       sensitive: Sequence[str], ordinal: Mapping[str, Sequence[str]]
+                       ) -> JointTable:
+    """The :class:`JointTable` of the group-by's cells (``key``, sensitive..., ``__n__``)."""
+    import polars as pl
+
     null_mask = pl.any_horizontal([pl.col(c).is_null() for c in [key, *sensitive]])
     null_rows = int(agg.filter(null_mask).get_column("__n__").sum() or 0)
     agg = agg.filter(~null_mask)
     cluster_col = agg.get_column(key)
     names: tuple[str, ...] | None = None
+    cluster: np.ndarray | None = None
     if agg.height == 0:
-        cluster_col = pl.Series(key, [], dtype=pl.Int64)  # no rows: the caller names the cause
+        cluster = np.zeros(0, dtype=np.int64)  # no rows: the caller names the cause
     elif _is_named(cluster_col.dtype):
         names = label_names(cluster_col)
-        cluster_col = pl.Series(key, label_codes(cluster_col, names))
+        cluster = label_codes(cluster_col, names)  # int64 (no Series from numpy: numpy.ma)
     elif not cluster_col.dtype.is_integer():
         if cluster_col.dtype.is_float():
             vals = cluster_col.to_numpy()
@@ -234,7 +276,8 @@ def joint_from_frame(
                 f"labels column {label!r} has type {cluster_col.dtype}; expected integer cluster "
                 "ids (-1 = noise) or cluster names (strings)"
             )
-    cluster = cluster_col.cast(pl.Int64).to_numpy()
+    if cluster is None:
+        cluster = cluster_col.cast(pl.Int64).to_numpy()
     if (cluster < -1).any():
         raise InputError(
             f"labels column {label!r} has negative ids other than -1 (noise): "

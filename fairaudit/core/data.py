@@ -191,7 +191,8 @@ class AuditData:
         if bad:
             raise InputError(
                 "feature column(s) " + ", ".join(repr(c) for c in bad) + " are not numeric; "
-                "add the 'encode' preprocessor (chain: [[preprocess]] use = \"encode\") "
+                "add the 'encode' preprocessor (chain file: [[preprocess]] use = \"encode\"; Python: "
+                "StepSpec('preprocess', 'encode')) "
                 "or exclude them"
             )
         X = self.features.cast({c: pl.Float64 for c in self.features.columns}).to_numpy()

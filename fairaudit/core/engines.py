@@ -23,14 +23,44 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from fairaudit.core.assign import Assignment, FittedStep, assign_all_rows
-from fairaudit.core.contingency import JointTable, joint_from_frame, sum_joint_tables
+from fairaudit.core.contingency import (
+    JointTable,
+    joint_from_frame,
+    joint_from_slices,
+    sum_joint_tables,
+)
 from fairaudit.core.data import AuditData, ColumnRoles
 from fairaudit.core.progress import Meter
 from fairaudit.errors import ConfigError, InputError
 
 log = logging.getLogger(__name__)
 
-Progress = Callable[[str], None]
+SLICE_ROWS = 4_000_000
+"""A Parquet input of more rows is counted in slices of this many (a slice reads only its row
+groups, so this costs nothing measurable), and the progress display says how many were read."""
+
+
+def _input_format(path: Any) -> str | None:
+    """The format of the input files (``None`` for an in-memory table or a bad path: the read
+    reports a bad path itself)."""
+    if not isinstance(path, str | os.PathLike):
+        return None
+    from fairaudit.core.io import resolve_input
+
+    try:
+        return resolve_input(str(path)).format
+    except (InputError, OSError):
+        return None
+
+
+def _parquet_rows(lf: Any) -> int | None:
+    """The row count of a Parquet scan (from the files' metadata: no data is read)."""
+    import polars as pl
+
+    try:
+        return int(lf.select(pl.len()).collect().item())
+    except Exception:  # the count reports a broken file itself
+        return None
 
 
 class LocalEngine:
@@ -39,23 +69,26 @@ class LocalEngine:
     name = "local"
 
     def count(self, lf: Any, *, path: Any, roles: ColumnRoles,
-              reader_options: Mapping[str, Any], progress: Progress | None = None
-              ) -> tuple[JointTable, int]:
-        import polars as pl
-
-        with Meter("read rows", None, "rows") as meter:  # one streaming pass: no counts midway
-            joint = joint_from_frame(lf, label=roles.labels, sensitive=roles.sensitive,
-                                     ordinal=roles.ordinal)
-            n = int(lf.select(pl.len()).collect().item())
+              reader_options: Mapping[str, Any]) -> tuple[JointTable, int]:
+        total = _parquet_rows(lf) if _input_format(path) == "parquet" else None
+        with Meter("read rows", total, "rows") as meter:
+            if total is not None and total > SLICE_ROWS:  # Parquet: rows read, slice by slice
+                joint = joint_from_slices(lf, total, label=roles.labels,
+                                          sensitive=roles.sensitive, ordinal=roles.ordinal,
+                                          slice_rows=SLICE_ROWS, on_rows=meter.update)
+            else:  # one streaming group-by (a CSV is read once: no count midway)
+                joint = joint_from_frame(lf, label=roles.labels, sensitive=roles.sensitive,
+                                         ordinal=roles.ordinal)
+            n = joint.n + joint.null_rows  # every row is in one cell (null keys included)
             meter.close(n)
         return joint, n
 
     def assign(self, lf: Any, *, path: Any, reader_options: Mapping[str, Any],
                template: AuditData, preprocessors: Sequence[FittedStep],
                clusterers: Sequence[FittedStep], on_nonfinite: str,
-               progress: Progress | None = None) -> Assignment:
+               total: int | None = None) -> Assignment:
         return assign_all_rows(lf, template, preprocessors, clusterers,
-                               on_nonfinite=on_nonfinite, progress=progress)
+                               on_nonfinite=on_nonfinite, total=total)
 
     def close(self) -> None:
         pass
@@ -144,7 +177,7 @@ class DaskEngine:
         return [str(f) for f in resolve_input(path).files]
 
     def _run(self, fn: Callable[..., Any], files: list[str], what: str,
-             progress: Progress | None, *args: Any) -> list[Any]:
+             *args: Any) -> list[Any]:
         from distributed import as_completed
 
         client = self.client()
@@ -159,8 +192,6 @@ class DaskEngine:
                 out[index[fut.key]] = fut.result()  # re-raises a worker's InputError
                 done += 1
                 meter.update(done)
-                if progress is not None:
-                    progress(f"{what}: {done}/{len(files)} partitions")
             meter.close()
         finally:
             for fut in futures:
@@ -168,22 +199,22 @@ class DaskEngine:
         return out
 
     def count(self, lf: Any, *, path: Any, roles: ColumnRoles,
-              reader_options: Mapping[str, Any], progress: Progress | None = None
+              reader_options: Mapping[str, Any]
               ) -> tuple[JointTable, int]:
         files = self._files(path, reader_options)
-        parts = self._run(_count_part, files, "count", progress, dict(reader_options), roles)
+        parts = self._run(_count_part, files, "count", dict(reader_options), roles)
         return sum_joint_tables([p[0] for p in parts]), sum(p[1] for p in parts)
 
     def assign(self, lf: Any, *, path: Any, reader_options: Mapping[str, Any],
                template: AuditData, preprocessors: Sequence[FittedStep],
                clusterers: Sequence[FittedStep], on_nonfinite: str,
-               progress: Progress | None = None) -> Assignment:
+               total: int | None = None) -> Assignment:
         files = self._files(path, reader_options)
         client = self.client()
         # ship the (sample-sized) template and the fitted models once, not once per task
         [t, pre, clu] = client.scatter([template, list(preprocessors), list(clusterers)],
                                        broadcast=True)
-        parts: list[Assignment] = self._run(_assign_part, files, "assign", progress,
+        parts: list[Assignment] = self._run(_assign_part, files, "assign",
                                             dict(reader_options), t, pre, clu, on_nonfinite)
         joints: dict[str, list[JointTable]] = {}
         skipped: dict[str, int] = {}

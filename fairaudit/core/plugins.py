@@ -106,9 +106,21 @@ def make_plugin_manager(
     if entrypoints:
         from importlib.metadata import entry_points
 
+        dists: dict[Any, tuple[str, str]] = {}  # one METADATA parse per distribution
+
+        def name_version(dist: Any) -> tuple[str, str]:
+            if dist is None:
+                return "?", "?"
+            key = getattr(dist, "_path", None) or id(dist)
+            if key not in dists:
+                meta = getattr(dist, "metadata", None)
+                dists[key] = ((meta["Name"], meta["Version"]) if meta is not None
+                              else (dist.name, dist.version))
+            return dists[key]
+
         for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
             dist = getattr(ep, "dist", None)
-            dist_name = dist.name if dist is not None else "?"
+            dist_name, dist_version = name_version(dist)
             is_builtin = dist_name == BUILTIN_DIST and ep.name in builtin_names
             if not is_builtin and not load_external:
                 continue
@@ -124,9 +136,7 @@ def make_plugin_manager(
                     f"FAIRAUDIT_DISABLE_PLUGINS={ep.name}"
                 ) from exc
             pm.register(plugin, name=ep.name)
-            infos[ep.name] = PluginInfo(
-                ep.name, dist_name, dist.version if dist is not None else "?", is_builtin
-            )
+            infos[ep.name] = PluginInfo(ep.name, dist_name, dist_version, is_builtin)
 
     from fairaudit import __version__
 

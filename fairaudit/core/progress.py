@@ -14,9 +14,12 @@ task without a total). :class:`Meter` emits such records with the throttling bui
 Nothing is shown unless a caller installs :func:`show_progress` (the CLI does, unless
 ``--quiet``; Python users pass ``fairaudit.audit(..., progress=True)`` or use the context
 manager). The handler draws bars (tqdm) when the stream is a terminal and otherwise writes a
-plain line per running task every ``interval`` seconds (default 10; ``FAIRAUDIT_PROGRESS_INTERVAL``)
-with its counts and elapsed time, and a closing line for a task it reported on. Progress never
-reaches the JSON document or the report.
+plain timestamped line (``fairaudit: progress: [21:04:05] ...``) every ``interval`` seconds (default 10; ``FAIRAUDIT_PROGRESS_INTERVAL``) naming each
+task running longer than that, with its elapsed time and latest counts, and a closing line for a
+task it reported on. A heartbeat thread writes these lines (refreshes the bars) also while a
+step reports nothing, so a silent 40-second fit still shows it is running; the thread stops
+with the handler (on errors and ``KeyboardInterrupt`` too). Progress never reaches the JSON
+document or the report.
 """
 
 from __future__ import annotations
@@ -25,15 +28,17 @@ import contextlib
 import logging
 import os
 import sys
+import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import IO, Any
 
 __all__ = ["LOGGER_NAME", "Meter", "ProgressHandler", "show_progress", "step", "what_of"]
 
 LOGGER_NAME = "fairaudit.progress"
 _log = logging.getLogger(LOGGER_NAME)
+log = logging.getLogger(__name__)
 DEFAULT_INTERVAL = 10.0
 """Seconds between two plain lines of one task (not a terminal)."""
 
@@ -61,24 +66,25 @@ class Meter:
     def advance(self, n: int = 1) -> None:
         self.update(self.done + n)
 
-    def close(self, done: int | None = None) -> None:
-        """The closing record (the count done, by default the total when there is one)."""
+    def close(self, done: int | None = None, *, failed: bool = False) -> None:
+        """The closing record (the count done, by default the total when there is one);
+        ``failed``: the task stopped on an error or an interrupt (the display says so)."""
         if self._closed:
             return
         if done is not None:
             self.done = int(done)
-        elif self.total is not None:
+        elif self.total is not None and not failed:
             self.done = self.total
         self._closed = True
-        self._emit(force=True, closed=True)
+        self._emit(force=True, closed=True, failed=failed)
 
     def __enter__(self) -> Meter:
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        self.close(None if exc[0] is None else self.done)
+        self.close(None if exc[0] is None else self.done, failed=exc[0] is not None)
 
-    def _emit(self, *, force: bool, closed: bool = False) -> None:
+    def _emit(self, *, force: bool, closed: bool = False, failed: bool = False) -> None:
         if not self._log.isEnabledFor(logging.INFO):
             return
         now = time.monotonic()
@@ -88,6 +94,8 @@ class Meter:
         info = {"task": self.task, "done": self.done, "total": self.total, "unit": self.unit}
         if closed:
             info["closed"] = True
+        if failed:
+            info["failed"] = True
         if self.total is None:
             self._log.info("%s %d %s", self.task, self.done, self.unit, extra={"progress": info})
         else:
@@ -96,8 +104,9 @@ class Meter:
 
 
 def what_of(kind: str, name: str, labelling: str | None = None) -> str:
-    """The task name of a run's step: ``"clusterer ffcm"``, ``"auditor balance on kmeans"``."""
-    return f"{kind} {name}" + (f" on {labelling}" if labelling else "")
+    """The task name of a run's step: ``"clusterer ffcm"``, ``"auditor balance on kmeans"``
+    (a clusterer's own labelling is not named twice)."""
+    return f"{kind} {name}" + (f" on {labelling}" if labelling and labelling != name else "")
 
 
 @contextlib.contextmanager
@@ -107,8 +116,10 @@ def step(task: str) -> Iterator[None]:
     meter = Meter(task, 1, "step")
     try:
         yield
-    finally:
-        meter.close()
+    except BaseException:
+        meter.close(0, failed=True)
+        raise
+    meter.close()
 
 
 @dataclass
@@ -120,24 +131,36 @@ class _Task:
     done: int = 0
     total: int | None = None
     unit: str = ""
-    extra: dict[str, Any] = field(default_factory=dict)
+
+
+MIN_BEAT = 0.25
+"""Seconds: the shortest gap between two heartbeat lines (when ``interval`` is smaller)."""
 
 
 class ProgressHandler(logging.Handler):
-    """Shows progress records: tqdm bars on a terminal, periodic plain lines otherwise."""
+    """Shows progress records: tqdm bars on a terminal, periodic plain lines otherwise.
+
+    A heartbeat thread (started with the first record, stopped by :meth:`close`) keeps the
+    display alive while a task runs without reporting: a step that takes 40 s and counts nothing
+    still gets a plain line every ``interval`` seconds naming it, its elapsed time and the latest
+    counts of the tasks open inside it; on a terminal the bars' clocks keep ticking."""
 
     def __init__(self, stream: IO[str] | None = None, *, interval: float | None = None,
-                 bars: bool | None = None, delay: float = 1.0) -> None:
+                 bars: bool | None = None, delay: float = 1.0, heartbeat: bool = True) -> None:
         """``interval``: seconds between plain lines of a task; ``bars``: draw bars (default:
-        when ``stream`` is a terminal); ``delay``: a bar appears once its task ran this long."""
+        when ``stream`` is a terminal); ``delay``: a bar appears once its task ran this long;
+        ``heartbeat``: lines (or bar refreshes) between records, from a daemon thread."""
         super().__init__(logging.INFO)
         self.delay = delay
         self.stream = stream if stream is not None else sys.stderr
         if interval is None:
-            interval = float(os.environ.get("FAIRAUDIT_PROGRESS_INTERVAL", DEFAULT_INTERVAL))
+            interval = _env_interval()
         self.interval = max(0.0, interval)
         self.bars = _is_tty(self.stream) if bars is None else bars
         self._tasks: dict[str, _Task] = {}
+        self._heartbeat = heartbeat
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
 
     def emit(self, record: logging.LogRecord) -> None:
         info = getattr(record, "progress", None)
@@ -149,49 +172,94 @@ class ProgressHandler(logging.Handler):
             task = self._tasks.get(name)
             if task is None:
                 task = self._tasks[name] = _Task(started=now)
+                self._start_heartbeat()
             task.done = int(info.get("done") or 0)
             total = info.get("total")
             task.total = None if total is None else int(total)
             task.unit = str(info.get("unit") or "")
-            closed = bool(info.get("closed")) or (
+            failed = bool(info.get("failed"))
+            closed = failed or bool(info.get("closed")) or (
                 task.total is not None and task.done >= task.total and task.done > 0)
             if self.bars:
                 self._bar(name, task, closed)
-            else:
-                self._line(name, task, now, closed)
+            elif closed:
+                self._closing_line(name, task, now, failed)
             if closed:
                 self._tasks.pop(name, None)
+            elif not self.bars:
+                self._tick(now, self.interval)
         except Exception:  # a progress display must never break the run
             self.handleError(record)
 
     # ------------------------------------------------------------------ plain lines
-    def _line(self, name: str, task: _Task, now: float, closed: bool) -> None:
+    def _closing_line(self, name: str, task: _Task, now: float, failed: bool) -> None:
         elapsed = now - task.started
-        if closed:
-            if task.reported or elapsed >= self.interval:
+        if task.reported or elapsed >= self.interval:
+            if failed:
+                self._write(f"{name}: stopped after {_secs(elapsed)}")
+            else:
                 self._write(f"{_counts(name, task)}, done in {_secs(elapsed)}")
+
+    def _tick(self, now: float, gap: float) -> None:
+        """One line naming every open task that ran past the interval (the outer step first,
+        then the counts inside it), when one of them had no line for ``gap`` seconds."""
+        running = [(name, t) for name, t in self._tasks.items()
+                   if now - t.started >= self.interval]
+        if not any(now - t.last_line >= gap for _, t in running):
             return
-        if elapsed >= self.interval and now - task.last_line >= self.interval:
-            task.last_line = now
-            task.reported = True
-            self._write(f"{_counts(name, task)}, {_secs(elapsed)} elapsed")
+        for _, t in running:
+            t.last_line = now
+            t.reported = True
+        self._write("; ".join(f"{_counts(name, t)}, {_secs(now - t.started)} elapsed"
+                              for name, t in running))
 
     def _write(self, text: str) -> None:
         self.acquire()
         try:
-            self.stream.write(f"fairaudit: progress: {text}\n")
+            stamp = time.strftime("%H:%M:%S")  # local time, as a log reader expects
+            self.stream.write(f"fairaudit: progress: [{stamp}] {text}\n")
             self.stream.flush()
         finally:
             self.release()
 
+    # ------------------------------------------------------------------ heartbeat
+    def _start_heartbeat(self) -> None:
+        if not self._heartbeat or self._thread is not None or self._stop.is_set():
+            return
+        self._thread = threading.Thread(target=self._beat, name="fairaudit-progress",
+                                        daemon=True)
+        self._thread.start()
+
+    def _beat(self) -> None:
+        gap = max(self.interval, MIN_BEAT)
+        while not self._stop.wait(min(gap, 1.0)):
+            self.acquire()
+            try:
+                if self._stop.is_set():
+                    return
+                now = time.monotonic()
+                if self.bars:
+                    for task in self._tasks.values():
+                        if task.bar is not None and now - task.started >= self.delay:
+                            task.bar.refresh()  # the elapsed clock of a silent step
+                else:
+                    self._tick(now, gap)
+            except Exception:  # never let the display thread die loudly mid-run
+                pass
+            finally:
+                self.release()
+
     # ------------------------------------------------------------------ bars
     def _bar(self, name: str, task: _Task, closed: bool) -> None:
         if task.bar is None:
+            if closed and time.monotonic() - task.started < self.delay:
+                return  # opened and closed at once: nothing to draw
             from tqdm import tqdm
 
+            fmt = "{desc}: {elapsed}" if task.unit == "step" else None
             task.bar = tqdm(total=task.total, desc=name, unit=f" {task.unit}" if task.unit else "",
                             file=self.stream, leave=False, dynamic_ncols=True, mininterval=0.2,
-                            unit_scale=True, delay=self.delay)
+                            unit_scale=True, delay=self.delay, bar_format=fmt)
         bar = task.bar
         if bar.total != task.total:
             bar.total = task.total
@@ -200,21 +268,40 @@ class ProgressHandler(logging.Handler):
             bar.close()
 
     def close(self) -> None:
-        for task in self._tasks.values():
-            if task.bar is not None:
-                task.bar.close()
-        self._tasks.clear()
+        """Stop the heartbeat (waits for its thread) and close the open bars."""
+        self._stop.set()
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout=5.0)
+        self.acquire()
+        try:
+            for task in self._tasks.values():
+                if task.bar is not None:
+                    task.bar.close()
+            self._tasks.clear()
+        finally:
+            self.release()
         super().close()
+
+
+def _env_interval() -> float:
+    raw = os.environ.get("FAIRAUDIT_PROGRESS_INTERVAL", "")
+    try:
+        return float(raw) if raw.strip() else DEFAULT_INTERVAL
+    except ValueError:
+        log.warning("FAIRAUDIT_PROGRESS_INTERVAL=%r is not a number of seconds; using %g",
+                    raw, DEFAULT_INTERVAL)
+        return DEFAULT_INTERVAL
 
 
 def _counts(name: str, task: _Task) -> str:
     unit = f" {task.unit}" if task.unit and task.unit != "step" else ""
-    if task.total is None:
-        return f"{name}: {task.done:,}{unit}"
+    if task.total is None:  # open-ended: nothing counted yet (a CSV read in one pass) says
+        return f"{name}: {task.done:,}{unit}" if task.done else name  # no "0 rows"
     if task.unit == "step":
         return f"{name}"
     pct = f" ({100.0 * task.done / task.total:.0f}%)" if task.total else ""
-    return f"{name}: {task.done:,}/{task.total:,}{unit}{pct}"
+    return f"{name}: {task.done:,} of {task.total:,}{unit}{pct}"
 
 
 def _secs(s: float) -> str:
@@ -230,7 +317,8 @@ def _is_tty(stream: Any) -> bool:
 
 @contextlib.contextmanager
 def show_progress(enabled: bool = True, *, stream: IO[str] | None = None,
-                  interval: float | None = None) -> Iterator[ProgressHandler | None]:
+                  interval: float | None = None, heartbeat: bool = True
+                  ) -> Iterator[ProgressHandler | None]:
     """Show the progress of everything run inside the block (and nothing after it).
 
     Installs a :class:`ProgressHandler` on the ``fairaudit.progress`` logger with propagation
@@ -243,7 +331,8 @@ def show_progress(enabled: bool = True, *, stream: IO[str] | None = None,
     """
     logger = logging.getLogger(LOGGER_NAME)
     saved = (logger.level, logger.propagate, list(logger.handlers))
-    handler = ProgressHandler(stream, interval=interval) if enabled else None
+    handler = (ProgressHandler(stream, interval=interval, heartbeat=heartbeat) if enabled
+               else None)
     logger.handlers = [handler] if handler is not None else []
     logger.propagate = False
     logger.setLevel(logging.INFO if enabled else logging.CRITICAL + 1)

@@ -21,7 +21,7 @@ from fairaudit.core.document import frame_fingerprint
 from fairaudit.core.inputs import resolve_roles, source_name
 from fairaudit.core.spec import ChainSpec
 from fairaudit.core.stages import RunState, run_stages
-from fairaudit.core.steps import DATA_LABELLING, Clock, Progress
+from fairaudit.core.steps import DATA_LABELLING, Clock
 from fairaudit.core.twins import expand_twins
 from fairaudit.core.validate import validate_chain
 from fairaudit.errors import ConfigError, InputError
@@ -29,7 +29,7 @@ from fairaudit.report.results import AuditRun
 
 log = logging.getLogger(__name__)
 
-__all__ = ["DATA_LABELLING", "Progress", "run_chain"]
+__all__ = ["DATA_LABELLING", "run_chain"]
 
 
 def run_chain(
@@ -37,7 +37,6 @@ def run_chain(
     host: Any,
     *,
     data_path: Any = None,
-    progress: Progress | None = None,
     engine: Any = None,
 ) -> AuditRun:
     """Run ``spec`` on ``data_path`` (or ``spec.data.path``) and return the :class:`AuditRun`.
@@ -53,7 +52,7 @@ def run_chain(
 
 
     started = time.perf_counter()
-    clock = Clock(host, progress)
+    clock = Clock(host)
     path = data_path if data_path is not None else spec.data.path
     in_memory = isinstance(path, pl.DataFrame | pl.LazyFrame)
     if not in_memory and not path:
@@ -80,13 +79,13 @@ def run_chain(
 
         spec = prepare(spec, host.registry)
         state = RunState(spec=spec, host=host, engine=engine, clock=clock, path=path, lf=lf,
-                         roles=roles, in_memory=in_memory, started=started, progress=progress)
+                         roles=roles, in_memory=in_memory, started=started)
         return run_published(
             spec, path, lambda: frame_fingerprint(path) if in_memory else _fingerprint(path),
             lambda: _run(state),
         )
     return _run(RunState(spec=spec, host=host, engine=engine, clock=clock, path=path, lf=lf,
-                         roles=roles, in_memory=in_memory, started=started, progress=progress))
+                         roles=roles, in_memory=in_memory, started=started))
 
 
 def _fingerprint(path: Any) -> str:

@@ -114,11 +114,26 @@ _TOP_KEYS = {"data", "options", "preprocess", "cluster", "audit", "threshold", "
 
 @dataclass(frozen=True)
 class StepSpec:
-    """One ``[[preprocess]]``, ``[[cluster]]`` or ``[[audit]]`` entry."""
+    """One step of a chain: a ``[[preprocess]]``, ``[[cluster]]`` or ``[[audit]]`` entry.
+
+    Built in Python, e.g. ``StepSpec("cluster", "kmeans", params={"n_clusters": 4})``:
+
+    * ``kind``: ``"preprocess"``, ``"cluster"`` or ``"audit"`` — the tuple of
+      :class:`ChainSpec` it goes in;
+    * ``use``: the component's registered name (``fairaudit plugins`` lists them);
+    * ``path``: where the step is named in messages (``cluster[0].params.n_cluster: unknown
+      parameter``). Optional: left empty, a step of a ``ChainSpec`` built in Python is named
+      by its place, ``chain.cluster[0]``; a chain file's steps are named by their TOML path
+      (``cluster[0]``), flags by the flag (``--cluster[0]``);
+    * ``params``: the component's keyword parameters (scikit-learn style);
+    * ``name``: the labelling's name in the report (default: ``use``); two steps of one
+      component need distinct names;
+    * ``twin_of``: set by the host for a ``fair = false`` twin (leave it ``None``).
+    """
 
     kind: str
     use: str
-    path: str
+    path: str = ""
     params: Mapping[str, Any] = field(default_factory=dict)
     name: str | None = None
     twin_of: str | None = None
@@ -278,13 +293,19 @@ class EngineSpec:
 
 @dataclass(frozen=True)
 class ChainSpec:
+    """The whole configuration of a run (see docs/architecture.md, "One configuration").
+
+    ``source`` says where it came from, which decides how problems are named: ``"python"``
+    (the default: built in Python, named as attributes, ``chain.options.bootstrap``), a chain
+    file's path (TOML keys, ``options.bootstrap``), ``"flags"`` (command-line options)."""
+
     data: DataSpec
     options: Options = Options()
     preprocess: tuple[StepSpec, ...] = ()
     cluster: tuple[StepSpec, ...] = ()
     audit: tuple[StepSpec, ...] = ()
     thresholds: tuple[Threshold, ...] = ()
-    source: str = "flags"
+    source: str = "python"
     problems: tuple[tuple[str, str], ...] = ()
     """Problems found while parsing; reported together with validation's (all at once)."""
     engine: EngineSpec = EngineSpec()

@@ -78,7 +78,6 @@ class RunState:
     roles: ColumnRoles
     in_memory: bool
     started: float
-    progress: Callable[[str], None] | None = None
     # ---------------------------------------------------------------- filled by the stages
     joint_full: JointTable | None = None
     n_input: int = 0
@@ -123,8 +122,7 @@ def count(s: RunState) -> RunState:
     joint_full, n_input = s.clock.run(
         "load", "count", None,
         lambda: s.engine.count(s.lf, path=s.path, roles=s.roles,
-                               reader_options=dict(spec.data.reader_options),
-                               progress=s.progress),
+                               reader_options=dict(spec.data.reader_options)),
     )
     if n_input == 0:
         raise InputError(f"{source_name(s.path)}: the table is empty (no rows)")
@@ -265,7 +263,8 @@ def assign(s: RunState) -> RunState:
                                 reader_options=dict(s.spec.data.reader_options),
                                 template=s.sample_data, preprocessors=list(s.fitted_pre),
                                 clusterers=list(s.fitted_clu),
-                                on_nonfinite=s.spec.data.on_nonfinite, progress=s.progress),
+                                on_nonfinite=s.spec.data.on_nonfinite,
+                                total=s.n_input - s.joint_full.null_rows),
     )
     fitted_rows = s.sample_data.n_rows
     joints = dict(s.joints)
@@ -443,9 +442,32 @@ STAGES: tuple[tuple[str, Callable[[RunState], RunState]], ...] = (
 """The stages after ``load``, in order."""
 
 
+def _progress_name(name: str, s: RunState) -> str | None:
+    """The progress display's name of a stage the clock does not time (None: timed steps)."""
+    if name == "gate":
+        return f"gate: {len(s.spec.thresholds)} threshold(s)"
+    if name == "twins":
+        pairs = sum(1 for step in s.spec.cluster if step.twin_of is not None)
+        return f"twins: {pairs} fair labelling(s) against their twins"
+    if name == "explain":
+        return f"explain: {sum(1 for r in s.doc.get('results') or () if r.get('headline'))} " \
+               "headline result(s)"
+    if name in ("document", "publish", "verdicts"):
+        return name
+    return None
+
+
 def run_stages(state: RunState) -> AuditRun:
-    """Run :data:`STAGES` from ``state`` (after ``load``) and return the finished run."""
+    """Run :data:`STAGES` from ``state`` (after ``load``) and return the finished run. Stages
+    the clock does not time still show in the progress display (a step each)."""
+    from fairaudit.core.progress import step as progress_step
+
     for name, stage in STAGES:
         log.debug("stage %s", name)
-        state = stage(state)
+        shown = _progress_name(name, state)
+        if shown is None:
+            state = stage(state)
+        else:
+            with progress_step(shown):
+                state = stage(state)
     return AuditRun(dict(state.doc))

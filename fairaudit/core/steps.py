@@ -1,5 +1,5 @@
 """What the stages do with one component or one step: the clock that times each step (and tells
-the hooks and the progress line), instantiating a component from its chain step (seed and k
+the hooks and the progress display), instantiating a component from its chain step (seed and k
 filled in), turning its errors into ones that name the step, the labelling a fitted clusterer
 gives, the input checks and the counting auditors' audit.
 """
@@ -39,9 +39,6 @@ DATA_LABELLING = "(data)"
 """The ``labelling`` of results from auditors that judge the data, not a clustering."""
 CHECK_SAMPLE_ROWS = 100_000
 
-Progress = Callable[[str], None]
-
-
 @dataclass(frozen=True)
 class StepTiming:
     kind: str
@@ -51,16 +48,12 @@ class StepTiming:
 
 
 class Clock:
-    def __init__(self, host: Any, progress: Progress | None):
+    def __init__(self, host: Any):
         self.host = host
-        self.progress = progress
         self.timings: list[StepTiming] = []
 
     def run(self, kind: str, step: str, labelling: str | None, fn: Callable[..., Any],
             *args: Any) -> Any:
-        if self.progress is not None:
-            what = f"{kind} {step}" + (f" on {labelling}" if labelling else "")
-            self.progress(what)
         t0 = time.perf_counter()
         with progress_step(what_of(kind, step, labelling)):  # fairaudit.progress records
             out = fn(*args)

@@ -40,6 +40,7 @@ def validate_chain(
     Returns the spec with thresholds resolved (``[[audit]] threshold`` -> the auditor's headline
     metric and its direction). Raises :class:`ChainValidationError` listing every problem.
     """
+    spec = _with_step_paths(spec)
     problems = _Problems()
     problems.items.extend(spec.problems)
     # the values of the spec itself: a ChainSpec built in Python meets the same checks as the
@@ -171,9 +172,51 @@ def validate_chain(
         items = problems.items
         if spec.source.startswith("flags"):
             items = [(_flag_path(p), m) for p, m in items]
+        elif spec.source == PYTHON:
+            items = [(_python_path(p), _python_words(m)) for p, m in items]
         raise ChainValidationError(items, "command line" if spec.source.startswith("flags")
                                    else spec.source)
     return replace(spec, thresholds=tuple(resolved), problems=())
+
+
+PYTHON = "python"
+"""``ChainSpec.source`` of a spec built in Python: problems are named as its attributes."""
+
+_CHAIN_ROOTS = ("data", "options", "privacy", "engine", "preprocess", "cluster", "audit")
+_PYTHON_WORDS = (
+    ("add [[cluster]] steps or data.labels first",
+     "add StepSpec('cluster', ...) steps or DataSpec(labels=...) first"),
+    ("add a [[cluster]] step", "add a StepSpec('cluster', ...) to chain.cluster"),
+    ("add at least one [[audit]] step", "add at least one StepSpec('audit', ...) to chain.audit"),
+    ("set data.labels", "set DataSpec(labels=...)"),
+)
+
+
+def _with_step_paths(spec: ChainSpec) -> ChainSpec:
+    """``spec`` with every step that has no ``path`` named by its place (``chain.cluster[0]``
+    in a spec built in Python, ``cluster[0]`` otherwise)."""
+    prefix = "chain." if spec.source == PYTHON else ""
+    named = {}
+    for group in ("preprocess", "cluster", "audit"):
+        steps = getattr(spec, group)
+        if any(not s.path for s in steps):
+            named[group] = tuple(s if s.path else replace(s, path=f"{prefix}{group}[{i}]")
+                                 for i, s in enumerate(steps))
+    return replace(spec, **named) if named else spec
+
+
+def _python_path(path: str) -> str:
+    """A problem's path as the attribute of a ``ChainSpec`` built in Python (``chain.``...)."""
+    root = path.split(".", 1)[0].split("[", 1)[0]
+    if root == "threshold":
+        return "chain.thresholds" + path[len("threshold"):]
+    return f"chain.{path}" if root in _CHAIN_ROOTS else path
+
+
+def _python_words(msg: str) -> str:
+    for toml, python in _PYTHON_WORDS:
+        msg = msg.replace(toml, python)
+    return msg
 
 
 def _bound_path(th: Threshold) -> str:

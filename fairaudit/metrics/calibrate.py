@@ -25,8 +25,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-__all__ = ["Margins", "checked_replicates", "critical_value", "miss_statistic", "one_sided",
-           "wilson_z"]
+__all__ = ["Margins", "checked_replicates", "critical_value", "miss_statistic", "normal_cdf",
+           "one_sided", "wilson_z"]
 
 _BLOCK_ELEMENTS = 1 << 18  # float64 elements per block of statistics (2 MB)
 _CLIP = 1e6  # a statistic of +-inf (a cell that cannot reach the value) counts as this
@@ -58,11 +58,23 @@ def critical_value(s: ArrayLike, level: float) -> float:
     one-sided 1 - ``level`` (an interval cannot be narrower than one that spends all of the
     error on one end of one cell; a cell of a few people has a discrete bootstrap that can put
     the quantile there). With no statistic: that floor."""
-    from scipy.special import ndtri
+    from statistics import NormalDist  # not scipy.special.ndtri: its import costs 0.2-0.5 s
 
-    floor = float(ndtri(float(level)))
+    floor = NormalDist().inv_cdf(float(level))
     s = np.asarray(s, dtype=np.float64)
     return floor if s.size == 0 else max(floor, float(np.quantile(s, float(level))))
+
+
+def normal_cdf(x: float) -> float:
+    """Phi(x), computed as scipy.special.ndtr does (erf near 0, erfc in the tails), from the
+    standard library: equal to it within one unit in the last place, without scipy's import
+    (0.2-0.5 s of every audit)."""
+    half = math.sqrt(0.5)
+    z = abs(x) * half
+    if z < half:
+        return 0.5 + 0.5 * math.erf(x * half)
+    y = 0.5 * math.erfc(z)
+    return 1.0 - y if x > 0 else y
 
 
 def one_sided(c: float) -> float:

@@ -39,6 +39,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
+from fairaudit.metrics.calibrate import normal_cdf
+
 __all__ = ["max_distance_interval"]
 
 _BLOCK_ELEMENTS = 1 << 18  # float64 elements of B x groups x clusters per block (2 MB)
@@ -160,8 +162,6 @@ def max_distance_interval(
     ``e_norm``: the norms of their errors ||v*_k - v̂_k|| (B, k), all finite; ``ground`` of the
     deviation vectors and ``kind`` of the norm; ``conservative``: the ``bootstrap-triangle``
     ends, which the result never goes beyond."""
-    from scipy.special import ndtr
-
     B = e_norm.shape[0]
     alpha = 1.0 - float(level)
     v = deviations(T, ground)
@@ -173,7 +173,7 @@ def max_distance_interval(
     idx = np.flatnonzero(d + spread >= np.max(d - spread))
     # moment selection at the boundary: a cluster not clearly above 0 is 0 in the bootstrap world
     kappa = float(np.sqrt(2.0 * np.log(max(np.log(T.sum()), 1.0))))
-    t = np.where(d > np.quantile(e_norm, ndtr(kappa), axis=0), d, 0.0)
+    t = np.where(d > np.quantile(e_norm, normal_cdf(kappa), axis=0), d, 0.0)
     theta = float(t.max())
     rows = np.asarray(R.sum(axis=2), dtype=np.float64)
     px = rows / rows.sum(axis=1, keepdims=True)

@@ -17,7 +17,6 @@ verdict, ``doc["comparison"]["audit_status"]`` the thresholds' verdict before it
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,10 +39,12 @@ class BaselineOptions:
 
 def baseline_from_chain_file(path: str | Path | None) -> BaselineOptions | None:
     """The ``[compare]`` table of a chain TOML file, or ``None`` when it has none."""
-    from fairaudit.ops.compare import parse_tolerances
-
     if path is None:
         return None
+    import tomllib
+
+    from fairaudit.ops.compare import parse_tolerances
+
     p = Path(path)
     try:
         doc = tomllib.loads(p.read_text(encoding="utf-8"))
@@ -75,6 +76,8 @@ def baseline_from_chain_file(path: str | Path | None) -> BaselineOptions | None:
 def resolve(cli_baseline: str | None, cli_tolerance: Sequence[str], chain_file: str | None,
             allow_version_change: bool = False) -> BaselineOptions | None:
     """Command-line flags over the chain's ``[compare]`` table (tolerances are merged)."""
+    if cli_baseline is None and chain_file is None and not cli_tolerance:
+        return None  # nothing to compare (and fairaudit.ops.compare stays unimported)
     from fairaudit.ops.compare import parse_tolerances
 
     from_chain = baseline_from_chain_file(chain_file)

@@ -16,7 +16,7 @@ from typing import Any
 
 from fairaudit.report.results import finite
 
-__all__ = ["ORDER", "answers", "entry_text", "overall", "overall_text"]
+__all__ = ["ORDER", "answers", "entry_text", "overall", "overall_text", "twin_names"]
 
 ORDER = ("unfair", "too little data", "borderline", "fair")
 """Verdicts, worst first (an attribute's summary leads with its worst)."""
@@ -47,10 +47,22 @@ def entry_text(v: Mapping[str, Any]) -> str:
     return f"{text}; {_figure(by)}" if text else _figure(by)
 
 
+def twin_names(doc: Mapping[str, Any]) -> set[str]:
+    """The ``fair = false`` twins of the document's fair labellings (``fairden-unfair``): shown
+    beside their fair method for comparison, never counted among the user's clusterings."""
+    from fairaudit.core.twins import find_twins
+
+    return {twin for _, twin in find_twins(list(doc.get("labellings") or ()))}
+
+
 def answers(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
     """One entry per attribute (in the input's order) with a verdict: ``attribute``,
-    ``verdict`` (the worst over labellings), ``counts`` {verdict: labellings}, ``n``,
-    ``line`` (the manager's sentence) and ``labellings`` [{labelling, verdict, text}]."""
+    ``verdict`` (the worst over the user's labellings), ``counts`` {verdict: labellings},
+    ``n``, ``line`` (the manager's sentence) and ``labellings`` [{labelling, verdict, text,
+    twin}]. The ``fair = false`` twins are listed (``twin`` true) and named at the end of the
+    line as a comparison, but neither counted nor leading: the answer is about the user's
+    clusterings."""
+    twins = twin_names(doc)
     by_attr: dict[str, list[Mapping[str, Any]]] = {}
     for v in doc.get("verdicts") or ():
         by_attr.setdefault(str(v["attribute"]), []).append(v)
@@ -58,7 +70,11 @@ def answers(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
     attrs = sorted(by_attr, key=lambda a: order.index(a) if a in order else len(order))
     out = []
     for attr in attrs:
-        vs = by_attr[attr]
+        every = by_attr[attr]
+        vs = [v for v in every if str(v["labelling"]) not in twins]
+        compared = [v for v in every if str(v["labelling"]) in twins]
+        if not vs:  # only twins were judged: they are all there is to say
+            vs, compared = every, []
         counts = {w: sum(1 for v in vs if v["verdict"] == w) for w in ORDER}
         worst = next(w for w in ORDER if counts[w])
         n = len(vs)
@@ -75,6 +91,9 @@ def answers(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
         first = next(v for v in vs if v["verdict"] == worst)
         lead = entry_text(first)
         line = f"{attr} \u2014 {head}: " + (f"{first['labelling']}: " if n > 1 else "") + lead
+        if compared:
+            line += " (for comparison, fair = false twins: " + ", ".join(
+                f"{v['labelling']} {v['verdict']}" for v in compared) + ")"
         out.append({
             "attribute": attr,
             "verdict": worst,
@@ -82,20 +101,25 @@ def answers(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
             "n": n,
             "line": line,
             "labellings": [{"labelling": str(v["labelling"]), "verdict": v["verdict"],
-                            "text": entry_text(v), "decided_by": v.get("decided_by")}
-                           for v in vs],
+                            "text": entry_text(v), "decided_by": v.get("decided_by"),
+                            "twin": v in compared}
+                           for v in [*vs, *compared]],
         })
     return out
 
 
 def overall(doc: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The verdicts over every attribute and labelling: ``verdict`` (the worst), ``counts``,
-    ``n``; None when nothing was judged."""
-    vs = list(doc.get("verdicts") or ())
-    if not vs:
+    """The verdicts over every attribute and the user's labellings (``fair = false`` twins
+    left out, see :func:`answers`): ``verdict`` (the worst), ``counts``, ``n``, ``twins`` (the
+    twins' verdicts left out); None when nothing was judged."""
+    every = list(doc.get("verdicts") or ())
+    if not every:
         return None
+    twins = twin_names(doc)
+    vs = [v for v in every if str(v["labelling"]) not in twins] or every
     counts = {w: sum(1 for v in vs if v["verdict"] == w) for w in ORDER}
-    return {"verdict": next(w for w in ORDER if counts[w]), "counts": counts, "n": len(vs)}
+    return {"verdict": next(w for w in ORDER if counts[w]), "counts": counts, "n": len(vs),
+            "twins": len(every) - len(vs)}
 
 
 def overall_text(doc: Mapping[str, Any]) -> str | None:
@@ -104,4 +128,6 @@ def overall_text(doc: Mapping[str, Any]) -> str | None:
     if o is None:
         return None
     parts = [f"{o['counts'][w]} {w}" for w in ORDER if o["counts"][w]]
-    return ", ".join(parts) + f" (of {o['n']} attribute \u00d7 segmentation verdicts)"
+    twins = (f"; {o['twins']} more of fair = false twins, shown for comparison, not counted"
+             if o["twins"] else "")
+    return ", ".join(parts) + f" (of {o['n']} attribute \u00d7 segmentation verdicts{twins})"

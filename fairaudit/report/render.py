@@ -28,6 +28,7 @@ import inspect
 import json
 import logging
 import re
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -60,8 +61,8 @@ STATUS_LABELS: dict[str, str] = {
     "pass": "Pass",
     "warn": "Warning",
     "fail": "Fail",
-    "not_applicable": "N/A",
-    "not_evaluated": "No threshold",
+    "not_applicable": "Not judged: no threshold applies",
+    "not_evaluated": "Not judged: no threshold set",
     "error": "Error",
 }
 
@@ -261,7 +262,12 @@ def build_env(
         sections = collect_sections(host)
     dirs: list[Path] = [Path(d) for d in template_dirs]
     dirs += project_template_dirs()
+    tops: set[str] = set()  # one look-up per package, not per section
     for cls in sections:
+        top = (cls.__module__ or "").split(".")[0]
+        if top in tops:
+            continue
+        tops.add(top)
         d = _package_template_dir(cls)
         if d is not None and d not in dirs:
             dirs.append(d)
@@ -361,9 +367,8 @@ def render_html(
     """The report page for ``run`` (an :class:`AuditRun` or the typed
     :class:`~fairaudit.report.model.AuditDocument`) as a string (deterministic: same JSON =>
     same HTML)."""
-    from fairaudit.report.model import AuditDocument
-
-    if isinstance(run, AuditDocument):
+    model = sys.modules.get("fairaudit.report.model")  # not imported: run is no AuditDocument
+    if model is not None and isinstance(run, model.AuditDocument):
         run = run.to_run()
     classes = collect_sections(host)
     env = build_env(host, template_dirs=template_dirs, sections=classes)

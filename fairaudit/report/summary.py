@@ -30,7 +30,7 @@ def gate_rows(doc: Mapping[str, Any]) -> list[dict[str, str]]:
         if g.get("judged_on", "value") != "value" and g.get("value") is not None:
             on += f" (value {g['value']:.3f})"
         rows.append({
-            "status": str(g["status"]).upper(),
+            "status": status_words(g["status"]),
             "labelling": str(g["labelling"]),
             "metric": str(g["metric"]),
             "attribute": "-" if g.get("attribute") is None else str(g["attribute"]),
@@ -60,6 +60,20 @@ def _num(x: Any) -> str:
     return "n/a" if x is None else f"{float(x):g}"
 
 
+STATUS_WORDS = {
+    "pass": "PASS", "warn": "WARN", "fail": "FAIL",
+    "not_evaluated": "NOT JUDGED: no thresholds set",
+    "not_applicable": "NOT JUDGED: no threshold applies",
+}
+"""The run's status in words (the JSON keeps the enum, ``status: "not_evaluated"``)."""
+
+
+def status_words(status: Any) -> str:
+    """``PASS`` / ``FAIL`` / ``NOT JUDGED: no thresholds set`` for a status of the JSON."""
+    s = str(status)
+    return STATUS_WORDS.get(s, s.replace("_", " ").upper())
+
+
 def headline(doc: Mapping[str, Any]) -> str:
     counts = {"pass": 0, "warn": 0, "fail": 0}
     for g in doc.get("gates") or ():
@@ -67,7 +81,7 @@ def headline(doc: Mapping[str, Any]) -> str:
     inp = doc["input"]
     gates = (f"{counts['fail']} failed, {counts['warn']} warned, {counts['pass']} passed"
              if doc.get("gates") else "no thresholds set")
-    return (f"fairaudit: {doc['status'].upper()}  ({inp['rows_audited']:,} rows, "
+    return (f"fairaudit: {status_words(doc['status'])}  ({inp['rows_audited']:,} rows, "
             f"{len(doc['labellings'])} labelling(s), attributes: "
             f"{', '.join(inp['attributes'])}; gates: {gates})")
 
@@ -85,10 +99,11 @@ def answer_lines(doc: Mapping[str, Any]) -> list[str]:
     for a in answers(doc):
         lines.append(f"  {a['line']}")
         if a["n"] > 1:
-            width = max(len(e["labelling"]) for e in a["labellings"])
-            for e in a["labellings"]:
-                lines.append(f"      {e['labelling'].ljust(width)}  {e['verdict']:<15}  "
-                             f"{e['text']}")
+            names = [e["labelling"] + (" (twin)" if e.get("twin") else "")
+                     for e in a["labellings"]]
+            width = max(len(name) for name in names)
+            for name, e in zip(names, a["labellings"], strict=True):
+                lines.append(f"      {name.ljust(width)}  {e['verdict']:<15}  {e['text']}")
     return lines
 
 
@@ -179,7 +194,8 @@ def console_lines(doc: Mapping[str, Any], ledger_now: Mapping[str, Any] | None =
 def markdown(doc: Mapping[str, Any], report: str | None = None,
              json_path: str | None = None) -> str:
     """The same summary as GitHub-flavoured Markdown (e.g. for ``$GITHUB_STEP_SUMMARY``)."""
-    out = [f"### fairaudit: {doc['status'].upper()}", "", headline(doc).split("  ", 1)[1], ""]
+    out = [f"### fairaudit: {status_words(doc['status'])}", "",
+           headline(doc).split("  ", 1)[1], ""]
     notice = privacy_notice(doc)
     if notice:
         out += [f"> {notice}", ""]
