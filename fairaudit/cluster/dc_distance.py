@@ -40,6 +40,7 @@ from scipy.sparse import coo_matrix, csr_matrix
 from scipy.sparse.csgraph import connected_components, dijkstra
 from scipy.spatial import cKDTree
 
+from fairaudit.cluster._bichromatic import lightest_below, nearest_lower_bound
 from fairaudit.cluster._knn import kd_tree, leaf_rank, query_rows, self_knn
 from fairaudit.cluster._progress import Progress
 
@@ -387,7 +388,9 @@ def _resolve_component_pivots(
     if q.size == 0:
         return
     others = np.flatnonzero(comp != c)
-    sub = kd_tree(X[others])
+    others = others[core[others] < U]
+    if others.size == 0:
+        return
     members = np.flatnonzero(comp == c)
     m = members.size
     loc = np.full(X.shape[0], -1, dtype=np.int64)
@@ -407,11 +410,13 @@ def _resolve_component_pivots(
     while unc.size > _PIVOT_MIN_QUERY:
         it += 1
         n_piv = max(_PIVOT_MIN_QUERY // 2, unc.size // 64)
-        piv = np.sort(rng.choice(unc, size=min(n_piv, unc.size), replace=False))
-        d, i = sub.query(X[members[piv]], k=1, workers=-1)
-        y = others[i]
+        pool = unc[~exact[unc]]  # a pivot that stays unsettled goes to the exact search
+        if pool.size == 0:
+            break
+        piv = np.sort(rng.choice(pool, size=min(n_piv, pool.size), replace=False))
         pts = members[piv]
-        r = np.maximum(d, np.maximum(core[pts], core[y]))
+        d, y = nearest_lower_bound(X, pts, others)  # d: a lower bound on g
+        r = np.maximum(np.linalg.norm(X[pts] - X[y], axis=1), np.maximum(core[pts], core[y]))
         better = r < cand[pts]
         cand[pts[better]] = r[better]
         partner[pts[better]] = y[better]
@@ -432,7 +437,16 @@ def _resolve_component_pivots(
             unc.size,
         )
     ub[c] = U
-    _query_outside(X, core, members[unc], others, sub, comp, ub, cand, partner)
+    pts = members[unc]
+    if np.isfinite(U):
+        r, y = lightest_below(X, core, pts, others, U)
+        better = r < cand[pts]
+        cand[pts[better]] = r[better]
+        partner[pts[better]] = y[better]
+        if better.any():
+            ub[c] = min(U, float(r[better].min()))
+    else:
+        _query_outside(X, core, pts, others, kd_tree(X[others]), comp, ub, cand, partner)
 
 
 def _spread_lipschitz_bounds(
@@ -497,17 +511,30 @@ def closest_pair(A: np.ndarray, B: np.ndarray, *, graph_k: int = 8) -> tuple[flo
         g_lb = np.full(m, -np.inf)
         exact = np.zeros(m, dtype=bool)
         rng = np.random.default_rng(0)
+        XB = np.vstack([A, B])  # rows of A, then of B (for the product search)
+        others = np.arange(m, m + B.shape[0])
         while unc.size > _PIVOT_MIN_QUERY:
             n_piv = max(_PIVOT_MIN_QUERY // 2, unc.size // 64)
-            piv = np.sort(rng.choice(unc, size=min(n_piv, unc.size), replace=False))
-            d, j = tree.query(A[piv], k=1, workers=-1)
-            t = int(np.argmin(d))
-            if d[t] < best[0]:
-                best = (float(d[t]), int(piv[t]), int(j[t]))
+            pool = unc[~exact[unc]]  # a pivot that stays unsettled goes to the exact search
+            if pool.size == 0:
+                break
+            piv = np.sort(rng.choice(pool, size=min(n_piv, pool.size), replace=False))
+            d, j = nearest_lower_bound(XB, piv, others)  # d: lower bounds on the distances
+            j -= m
+            dj = np.linalg.norm(A[piv] - B[j], axis=1)
+            t = int(np.argmin(dj))
+            if dj[t] < best[0]:
+                best = (float(dj[t]), int(piv[t]), int(j[t]))
             g_lb[piv] = d
             exact[piv] = True
             _spread_lipschitz_bounds(rows, cols, wts, g_lb, exact, best[0])
-            unc = unc[(g_lb[unc] < best[0]) & ~exact[unc]]
+            unc = unc[g_lb[unc] < best[0]]
+        if unc.size and np.isfinite(best[0]):
+            r, j = lightest_below(XB, np.zeros(XB.shape[0]), unc, others, best[0])
+            t = int(np.argmin(r))
+            if r[t] < best[0]:
+                best = (float(r[t]), int(unc[t]), int(j[t] - m))
+            unc = unc[:0]
     if unc.size:
         bnd = best[0] * (1 + 1e-12) if np.isfinite(best[0]) else np.inf
         d, j = tree.query(A[unc], k=1, distance_upper_bound=bnd, workers=-1)
