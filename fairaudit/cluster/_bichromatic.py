@@ -74,7 +74,7 @@ def nearest_lower_bound(
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(g_lb, q)``: for each p in ``rows`` a lower bound on ``min_q ‖X[p] − X[q]‖`` over q in
     ``others`` (exact minus at most ~1e-5 of the squared scale, in squared units) and a point
-    q of ``others`` within that margin of the minimum (an index into X)."""
+    q of ``others`` within that margin of the minimum (an index into X: an actual edge)."""
     m = rows.size
     if m == 0 or others.size == 0:
         return np.full(m, np.inf), np.full(m, -1, dtype=np.int64)
@@ -82,19 +82,21 @@ def nearest_lower_bound(
 
     def scan(a: int, b: int) -> tuple[np.ndarray, np.ndarray]:
         best = np.full(m, np.inf, dtype=np.float32)
-        where = np.zeros(m, dtype=np.int64)  # column block of the row's best
+        where = np.zeros(m, dtype=np.int64)  # column of the row's best
         for r0 in range(0, m, _ROWS):
             Pr = pr.P2[r0 : r0 + _ROWS]
             bs = best[r0 : r0 + _ROWS]
             ws = where[r0 : r0 + _ROWS]
+            rr = np.arange(Pr.shape[0])
             for c0 in range(a, b, _COLS):
                 c1 = min(c0 + _COLS, b)
                 G = Pr @ pr.Bt[:, c0:c1]
                 G += pr.sqB[c0:c1]
-                v = G.min(axis=1)
+                j = G.argmin(axis=1)
+                v = G[rr, j]
                 better = v < bs
                 bs[better] = v[better]
-                ws[better] = c0
+                ws[better] = c0 + j[better]
         return best, where
 
     parts = _parallel(scan, others.size, workers)
@@ -104,22 +106,8 @@ def nearest_lower_bound(
         better = v < best
         best[better] = v[better]
         where[better] = w[better]
-    g2 = best + pr.sqP
-    g_lb = np.sqrt(np.maximum(g2 - pr.tol2, 0.0))
-    # a near-nearest point: the minimum inside the row's best block, in float64
-    q = np.empty(m, dtype=np.int64)
-    for blk in np.unique(where).tolist():
-        ii = np.flatnonzero(where == blk)
-        cols = others[blk : blk + _COLS]
-        d2 = _sqdist(X[rows[ii]], X[cols])
-        q[ii] = cols[np.argmin(d2, axis=1)]
-    return g_lb, q
-
-
-def _sqdist(A: np.ndarray, B: np.ndarray) -> np.ndarray:
-    out = np.einsum("ij,ij->i", A, A)[:, None] + np.einsum("ij,ij->i", B, B)[None, :]
-    out -= 2.0 * (A @ B.T)
-    return out
+    g_lb = np.sqrt(np.maximum(best + pr.sqP - pr.tol2, 0.0))
+    return g_lb, others[where]
 
 
 def lightest_below(
@@ -158,7 +146,11 @@ def lightest_below(
                 c1 = min(c0 + _COLS, b)
                 G = Pr @ pr.Bt[:, c0:c1]
                 G += pr.sqB[c0:c1]
-                ii, jj = np.nonzero(G < lr)
+                hit = G.min(axis=1) < lr[:, 0]
+                if not hit.any():
+                    continue
+                ii, jj = np.nonzero(G[hit] < lr[hit])
+                ii = np.flatnonzero(hit)[ii]
                 if ii.size:
                     found_i.append(ii + r0)
                     found_j.append(jj + c0)

@@ -60,6 +60,8 @@ _GLOBAL_CAP = 256  # deepest k-NN query on the whole tree before per-component c
 _PIVOT_MIN_QUERY = 2048  # components with this many unsettled points and a far-away rest ...
 _PIVOT_GAP = 4.0  # ... (bound U > this × median k-NN radius) use the pivot search
 _PIVOT_GRAPH_K = 16  # k-NN graph edges used to propagate pivot bounds
+_PIVOT_SHARE = 16  # a pass draws 1/_PIVOT_SHARE of the points left as pivots (at least 1,024)
+_FINISH_ENTRIES = 2**33  # stop the passes once (points left) × (other points) is below this
 
 
 def _check_X(X: np.ndarray, name: str = "X") -> np.ndarray:
@@ -407,9 +409,9 @@ def _resolve_component_pivots(
     unc = lq
     rng = np.random.default_rng(0)
     it = 0
-    while unc.size > _PIVOT_MIN_QUERY:
+    while unc.size > _PIVOT_MIN_QUERY and unc.size * others.size > _FINISH_ENTRIES:
         it += 1
-        n_piv = max(_PIVOT_MIN_QUERY // 2, unc.size // 64)
+        n_piv = max(_PIVOT_MIN_QUERY // 2, unc.size // _PIVOT_SHARE)
         pool = unc[~exact[unc]]  # a pivot that stays unsettled goes to the exact search
         if pool.size == 0:
             break

@@ -108,6 +108,7 @@ def test_pivot_search_matches_dense_prim(monkeypatch, small_blocks, d, ties, see
     import fairaudit.cluster.dc_distance as dcd
 
     monkeypatch.setattr(dcd, "_PIVOT_MIN_QUERY", 8)
+    monkeypatch.setattr(dcd, "_FINISH_ENTRIES", 0)
     monkeypatch.setattr(dcd, "_PIVOT_GAP", 0.5)
     monkeypatch.setattr(dcd, "_GLOBAL_CAP", 16)
     calls = []

@@ -101,6 +101,7 @@ def test_pivot_search_matches_brute_force(monkeypatch, caplog, case):
     import fairaudit.cluster.dc_distance as dcd
 
     monkeypatch.setattr(dcd, "_PIVOT_MIN_QUERY", 8)
+    monkeypatch.setattr(dcd, "_FINISH_ENTRIES", 0)
     monkeypatch.setattr(dcd, "_PIVOT_GRAPH_K", 4)
     monkeypatch.setattr(dcd, "_GLOBAL_CAP", 16)
     calls = []
