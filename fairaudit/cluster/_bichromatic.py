@@ -30,12 +30,17 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import dijkstra
 
-__all__ = ["lightest_below", "nearest_lower_bound"]
+from fairaudit.cluster._knn import kd_tree, self_knn
+
+__all__ = ["closest_pair", "lightest_below", "nearest_lower_bound", "spread_lipschitz_bounds"]
 
 _ROWS = 128  # rows per product
 _COLS = 8192  # points per product (128 × 8192 float32 = 4 MB, cache-sized)
 _REL = 1e-5  # margin on squared distances, relative to their scale
+_PIVOT_MIN_QUERY = 2048  # closest_pair: pivot passes while more points than this are left
 
 
 class _Prepared:
@@ -173,3 +178,99 @@ def lightest_below(
     r_best[ii[f]] = r[f]
     q_best[ii[f]] = q[f]
     return r_best, q_best
+
+
+def spread_lipschitz_bounds(
+    rows: np.ndarray,
+    cols: np.ndarray,
+    wts: np.ndarray,
+    g_lb: np.ndarray,
+    exact: np.ndarray,
+    U: float,
+) -> None:
+    """Raise ``g_lb`` (lower bounds on a 1-Lipschitz function g over m points) to
+    ``max_p g(p) − path(p, x)`` over the points p where g is ``exact``; paths run over the
+    undirected graph (rows, cols, Euclidean lengths wts). One multi-source Dijkstra from a
+    virtual node joined to each p by an edge of weight M − g(p): its distance to x is
+    M − max_p (g(p) − path(p, x)). Bounds below U are not needed and not spread. In place."""
+    m = g_lb.size
+    src = np.flatnonzero(exact)
+    if src.size == 0:
+        return
+    g_max = float(g_lb[src].max())
+    M = 2.0 * g_max if g_max > 0 else 1.0
+    G = csr_matrix(
+        (
+            np.concatenate([wts, wts, M - g_lb[src]]),
+            (
+                np.concatenate([rows, cols, np.full(src.size, m)]),
+                np.concatenate([cols, rows, src]),
+            ),
+        ),
+        shape=(m + 1, m + 1),
+    )
+    dist = dijkstra(G, directed=True, indices=m, limit=max(M - U, 0.0))[:m]
+    bound = (M - dist) - 1e-9 * M  # rounding margin keeps it a lower bound
+    np.maximum(g_lb, np.where(exact, g_lb, bound), out=g_lb)
+
+
+def closest_pair(A: np.ndarray, B: np.ndarray, *, graph_k: int = 8) -> tuple[float, int, int]:
+    """Exact closest pair between point sets A and B (Euclidean): ``(distance, i, j)`` with
+    ``d(A[i], B[j])`` minimal.
+
+    Queries from the smaller set on a k-d tree of the larger one; when the sets are large and
+    far apart, with the pivot search of ``_boruvka._resolve_component_pivots`` (exact distances at a
+    few pivots of A, spread as Lipschitz bounds over A's k-NN graph) so that only the points of
+    A near B are queried one by one."""
+    A = np.asarray(A, dtype=np.float64)
+    B = np.asarray(B, dtype=np.float64)
+    if A.shape[0] == 0 or B.shape[0] == 0:
+        raise ValueError("closest_pair needs two non-empty point sets.")
+    swap = A.shape[0] > B.shape[0]
+    if swap:
+        A, B = B, A
+    tree = kd_tree(B)
+    m = A.shape[0]
+    unc = np.arange(m)
+    best = (np.inf, -1, -1)
+    if m > _PIVOT_MIN_QUERY:
+        k = min(graph_k, m - 1)
+        kd, ki = self_knn(kd_tree(A), A, k + 1)
+        rows = np.repeat(np.arange(m), k)
+        cols = ki[:, 1:].ravel().astype(np.int64)
+        wts = kd[:, 1:].ravel()
+        g_lb = np.full(m, -np.inf)
+        exact = np.zeros(m, dtype=bool)
+        rng = np.random.default_rng(0)
+        XB = np.vstack([A, B])  # rows of A, then of B (for the product search)
+        others = np.arange(m, m + B.shape[0])
+        while unc.size > _PIVOT_MIN_QUERY:
+            n_piv = max(_PIVOT_MIN_QUERY // 2, unc.size // 64)
+            pool = unc[~exact[unc]]  # a pivot that stays unsettled goes to the exact search
+            if pool.size == 0:
+                break
+            piv = np.sort(rng.choice(pool, size=min(n_piv, pool.size), replace=False))
+            d, j = nearest_lower_bound(XB, piv, others)  # d: lower bounds on the distances
+            j -= m
+            dj = np.linalg.norm(A[piv] - B[j], axis=1)
+            t = int(np.argmin(dj))
+            if dj[t] < best[0]:
+                best = (float(dj[t]), int(piv[t]), int(j[t]))
+            g_lb[piv] = d
+            exact[piv] = True
+            spread_lipschitz_bounds(rows, cols, wts, g_lb, exact, best[0])
+            unc = unc[g_lb[unc] < best[0]]
+        if unc.size and np.isfinite(best[0]):
+            r, j = lightest_below(XB, np.zeros(XB.shape[0]), unc, others, best[0])
+            t = int(np.argmin(r))
+            if r[t] < best[0]:
+                best = (float(r[t]), int(unc[t]), int(j[t] - m))
+            unc = unc[:0]
+    if unc.size:
+        bnd = best[0] * (1 + 1e-12) if np.isfinite(best[0]) else np.inf
+        d, j = tree.query(A[unc], k=1, distance_upper_bound=bnd, workers=-1)
+        t = int(np.argmin(d))
+        if d[t] < best[0]:
+            best = (float(d[t]), int(unc[t]), int(j[t]))
+    dist, i, j = best
+    return (dist, j, i) if swap else (dist, i, j)

@@ -105,7 +105,7 @@ def _far_blobs(d, seed, ties):
 def test_pivot_search_matches_dense_prim(monkeypatch, small_blocks, d, ties, seed):
     """MST weights (sorted) and merge heights equal a dense Prim on mutual reachability, with
     the pivot search forced onto small components far apart."""
-    import fairaudit.cluster.dc_distance as dcd
+    import fairaudit.cluster._boruvka as dcd
 
     monkeypatch.setattr(dcd, "_PIVOT_MIN_QUERY", 8)
     monkeypatch.setattr(dcd, "_FINISH_ENTRIES", 0)

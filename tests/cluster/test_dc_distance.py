@@ -98,7 +98,7 @@ def _far_cases():
 @pytest.mark.parametrize("case", range(6))
 def test_pivot_search_matches_brute_force(monkeypatch, caplog, case):
     """Force the pivot search (far-apart components) on small data: still exact."""
-    import fairaudit.cluster.dc_distance as dcd
+    import fairaudit.cluster._boruvka as dcd
 
     monkeypatch.setattr(dcd, "_PIVOT_MIN_QUERY", 8)
     monkeypatch.setattr(dcd, "_FINISH_ENTRIES", 0)
@@ -126,7 +126,7 @@ def _brute_pair(A, B):
 @pytest.mark.parametrize("pivots", [False, True])
 @pytest.mark.parametrize("seed", range(6))
 def test_closest_pair_matches_brute_force(monkeypatch, pivots, seed):
-    import fairaudit.cluster.dc_distance as dcd
+    import fairaudit.cluster._bichromatic as dcd
 
     if pivots:
         monkeypatch.setattr(dcd, "_PIVOT_MIN_QUERY", 8)
@@ -149,7 +149,7 @@ def test_closest_pair_matches_brute_force(monkeypatch, pivots, seed):
     seed=st.integers(0, 2**31 - 1),
 )
 def test_closest_pair_property(na, nb, gap, seed):
-    import fairaudit.cluster.dc_distance as dcd
+    import fairaudit.cluster._bichromatic as dcd
 
     rng = np.random.default_rng(seed)
     A = np.round(rng.normal(size=(na, 3)), 2)
