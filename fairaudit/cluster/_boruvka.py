@@ -350,8 +350,8 @@ def _resolve_component_pivots(
     wts = knn_d[members, :kg][keep]
     g_lb = np.full(m, -np.inf)  # lower bounds on g at the members (local index)
     exact = np.zeros(m, dtype=bool)  # g known exactly (pivots)
-    lq = loc[q]
-    unc = lq
+    unc = loc[q]
+    progress = Progress("pivot search (last Boruvka rounds)", unc.size, "points ruled out")
     rng = np.random.default_rng(0)
     it = 0
     while unc.size > _PIVOT_MIN_QUERY and unc.size * others.size > _FINISH_ENTRIES:
@@ -375,6 +375,7 @@ def _resolve_component_pivots(
         # (e.g. a pivot whose nearest outside point is also its lightest edge)
         lb = np.maximum(core[members[unc]], g_lb[unc])
         unc = unc[(lb < U) & (cand[members[unc]] > lb)]
+        progress.update(q.size - unc.size)
         logger.debug(
             "pivot search, component %d, pass %d: %d pivots, U=%.6g, %d points left",
             c,
@@ -383,6 +384,7 @@ def _resolve_component_pivots(
             U,
             unc.size,
         )
+    progress.close(q.size - unc.size)
     ub[c] = U
     pts = members[unc]
     if np.isfinite(U):
