@@ -102,20 +102,10 @@ def _far_blobs(d, seed, ties):
 @pytest.mark.parametrize("d", [2, 10])
 @pytest.mark.parametrize("ties", [False, True])
 @pytest.mark.parametrize("seed", range(3))
-def test_pivot_search_matches_dense_prim(monkeypatch, small_blocks, d, ties, seed):
+def test_pivot_search_matches_dense_prim(pivot_calls, small_blocks, d, ties, seed):
     """MST weights (sorted) and merge heights equal a dense Prim on mutual reachability, with
     the pivot search forced onto small components far apart."""
-    import fairaudit.cluster._boruvka as dcd
-
-    monkeypatch.setattr(dcd, "_PIVOT_MIN_QUERY", 8)
-    monkeypatch.setattr(dcd, "_FINISH_ENTRIES", 0)
-    monkeypatch.setattr(dcd, "_PIVOT_GAP", 0.5)
-    monkeypatch.setattr(dcd, "_GLOBAL_CAP", 16)
-    calls = []
-    real = dcd._resolve_component_pivots
-    monkeypatch.setattr(
-        dcd, "_resolve_component_pivots", lambda *a, **k: calls.append(1) or real(*a, **k)
-    )
+    calls = pivot_calls
     X = _far_blobs(d, 40 + seed, ties)
     m = 5
     want = _prim_mr(X, m)

@@ -96,19 +96,9 @@ def _far_cases():
 
 
 @pytest.mark.parametrize("case", range(6))
-def test_pivot_search_matches_brute_force(monkeypatch, caplog, case):
+def test_pivot_search_matches_brute_force(pivot_calls, caplog, case):
     """Force the pivot search (far-apart components) on small data: still exact."""
-    import fairaudit.cluster._boruvka as dcd
-
-    monkeypatch.setattr(dcd, "_PIVOT_MIN_QUERY", 8)
-    monkeypatch.setattr(dcd, "_FINISH_ENTRIES", 0)
-    monkeypatch.setattr(dcd, "_PIVOT_GRAPH_K", 4)
-    monkeypatch.setattr(dcd, "_GLOBAL_CAP", 16)
-    calls = []
-    real = dcd._resolve_component_pivots
-    monkeypatch.setattr(
-        dcd, "_resolve_component_pivots", lambda *a, **k: calls.append(1) or real(*a, **k)
-    )
+    calls = pivot_calls
     X, m = _far_cases()[case]
     with caplog.at_level("DEBUG", logger="fairaudit.cluster.dc_distance"):
         got = merge_tree(X, m, algorithm="boruvka").dc_matrix()
