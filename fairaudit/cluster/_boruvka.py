@@ -37,6 +37,7 @@ _PIVOT_MIN_QUERY = 2048  # components with this many unsettled points and a far-
 _PIVOT_GAP = 4.0  # ... (bound U > this × median k-NN radius) use the pivot search
 _PIVOT_GRAPH_K = 16  # k-NN graph edges used to propagate pivot bounds
 _PIVOT_SHARE = 16  # a pass draws 1/_PIVOT_SHARE of the points left as pivots (at least 1,024)
+_COMPLEMENT_MAX = 8  # at most this many components to settle: complement trees, not bitwise
 _FINISH_ENTRIES = 2**33  # stop the passes once (points left) × (other points) is below this
 
 
@@ -108,13 +109,18 @@ def _mst_boruvka(
     idx = np.arange(n)
     rounds = 0
     progress = Progress("spanning tree (Boruvka)", n - 1, "merges")
+    active = idx  # rows whose k-NN list may still leave their component (components only grow)
     while n_comp > 1:
         rounds += 1
-        outside = comp[knn_i] != comp[:, None]
-        rr = np.where(outside, knn_r, np.inf)
+        outside = comp[knn_i[active]] != comp[active][:, None]
+        keep = outside.any(axis=1)
+        active, outside = active[keep], outside[keep]
+        rr = np.where(outside, knn_r[active], np.inf)
         j = np.argmin(rr, axis=1)
-        cand = rr[idx, j]
-        partner = np.where(np.isfinite(cand), knn_i[idx, j], -1)
+        cand = np.full(n, np.inf)
+        partner = np.full(n, -1, dtype=np.int64)
+        cand[active] = rr[np.arange(active.size), j]
+        partner[active] = knn_i[active, j]
         # component upper bounds (any real edge weight is an upper bound)
         ub = np.full(n_comp, np.inf)
         np.minimum.at(ub, comp, cand)
@@ -292,6 +298,16 @@ def _resolve_bitwise(
     Any two components differ in some bit of their label, so the nearest point of *another*
     component is the nearest, over the ⌈log2 C⌉ bits, among the points whose label differs in
     that bit: 2·⌈log2 C⌉ k-d trees per round instead of one complement tree per component."""
+    todo = np.unique(comp[q])
+    if todo.size <= _COMPLEMENT_MAX:
+        # few components: one complement tree each, every point queried once (not once a bit)
+        for c in todo.tolist():
+            qs = q[comp[q] == c]
+            qs = qs[core[qs] < ub[c]]
+            others = np.flatnonzero(comp != c)
+            if qs.size and others.size:
+                _query_outside(X, core, qs, others, kd_tree(X[others]), comp, ub, cand, partner)
+        return
     n_bits = max(1, int(np.ceil(np.log2(max(n_comp, 2)))))
     for bit in range(n_bits):
         side = ((comp >> bit) & 1).astype(bool)
