@@ -142,42 +142,64 @@ def lightest_below(
     lim = (U * U - pr.sqP + pr.tol2).astype(np.float32)
 
     def scan(a: int, b: int) -> tuple[np.ndarray, np.ndarray]:
-        found_i: list[np.ndarray] = []
-        found_j: list[np.ndarray] = []
+        best = np.full(sub.size, U)  # exact lightest edge per row so far (U: none yet)
+        bq = np.full(sub.size, -1, dtype=np.int64)
+        lr_all = lim.copy()  # per-row limit on G, lowered as edges are found
         for r0 in range(0, sub.size, _ROWS):
             Pr = pr.P2[r0 : r0 + _ROWS]
-            lr = lim[r0 : r0 + _ROWS, None]
+            lr = lr_all[r0 : r0 + _ROWS]
             for c0 in range(a, b, _COLS):
                 c1 = min(c0 + _COLS, b)
                 G = Pr @ pr.Bt[:, c0:c1]
                 G += pr.sqB[c0:c1]
-                hit = G.min(axis=1) < lr[:, 0]
-                if not hit.any():
+                hit = np.flatnonzero(G.min(axis=1) < lr)
+                if hit.size == 0:
                     continue
-                ii, jj = np.nonzero(G[hit] < lr[hit])
-                ii = np.flatnonzero(hit)[ii]
-                if ii.size:
-                    found_i.append(ii + r0)
-                    found_j.append(jj + c0)
-        e = np.empty(0, dtype=np.int64)
-        return (np.concatenate(found_i) if found_i else e, np.concatenate(found_j) if found_j else e)
+                ii, jj = np.nonzero(G[hit] < lr[hit, None])
+                ii = hit[ii] + r0
+                _keep_lightest(X, core, rows[sub], others, ii, jj + c0, best, bq)
+                # a row's later candidates must beat its best: ‖p − q‖ <= best (margin kept)
+                t = np.unique(ii)
+                lr[t - r0] = np.minimum(lr[t - r0], best[t] ** 2 - pr.sqP[t] + pr.tol2)
+        return best, bq
 
     parts = _parallel(scan, others.size, workers)
-    ii = np.concatenate([p[0] for p in parts])
-    jj = np.concatenate([p[1] for p in parts])
-    if ii.size == 0:
-        return r_best, q_best
-    p = rows[sub[ii]]
+    best = np.full(sub.size, U)
+    bq = np.full(sub.size, -1, dtype=np.int64)
+    for r, q in parts:
+        found = q >= 0
+        better = found & ((r < best) | ((r == best) & ((bq < 0) | (q < bq))))
+        best[better] = r[better]
+        bq[better] = q[better]
+    found = bq >= 0
+    r_best[sub[found]] = best[found]
+    q_best[sub[found]] = bq[found]
+    return r_best, q_best
+
+
+def _keep_lightest(
+    X: np.ndarray,
+    core: np.ndarray,
+    P: np.ndarray,
+    others: np.ndarray,
+    ii: np.ndarray,
+    jj: np.ndarray,
+    best: np.ndarray,
+    bq: np.ndarray,
+) -> None:
+    """Candidate edges (P[ii], others[jj]) by the direct formula; per row keep the lightest
+    below ``best`` (ties: the smaller index). In place."""
+    p = P[ii]
     q = others[jj]
     r = np.maximum(np.linalg.norm(X[p] - X[q], axis=1), np.maximum(core[p], core[q]))
-    ok = r < U
-    ii, r, q = sub[ii[ok]], r[ok], q[ok]
     o = np.lexsort((q, r, ii))
     ii, r, q = ii[o], r[o], q[o]
-    f = np.r_[True, ii[1:] != ii[:-1]] if ii.size else np.zeros(0, dtype=bool)
-    r_best[ii[f]] = r[f]
-    q_best[ii[f]] = q[f]
-    return r_best, q_best
+    f = np.r_[True, ii[1:] != ii[:-1]]
+    ii, r, q = ii[f], r[f], q[f]
+    cur, cq = best[ii], bq[ii]
+    better = (r < cur) | ((r == cur) & (cq >= 0) & (q < cq))
+    best[ii[better]] = r[better]
+    bq[ii[better]] = q[better]
 
 
 def spread_lipschitz_bounds(
