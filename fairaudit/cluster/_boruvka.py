@@ -339,12 +339,15 @@ def _resolve_component_pivots(
 
     Per-point k-d-tree queries are then slow for every point (in 10 dimensions a query whose
     answer is far away visits most leaves). Instead: the Euclidean distance to the rest,
-    ``g(x) = d(x, rest)``, is 1-Lipschitz, so an exact ``g(p)`` at a few *pivots* bounds it
-    everywhere: ``g(x) >= g(p) − path(p, x)`` for any path inside the component (edges of the
-    cached k-NN graph, a path is never shorter than the straight line). One multi-source
+    ``g(x) = d(x, rest)``, is 1-Lipschitz, so a lower bound on ``g(p)`` at a few *pivots* bounds
+    it everywhere: ``g(x) >= g(p) − path(p, x)`` for any path inside the component (edges of
+    the cached k-NN graph, a path is never shorter than the straight line). One multi-source
     Dijkstra spreads the best such bound; a point whose bound ``max(core(x), g_lb(x))`` reaches
-    the best edge found so far (``U``) cannot improve it. Pivots are drawn from the points not
-    yet ruled out until few are left; those few get the exact per-point search. The result is
+    the best edge found so far (``U``) cannot improve it. Pivots (1/``_PIVOT_SHARE`` of the
+    points left) are drawn until few are left or finishing is cheap; those points get the exact
+    lightest edge below U. Both steps are float32 product scans against the rest
+    (:mod:`fairaudit.cluster._bichromatic`; margins keep the bounds bounds, and the final edges
+    are recomputed in float64). The result is
     exact; only the work depends on the data."""
     U = float(ub[c])
     q = q[core[q] < U]
