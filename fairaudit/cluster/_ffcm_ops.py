@@ -192,9 +192,23 @@ def sweep(
     return J, num, den, new_labels
 
 
-def soft_counts(codes: np.ndarray, n_groups: int, U: np.ndarray) -> np.ndarray:
-    """(groups x k) membership-weighted counts: N[s, i] = sum_j u_ij [g_j = s]."""
+def count_index(codes: np.ndarray, k: int) -> np.ndarray:
+    """The bin of every entry of an n x k membership matrix in row-major order, ``code * k +
+    cluster``: with it, :func:`soft_counts` is one ``bincount`` over the matrix (issue 25)."""
+    return (codes.astype(np.intp)[:, None] * k + np.arange(k, dtype=np.intp)).ravel()
+
+
+def soft_counts(
+    codes: np.ndarray, n_groups: int, U: np.ndarray, index: np.ndarray | None = None
+) -> np.ndarray:
+    """(groups x k) membership-weighted counts: N[s, i] = sum_j u_ij [g_j = s].
+
+    ``index`` (:func:`count_index` of ``codes``): one pass over U in memory order instead of k
+    passes over its columns, about twice as fast. Each bin still adds its rows in row order from
+    0.0, so the counts are the same bit for bit (tested)."""
     k = U.shape[1]
+    if index is not None:
+        return np.bincount(index, weights=U.ravel(), minlength=n_groups * k).reshape(n_groups, k)
     out = np.empty((n_groups, k))
     for i in range(k):
         out[:, i] = np.bincount(codes, weights=U[:, i], minlength=n_groups)
@@ -225,21 +239,24 @@ def targeted_penalty(counts: np.ndarray, ratios: np.ndarray, n_clusters: int) ->
 
 
 def targeted_penalties(
-    fair: FairSpec, U: np.ndarray, combined: np.ndarray | None, shape: tuple[int, ...]
+    fair: FairSpec, U: np.ndarray, combined: np.ndarray | None, shape: tuple[int, ...],
+    index: np.ndarray | list[np.ndarray] | None = None,
 ) -> list[np.ndarray]:
     """Targeted penalties (one (l_a x k) table per attribute) for the memberships ``U``; the
-    soft counts come from one pass over the combined group codes when ``combined`` is given."""
+    soft counts come from one pass over the combined group codes when ``combined`` is given.
+    ``index``: :func:`count_index` of ``combined`` (or one per attribute), to count faster."""
     k = U.shape[1]
     joint = None
     if combined is not None:
-        joint = soft_counts(combined, int(np.prod(shape)), U).reshape(*shape, k)
+        ix = index if isinstance(index, np.ndarray) else None
+        joint = soft_counts(combined, int(np.prod(shape)), U, ix).reshape(*shape, k)
     pens = []
     for a, (codes, lg, ratios) in enumerate(fair):
         if joint is not None:
             axes = tuple(b for b in range(len(shape)) if b != a)
             counts = joint.sum(axis=axes) if axes else joint
         else:
-            counts = soft_counts(codes, lg, U)
+            counts = soft_counts(codes, lg, U, index[a] if isinstance(index, list) else None)
         pens.append(targeted_penalty(counts, ratios, k))
     return pens
 

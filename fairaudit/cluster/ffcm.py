@@ -40,6 +40,7 @@ from fairaudit.cluster._ffcm_ops import (
     cluster_bias,
     combine_tables,
     combined_codes,
+    count_index,
     fair_tables,
     nbias_tables,
     nearest_centre,
@@ -392,6 +393,11 @@ class FairFuzzyCMeans(ClusterMixin, BaseEstimator):
         Xa[:, d] = np.einsum("ij,ij->i", X, X)
         Xa[:, d + 1] = 1.0
         comb, shape = combined_codes(fair) if use_fair else (None, ())
+        # the soft counts of the targeted table: one bincount over U per sweep (n x k indices)
+        index: np.ndarray | list[np.ndarray] | None = None
+        if use_fair and targeted:
+            index = (count_index(comb, k) if comb is not None
+                     else [count_index(c, k) for c, _, _ in fair])
         codes_arg: np.ndarray | list[np.ndarray] | None = (
             comb if comb is not None else [c for c, _, _ in fair] if use_fair else None
         )
@@ -460,7 +466,7 @@ class FairFuzzyCMeans(ClusterMixin, BaseEstimator):
                     avg = None
                     centres, used, labels, settled = self._phase(
                         ph, Xa, d, centres, used, labels, U, fair, comb, shape, codes_arg,
-                        k, m, p, floor, eta_raw, history, avg_box := [None], s2,
+                        k, m, p, floor, eta_raw, history, avg_box := [None], s2, index,
                     )
                     avg = avg_box[0]
                     converged = twin[5] and settled
@@ -484,7 +490,7 @@ class FairFuzzyCMeans(ClusterMixin, BaseEstimator):
                 continue
             centres, used, labels, settled = self._phase(
                 phase, Xa, d, centres, used, labels, U, fair, comb, shape, codes_arg,
-                k, m, p, floor, eta_raw, history, [None], s2,
+                k, m, p, floor, eta_raw, history, [None], s2, index,
             )
             converged = converged and settled
         n_iter = len(history)
@@ -527,7 +533,7 @@ class FairFuzzyCMeans(ClusterMixin, BaseEstimator):
         self, phase: str, Xa: np.ndarray, d: int, centres: np.ndarray, used: np.ndarray,
         labels: np.ndarray, U: np.ndarray, fair: Any, comb: Any, shape: tuple[int, ...],
         codes_arg: Any, k: int, m: float, p: float, floor: float, eta_raw: float,
-        history: list[float], avg_box: list[Any], s2: float,
+        history: list[float], avg_box: list[Any], s2: float, index: Any = None,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
         """Sweeps of one phase until the objective settles or ``max_iter``; appends to
         ``history``; the targeted table's final value is left in ``avg_box[0]``."""
@@ -552,7 +558,7 @@ class FairFuzzyCMeans(ClusterMixin, BaseEstimator):
             if phase in ("fair", "hard"):  # damped move of the table towards the current penalty
                 # "hard": the table from the hard labels' counts (one-hot of the argmax)
                 counts_from = _one_hot(U) if phase == "hard" else U
-                new = targeted_penalties(fair, counts_from, comb, shape)
+                new = targeted_penalties(fair, counts_from, comb, shape, index)
                 step = max(TABLE_STEP, 1.0 / (it + 1))
                 avg = (
                     new

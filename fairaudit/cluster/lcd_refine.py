@@ -25,7 +25,10 @@ neither grown into a less separated one nor emptied. AvgLCD never increases.
 Cost: most trial moves are rejected. A trial is first judged on a lower bound of its AvgLCD (the
 exact point LCDs of a few members of each changed cluster, :data:`BOUND_ROWS`); only a trial the
 bound cannot reject has every member's LCD computed. Same decisions, same result, 3-3.5× less
-CPU on Adult's 20,000-row refinement sample (issue 25; docs/benchmarks.md).
+CPU on Adult's 20,000-row refinement sample (issue 25; docs/benchmarks.md). Those point LCDs come
+from neighbour lists kept per cluster across moves (:data:`INCREMENTAL`,
+:mod:`fairaudit.cluster._lcd_lists`): a move re-queries only the members whose lists a row that
+changed cluster enters; the values are the metric's bit for bit.
 """
 
 from __future__ import annotations
@@ -45,6 +48,15 @@ with the highest LCD before the move, plus the rows it gains) bound the trial's 
 when the bound already fails the acceptance test the move is rejected without computing every
 member's LCD. The decisions, and so the result, are those of the full computation (tested);
 0 switches the bound off."""
+INCREMENTAL = True
+"""Point LCDs from cached in-cluster neighbour lists (:mod:`fairaudit.cluster._lcd_lists`): a
+list is queried again only when a row that joins or leaves its cluster lies inside it, and a
+prototype move recomputes the arithmetic alone. The metric's values bit for bit, so the same
+decisions and result (tested against ``False``: every member's LCD from a fresh k-d tree per
+cluster, as :func:`fairaudit.metrics.lcd` computes it)."""
+LIST_BYTES = 256 * 2**20
+"""The lists hold 2 × 2 × (8t + 9) numbers per row (31 MB at 20,000 rows, t = 5); beyond this
+budget (``refine_rows`` raised past ~160,000) the refinement recomputes instead (same result)."""
 
 
 @dataclass(frozen=True)
@@ -73,11 +85,15 @@ def refine_prototypes(
     max_rounds: int = 6,
     workers: int = 1,
     frozen: tuple[int, ...] = (),
+    lists: dict | None = None,
 ) -> Refinement:
     """Greedy descent of AvgLCD over prototype moves towards each cluster's worst point (module
     docstring). ``X`` (n × d), ``centres`` (k × d); returns the refined centres and the
-    nearest-prototype labels of ``X``."""
+    nearest-prototype labels of ``X``. ``lists``: a dict left by an earlier call on the same
+    ``X`` and ``t`` (its neighbour lists are reused where they still hold; filled in place)."""
+    from fairaudit.cluster import _lcd_lists as ll
     from fairaudit.cluster import nearest_centre
+    from fairaudit.cluster._progress import Progress
     from fairaudit.metrics.local_connectivity import _cluster_lcd
 
     X = np.asarray(X, dtype=np.float64)
@@ -86,16 +102,34 @@ def refine_prototypes(
     n = X.shape[0]
     max_size = n if max_size is None else int(max_size)
 
-    def cluster_lcd(lab: np.ndarray, cent: np.ndarray, j: int) -> tuple[float, int, np.ndarray]:
-        """LCD(C_j) (eq. 7) and the member attaining it, as ``lcd`` computes them, and the
-        members with the highest point LCDs (for the early rejection)."""
-        rows = np.flatnonzero(lab == j)
-        if rows.size == 0:
-            return 0.0, -1, rows
-        vals, _ = _cluster_lcd(X[rows], cent[j], t, workers)
+    scratch = np.empty(n)  # dist(s, c) by row, reused by every list evaluation
+
+    def _summary(rows: np.ndarray, vals: np.ndarray) -> tuple[float, int, np.ndarray]:
         i = int(np.argmax(vals))
         top = rows[np.argsort(-vals, kind="stable")[:BOUND_ROWS]] if BOUND_ROWS else rows[:0]
         return float(vals[i]), int(rows[i]), top
+
+    def lists_for(j: int, rows: np.ndarray, base: dict) -> ll.ClusterLists:
+        """Cluster j's lists for the members ``rows``, from ``base[j]`` when there is one."""
+        if j in base:
+            return ll.update(X, base[j], rows, t, workers)
+        return ll.build(X, rows, t, workers)
+
+    def cluster_lcd(lab: np.ndarray, cent: np.ndarray, j: int,
+                    base: dict | None = None) -> tuple[float, int, np.ndarray]:
+        """LCD(C_j) (eq. 7) and the member attaining it, as ``lcd`` computes them, and the
+        members with the highest point LCDs (for the early rejection). With ``base`` (the
+        incremental path), the lists used are left in ``base[j]``."""
+        rows = np.flatnonzero(lab == j)
+        if base is not None:
+            cl = base[j] = lists_for(j, rows, base)
+            if rows.size == 0:
+                return 0.0, -1, rows
+            return _summary(rows, ll.point_values(X, cl, cent[j], t, workers, scratch=scratch))
+        if rows.size == 0:
+            return 0.0, -1, rows
+        vals, _ = _cluster_lcd(X[rows], cent[j], t, workers)
+        return _summary(rows, vals)
 
     def lower_bound(lab2: np.ndarray, cent: np.ndarray, j: int, gained: np.ndarray) -> float:
         """A lower bound of LCD(C_j) after a move: the largest point LCD among the members that
@@ -106,20 +140,47 @@ def refine_prototypes(
         if cand.size == 0:
             return 0.0
         pos = np.searchsorted(rows, cand)
-        # one thread: a few dozen rows per query, less work than starting threads
+        # a fresh tree over the trial's members, one thread (a few dozen rows per query): less
+        # work than updating every member's list for a trial the bound may reject
         return float(point_lcd(X[rows], cent[j], pos, t, 1).max())
+
+    def quick_bound(lab: np.ndarray, lab2: np.ndarray, cent: np.ndarray, j: int,
+                    moved: np.ndarray) -> float:
+        """A lower bound of LCD(C_j) after a move from the current lists alone: the point LCDs
+        of the top members it kept whose lists no joining or leaving row enters (a subset of
+        :func:`lower_bound`'s rows, so never above it)."""
+        assert lists is not None
+        cl = lists[j]
+        top = per[j][2]
+        top = top[lab2[top] == j]
+        if top.size == 0:
+            return 0.0
+        pos = np.searchsorted(cl.members, top)
+        mv = np.flatnonzero(moved & ((lab == j) | (lab2 == j)))
+        pos = pos[~ll.touched(X, cl, pos, mv)]
+        size = int(np.count_nonzero(lab2 == j))
+        v = ll.point_values(X, cl, cent[j], t, workers, pos=pos, scratch=scratch, size=size)
+        v = v[~np.isnan(v)]
+        return float(v.max()) if v.size else 0.0
 
     lab = nearest_centre(X, C)
     fixed = sorted({int(j) for j in frozen})
     free = np.ones(k, dtype=bool)
     free[fixed] = False
     movable = int(free.sum()) >= 2  # one free cluster alone can only trade rows with frozen ones
-    per = [cluster_lcd(lab, C, j) for j in range(k)]
+    if INCREMENTAL and n * ll.list_bytes(t) <= LIST_BYTES:
+        # cluster -> its neighbour lists (for the current labels once computed)
+        lists = {} if lists is None else lists
+    else:
+        lists = None
+    per = [cluster_lcd(lab, C, j, lists) for j in range(k)]
     present = np.bincount(lab, minlength=k) > 0
     start = best = float(np.mean([per[j][0] for j in range(k) if present[j]]))
     evaluations, moves, rounds = 1, 0, 0
     tol = 1e-12 * max(1.0, abs(best))
+    progress = Progress("LOFKM refinement", int(max_rounds), "rounds")
     while rounds < int(max_rounds):
+        progress.update(rounds)
         rounds += 1
         improved = False
         order = np.argsort(-np.array([v[0] for v in per]), kind="stable")
@@ -141,6 +202,18 @@ def refine_prototypes(
                               or np.isin(lab2[moved], fixed).any()):
                     continue
                 changed = {c, *np.unique(lab[moved]).tolist(), *np.unique(lab2[moved]).tolist()}
+                lists2 = None if lists is None else {}  # the trial's lists, by cluster
+                if BOUND_ROWS and lists is not None:
+                    # the same test on a weaker bound that needs no new tree: rejects a subset
+                    # of what the bound below rejects, at a fraction of its cost
+                    vals = [per[j][0] for j in range(k)]
+                    for j in changed:
+                        if sizes[j] > 0:
+                            vals[j] = quick_bound(lab, lab2, trial, j, moved)
+                    bound = float(np.mean([vals[j] for j in range(k) if sizes[j] > 0]))
+                    if not bound < best - tol:
+                        evaluations += 1
+                        continue
                 if BOUND_ROWS:
                     # early rejection: exact values of the unchanged clusters, lower bounds of
                     # the changed ones; fails the test below => the full values fail it too
@@ -156,16 +229,21 @@ def refine_prototypes(
                         continue
                 per2 = list(per)
                 for j in changed:
-                    per2[j] = cluster_lcd(lab2, trial, j)
+                    if lists2 is not None and j not in lists2:
+                        lists2[j] = lists_for(j, np.flatnonzero(lab2 == j), lists)
+                    per2[j] = cluster_lcd(lab2, trial, j, lists2)
                 evaluations += 1
                 avg = float(np.mean([per2[j][0] for j in range(k) if sizes[j] > 0]))
                 if avg < best - tol:
                     C, lab, per, best = trial, lab2, per2, avg
+                    if lists is not None:
+                        lists.update(lists2)
                     moves += 1
                     improved = True
                     break
         if not improved:
             break
+    progress.close(rounds)
     logger.info("LCD refinement: AvgLCD %.6g -> %.6g (%d moves, %d evaluations, %d rounds)",
                 start, best, moves, evaluations, rounds)
     return Refinement(C, lab.astype(np.int64), start, best, moves, evaluations, rounds, n)

@@ -331,12 +331,13 @@ class LOFKMeans(ClusterMixin, BaseEstimator):
         hi = int(max(hi_share, ref.max()))
         best = None
         workers = -1 if self.n_jobs is None else int(self.n_jobs)  # as the LOF search
+        lists: dict = {}  # neighbour lists of the sample's clusters, shared by both starts
         for name, centres, sizes in sized:
             small = tuple(int(j) for j in np.flatnonzero(sizes < lo))
             if name != "kmeans" and (small or sizes.max() > hi):
                 continue  # a start with a small cluster of its own (the twin's are frozen)
             r = refine_prototypes(Xs, centres, t=int(self.n_neighbors), min_size=lo,
-                                  max_size=hi, frozen=small, workers=workers)
+                                  max_size=hi, frozen=small, workers=workers, lists=lists)
             if best is None or r.avg_lcd < best[1].avg_lcd:
                 best = (name, r)
         name, r = best

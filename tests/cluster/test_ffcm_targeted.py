@@ -11,6 +11,8 @@ import warnings
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fairaudit.cluster._ffcm_ops import targeted_penalty
 from fairaudit.cluster.ffcm import TABLE_STEP, FairFuzzyCMeans
@@ -419,3 +421,28 @@ def test_gap_scale_equals_the_sorted_oracle_bit_for_bit(k):
         b.sort(axis=1)
         total += float((b[:, 1] - b[:, 0]).sum())
     assert _gap_scale(X, C) == max(total / len(X), 1e-300)
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), n=st.integers(1, 3000), k=st.integers(1, 9),
+       groups=st.integers(1, 12))
+def test_soft_counts_in_one_bincount_are_the_column_counts_bit_for_bit(seed, n, k, groups):
+    # issue 25: the targeted table's soft counts in one pass over U (count_index) add each bin's
+    # rows in the same order as the k column bincounts: equal bit for bit, so fits are unchanged
+    from fairaudit.cluster._ffcm_ops import count_index, soft_counts, targeted_penalties
+
+    rng = np.random.default_rng(seed)
+    U = rng.dirichlet(np.ones(k), size=n)
+    codes = rng.integers(0, groups, n)
+    np.testing.assert_array_equal(
+        soft_counts(codes, groups, U, count_index(codes, k)), soft_counts(codes, groups, U))
+    other = rng.integers(0, 3, n)
+    fair = [(c, g, np.bincount(c, minlength=g) / n) for c, g in ((codes, groups), (other, 3))]
+    idx = [count_index(c, k) for c, _, _ in fair]
+    for a, b in zip(targeted_penalties(fair, U, None, (groups, 3), idx),
+                    targeted_penalties(fair, U, None, (groups, 3)), strict=True):
+        np.testing.assert_array_equal(a, b)
+    comb = codes * 3 + other  # the combined group codes, one bincount
+    for a, b in zip(targeted_penalties(fair, U, comb, (groups, 3), count_index(comb, k)),
+                    targeted_penalties(fair, U, comb, (groups, 3)), strict=True):
+        np.testing.assert_array_equal(a, b)
