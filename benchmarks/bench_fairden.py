@@ -71,20 +71,26 @@ def load(n: int) -> tuple[np.ndarray, np.ndarray, str]:
     return X, s, "generated (densired_like, seed 0)"
 
 
-def run_one(n: int, solver: str) -> dict:
+def run_one(n: int, solver: str, labels: Path | None = None) -> dict:
     from fairaudit.cluster.fairden import FairDen
 
     X, s, source = load(n)
     X = (X - X.mean(0)) / X.std(0)
     t0 = time.perf_counter()
+    c0 = time.process_time()
     f = FairDen(2, min_pts=21, solver=solver, random_state=0).fit(X, sensitive=s)
     t = time.perf_counter() - t0
+    cpu = time.process_time() - c0
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     lab = f.labels_
+    if labels is not None:  # for same-run comparisons of two code versions
+        np.save(labels, lab)
     return {
         "n": n,
         "solver": f.solver_,
         "seconds": round(t, 3),
+        "cpu_seconds": round(cpu, 1),
+        "load": open("/proc/loadavg").read().split()[:3] if Path("/proc/loadavg").exists() else None,
         "peak_rss_mb": round(peak_mb, 1),
         "source": source,
         "cluster_sizes": np.bincount(lab + 1).tolist(),
@@ -99,6 +105,7 @@ def main() -> None:
     one.add_argument("--n", type=int, required=True)
     one.add_argument("--solver", default="matrix-free")
     one.add_argument("--verbose", action="store_true", help="log FairDen's stages to stderr")
+    one.add_argument("--labels", type=Path, default=None, help="save labels_ here (.npy)")
     ser = sub.add_parser("series")
     ser.add_argument("--sizes", type=int, nargs="+", required=True)
     ser.add_argument("--dense-max", type=int, default=5000)
@@ -110,7 +117,7 @@ def main() -> None:
 
             logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
             logging.getLogger("fairaudit.cluster.dc_distance").setLevel(logging.DEBUG)
-        print(json.dumps(run_one(a.n, a.solver)))
+        print(json.dumps(run_one(a.n, a.solver, a.labels)))
         return
     print(f"# {platform.platform()} python {platform.python_version()}", flush=True)
     rows = []

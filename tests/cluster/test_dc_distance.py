@@ -96,18 +96,9 @@ def _far_cases():
 
 
 @pytest.mark.parametrize("case", range(6))
-def test_pivot_search_matches_brute_force(monkeypatch, caplog, case):
+def test_pivot_search_matches_brute_force(pivot_calls, caplog, case):
     """Force the pivot search (far-apart components) on small data: still exact."""
-    import fairaudit.cluster.dc_distance as dcd
-
-    monkeypatch.setattr(dcd, "_PIVOT_MIN_QUERY", 8)
-    monkeypatch.setattr(dcd, "_PIVOT_GRAPH_K", 4)
-    monkeypatch.setattr(dcd, "_GLOBAL_CAP", 16)
-    calls = []
-    real = dcd._resolve_component_pivots
-    monkeypatch.setattr(
-        dcd, "_resolve_component_pivots", lambda *a, **k: calls.append(1) or real(*a, **k)
-    )
+    calls = pivot_calls
     X, m = _far_cases()[case]
     with caplog.at_level("DEBUG", logger="fairaudit.cluster.dc_distance"):
         got = merge_tree(X, m, algorithm="boruvka").dc_matrix()
@@ -125,7 +116,7 @@ def _brute_pair(A, B):
 @pytest.mark.parametrize("pivots", [False, True])
 @pytest.mark.parametrize("seed", range(6))
 def test_closest_pair_matches_brute_force(monkeypatch, pivots, seed):
-    import fairaudit.cluster.dc_distance as dcd
+    import fairaudit.cluster._bichromatic as dcd
 
     if pivots:
         monkeypatch.setattr(dcd, "_PIVOT_MIN_QUERY", 8)
@@ -148,7 +139,7 @@ def test_closest_pair_matches_brute_force(monkeypatch, pivots, seed):
     seed=st.integers(0, 2**31 - 1),
 )
 def test_closest_pair_property(na, nb, gap, seed):
-    import fairaudit.cluster.dc_distance as dcd
+    import fairaudit.cluster._bichromatic as dcd
 
     rng = np.random.default_rng(seed)
     A = np.round(rng.normal(size=(na, 3)), 2)

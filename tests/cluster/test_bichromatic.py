@@ -1,0 +1,116 @@
+"""The product search of the Borůvka pivot search (``_bichromatic``) against brute force, and the
+merge tree it serves against a dense Prim oracle on mutual reachability (far-apart components,
+ties, 2 and 10 dimensions, small product blocks so that every block and thread path runs)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import fairaudit.cluster._bichromatic as bc
+from fairaudit.cluster.dc_distance import merge_tree, mutual_reachability_mst
+
+
+@pytest.fixture
+def small_blocks(monkeypatch):
+    """Products of 3 rows × 16 points: many blocks, and threads over column ranges."""
+    monkeypatch.setattr(bc, "_ROWS", 3)
+    monkeypatch.setattr(bc, "_COLS", 16)
+
+
+def _brute_reach(X, core, rows, others):
+    D = np.linalg.norm(X[rows][:, None, :] - X[others][None, :, :], axis=-1)
+    return D, np.maximum(np.maximum(D, core[others][None, :]), core[rows][:, None])
+
+
+@pytest.mark.parametrize("d", [1, 2, 10])
+@pytest.mark.parametrize("seed", range(4))
+def test_nearest_lower_bound(small_blocks, d, seed):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(300, d))
+    X[150:] += 8.0
+    if seed % 2:
+        X = np.round(X, 1)  # ties and duplicates
+    rows = np.arange(0, 150, 3)
+    others = np.arange(150, 300)
+    g_lb, q = bc.nearest_lower_bound(X, rows, others, workers=2)
+    D, _ = _brute_reach(X, np.zeros(300), rows, others)
+    g = D.min(axis=1)
+    scale = np.sqrt(bc._REL * 2 * (np.abs(X).max() * 2) ** 2 * d)
+    assert np.all(g_lb <= g)  # a lower bound ...
+    assert np.all(g - g_lb <= scale)  # ... within the margin
+    assert np.all(np.isin(q, others))
+    dq = np.linalg.norm(X[rows] - X[q], axis=1)
+    assert np.all(dq - g <= scale)  # a near-nearest point
+
+
+@pytest.mark.parametrize("d", [2, 10])
+@pytest.mark.parametrize("seed", range(4))
+def test_lightest_below_is_exact(small_blocks, d, seed):
+    rng = np.random.default_rng(10 + seed)
+    X = rng.normal(size=(260, d))
+    X[130:] += 2.5
+    if seed % 2:
+        X = np.round(X)  # many exact ties
+    core = rng.uniform(0, 1.5, size=260)
+    if seed >= 2:
+        core = np.round(core, 1)
+    rows = np.arange(130)
+    others = np.arange(130, 260)
+    _, R = _brute_reach(X, core, rows, others)
+    U = float(np.quantile(R.min(axis=1), 0.5))
+    r, q = bc.lightest_below(X, core, rows, others, U, workers=2)
+    want = R.min(axis=1)
+    below = want < U
+    np.testing.assert_array_equal(r[below], want[below])  # exact, same formula
+    assert np.all(np.isinf(r[~below])) and np.all(q[~below] == -1)
+    # ties: the smallest index among the lightest
+    for t in np.flatnonzero(below):
+        assert q[t] == others[np.flatnonzero(R[t] == want[t])[0]]
+
+
+def _prim_mr(X, min_pts):
+    """Dense Prim's algorithm on mutual reachability (core counts the point itself)."""
+    n = X.shape[0]
+    D = np.linalg.norm(X[:, None, :] - X[None, :, :], axis=-1)
+    core = np.sort(D, axis=1)[:, min_pts - 1]
+    R = np.maximum(D, np.maximum(core[:, None], core[None, :]))
+    in_tree = np.zeros(n, dtype=bool)
+    in_tree[0] = True
+    best = R[0].copy()
+    w = []
+    for _ in range(n - 1):
+        b = np.where(in_tree, np.inf, best)
+        j = int(np.argmin(b))
+        w.append(b[j])
+        in_tree[j] = True
+        best = np.minimum(best, R[j])
+    return np.sort(np.array(w))
+
+
+def _far_blobs(d, seed, ties):
+    rng = np.random.default_rng(seed)
+    parts = [rng.normal(size=(int(rng.integers(60, 160)), d)) + 12.0 * rng.normal(size=d)
+             for _ in range(int(rng.integers(2, 5)))]
+    parts.append(rng.uniform(-30, 30, size=(4, d)))  # noise between the blobs
+    X = np.vstack(parts)
+    if ties:
+        X = np.vstack([np.round(X), np.round(X[:25])])
+    return X
+
+
+@pytest.mark.parametrize("d", [2, 10])
+@pytest.mark.parametrize("ties", [False, True])
+@pytest.mark.parametrize("seed", range(3))
+def test_pivot_search_matches_dense_prim(pivot_calls, small_blocks, d, ties, seed):
+    """MST weights (sorted) and merge heights equal a dense Prim on mutual reachability, with
+    the pivot search forced onto small components far apart."""
+    calls = pivot_calls
+    X = _far_blobs(d, 40 + seed, ties)
+    m = 5
+    want = _prim_mr(X, m)
+    mst = mutual_reachability_mst(X, m, algorithm="boruvka")
+    assert calls, "the pivot search was not exercised"
+    np.testing.assert_allclose(np.sort(mst.weight), want, rtol=0, atol=1e-12)
+    assert mst.weight.sum() == pytest.approx(want.sum(), rel=1e-14)
+    np.testing.assert_allclose(merge_tree(X, m, algorithm="boruvka").heights(), want, atol=1e-12)
