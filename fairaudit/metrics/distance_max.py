@@ -40,6 +40,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from fairaudit.metrics.calibrate import normal_cdf
+from fairaudit.metrics.intervals import _tie_threshold
 
 __all__ = ["max_distance_interval"]
 
@@ -173,6 +174,10 @@ def max_distance_interval(
     idx = np.flatnonzero(d + spread >= np.max(d - spread))
     # moment selection at the boundary: a cluster not clearly above 0 is 0 in the bootstrap world
     kappa = float(np.sqrt(2.0 * np.log(max(np.log(T.sum()), 1.0))))
+    # ... scaled to the number of clusters, as the balance family's tie threshold
+    # (fairaudit.metrics.intervals._tie_threshold): with many clusters at 0, the largest
+    # estimate lies far out in its own error's tail
+    kappa = _tie_threshold(float(T.sum()), d.size, kappa)
     t = np.where(d > np.quantile(e_norm, normal_cdf(kappa), axis=0), d, 0.0)
     theta = float(t.max())
     rows = np.asarray(R.sum(axis=2), dtype=np.float64)

@@ -81,6 +81,10 @@ METHOD = "score-intersection"
 """Name of this interval method in the audit JSON (``detail.interval.method``)."""
 CALIBRATED_METHOD = "score-max-bootstrap"
 """Name of the calibrated method (one bootstrap critical value for both ends) in the JSON."""
+SPARSE_EXPECTED = 5.0
+"""A cell expecting fewer people than this under independence is sparse: the calibrated upper
+end holds every sparse contact cell at once (Bonferroni over them), not only as the bootstrap
+says (docs/metrics.md, "Sparse tables")."""
 CI_METHODS = ("calibrated", "conservative")
 """The user's names of the two methods (``--ci-method``): calibrated -> ``score-max-bootstrap``
 where a metric has it, conservative -> ``score-intersection``."""
@@ -142,8 +146,13 @@ class _Calibration:
     """``scores`` of the observed table (1 x len(idx))."""
     n: float
     """The table's total."""
+    expected: NDArray[np.float64]
+    """Per cell (flat index), the count expected under independence, |g| |k| / n."""
+    unfolded: NDArray[np.float64] | None = None
+    """Per cell (flat index) of a folded metric, the estimate before folding (q̂, c·γ̂)."""
 
-    def miss(self, idx: NDArray[np.int64], value: float, at: NDArray[np.float64]
+    def miss(self, idx: NDArray[np.int64], value: float, at: NDArray[np.float64],
+             fold: NDArray[np.float64] | None = None
              ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """The replicates' statistics (below, above) of the cells ``idx``: a cell's score upper
         bound at critical value c lies below the (folded) value ``at`` (one per cell) exactly
@@ -154,6 +163,10 @@ class _Calibration:
         other = at != value
         if other.any():  # only those cells are evaluated again
             below[:, other] = self._pair(self.scores, idx[other], at[other])[0]
+        if fold is not None:  # cells that may sit at the fold: both of their tails count
+            f = ~np.isnan(fold)
+            if f.any():
+                below[:, f] = np.fmax(below[:, f], np.abs(self.scores(idx[f], fold[f])))
         return below, above
 
     def slack(self, idx: NDArray[np.int64], value: float) -> NDArray[np.float64]:
@@ -175,7 +188,8 @@ class _Calibration:
 
 def _min_of(bounds: _Bounds, estimate: NDArray[np.float64], level: float,
             cells: NDArray[np.int64] | None = None,
-            calibration: _Calibration | None = None) -> Interval:
+            calibration: _Calibration | None = None,
+            sparse: tuple[NDArray[np.float64], float] | None = None) -> Interval:
     """Intersection bounds for min_j theta_j from per-component bounds ``bounds(alpha, side)``.
 
     Lower end: min_j of the pointwise lower bounds at one-sided level alpha = (1 - level) / 2.
@@ -184,6 +198,10 @@ def _min_of(bounds: _Bounds, estimate: NDArray[np.float64], level: float,
 
     With a ``calibration`` (bootstrap replicates), both ends take every cell's score bound at a
     bootstrap critical value instead (``score-max-bootstrap``; module docstring).
+
+    ``sparse`` = (expected count per cell, the metric's largest value): where a contact cell
+    expects fewer than ``SPARSE_EXPECTED`` people, the upper end is that largest value under
+    either method (module docstring, "Sparse tables").
     """
     a = _alpha(level)
     est = np.asarray(estimate, dtype=np.float64).ravel()
@@ -192,11 +210,14 @@ def _min_of(bounds: _Bounds, estimate: NDArray[np.float64], level: float,
     contact = lo <= float(np.min(hi_all))
     J = max(1, int(contact.sum()))
     method = METHOD
-    if calibration is not None:
+    hi = hi_all if J == est.size else np.maximum(bounds(a / J, "upper").ravel(), est)
+    if calibration is not None and float(est.min()) > 0:
+        # (an estimate of 0 leaves nothing to calibrate: the conservative ends)
         lo, hi, J = _calibrated_ends(bounds, est, lo, a, calibration)
+    if calibration is not None:
         method = CALIBRATED_METHOD
-    else:
-        hi = hi_all if J == est.size else np.maximum(bounds(a / J, "upper").ravel(), est)
+    if sparse is not None and bool((sparse[0][contact] < SPARSE_EXPECTED).any()):
+        hi = np.maximum(hi, sparse[1])
     i_lo = int(np.argmin(lo))
     i_hi = int(np.argmin(hi))
 
@@ -228,19 +249,42 @@ def _calibrated_ends(bounds: _Bounds, est: NDArray[np.float64], lo_pw: NDArray[n
     z_a = _z(a)
     hi_pw = np.maximum(bounds(a, "upper").ravel(), est)
     idx = np.flatnonzero(lo_pw <= float(np.min(hi_pw)))
+    J = max(1, idx.size)
     theta = float(est.min())
-    if theta <= 0:
-        return lo_pw, hi_pw, max(1, idx.size)
     kappa = float(np.sqrt(2.0 * np.log(max(np.log(cal.n), 1.0))))
-    tie = np.nan_to_num(cal.slack(idx, theta), nan=np.inf) <= kappa
+    tie = np.nan_to_num(cal.slack(idx, theta), nan=np.inf) <= _tie_threshold(cal.n, J, kappa)
     at = np.full(est.size, theta)
     at[idx] = np.where(tie, est[idx], theta)
-    s = miss_statistic(lambda i: cal.miss(i, theta, at[i]), idx)
+    fold = None
+    if cal.unfolded is not None:
+        fold = np.full(est.size, np.nan)
+        near_one = -np.nan_to_num(cal.slack(idx, 1.0), nan=np.inf) <= kappa
+        fold[idx] = np.where(tie & near_one, cal.unfolded[idx], np.nan)
+    s = miss_statistic(lambda i: cal.miss(i, theta, at[i],
+                                          None if fold is None else fold[i]), idx)
     c = critical_value(s, 1.0 - 2.0 * a)
-    c_hi = min(c, _z(a / max(1, idx.size)))
-    hi = hi_pw if c_hi == z_a else np.maximum(bounds(one_sided(c_hi), "upper").ravel(), est)
+    hi = hi_pw if c == z_a else _upper(bounds, est, c)
     lo = lo_pw if c >= z_a else np.minimum(bounds(one_sided(c), "lower").ravel(), est)
-    return lo, hi, max(1, idx.size)
+    return lo, hi, J
+
+
+def _tie_threshold(n: float, J: int, kappa: float) -> float:
+    """How many standard errors above the minimum a cell may lie and still tie it: twice the
+    Bonferroni critical value of J cells at γ = 0.1 / ln n (Chernozhukov, Lee & Rosen 2013's
+    adaptive inequality selection), at least κ. With many cells that all tie (labels drawn
+    independently of the groups), the minimum lies that far below its peers."""
+    gamma = 0.1 / max(float(np.log(n)), 1.0)
+    return max(kappa, 2.0 * _z(gamma / max(1, J)))
+
+
+def _upper(bounds: _Bounds, est: NDArray[np.float64], c: float) -> NDArray[np.float64]:
+    """Per-cell upper bounds at the critical value ``c`` (never below the estimate)."""
+    return np.maximum(bounds(one_sided(c), "upper").ravel(), est)
+
+
+def _expected(T: NDArray[np.float64]) -> NDArray[np.float64]:
+    """|g| |k| / n of every cell, flattened as the cells are."""
+    return (np.outer(T.sum(axis=1), T.sum(axis=0)) / T.sum()).ravel()
 
 
 def _cells(g: int, k: int) -> NDArray[np.int64]:
@@ -316,7 +360,8 @@ def _balance_calibration(T: NDArray[np.float64], replicates: ArrayLike) -> _Cali
         return scores
 
     return _Calibration(koopman(Margins(checked_replicates(T, replicates))), True,
-                        koopman(Margins(np.stack([T, T]))), float(T.sum()))
+                        koopman(Margins(np.stack([T, T]))), float(T.sum()), _expected(T),
+                        (T * T.sum() / np.outer(T.sum(axis=1), T.sum(axis=0))).ravel())
 
 
 def _wilson_calibration(T: NDArray[np.float64], replicates: ArrayLike | None, total: str,
@@ -337,7 +382,8 @@ def _wilson_calibration(T: NDArray[np.float64], replicates: ArrayLike | None, to
         return scores
 
     return _Calibration(wilson(Margins(checked_replicates(T, replicates))), folded,
-                        wilson(Margins(np.stack([T, T]))), float(T.sum()))
+                        wilson(Margins(np.stack([T, T]))), float(T.sum()), _expected(T),
+                        (scale * T / T.sum(axis=1, keepdims=True)).ravel() if folded else None)
 
 
 def balance_interval(N: ArrayLike, level: float = 0.95,
@@ -357,7 +403,7 @@ def balance_interval(N: ArrayLike, level: float = 0.95,
     T = _table(N)
     bounds, est = _balance_cells(T)
     cal = None if replicates is None else _balance_calibration(T, replicates)
-    return _min_of(bounds, est, level, _cells(*T.shape), cal)
+    return _min_of(bounds, est, level, _cells(*T.shape), cal, (_expected(T), 1.0))
 
 
 def balance_mean_interval(N: ArrayLike, level: float = 0.95) -> Interval:
@@ -397,7 +443,7 @@ def fairness_cce_interval(N: ArrayLike, level: float = 0.95,
         return _fold(c * lo, c * hi, side)
 
     cal = _wilson_calibration(T, replicates, "row", scale=float(c), folded=True)
-    return _min_of(bounds, est, level, _cells(*T.shape), cal)
+    return _min_of(bounds, est, level, _cells(*T.shape), cal, (_expected(T), 1.0))
 
 
 def balance_prime_interval(N: ArrayLike, level: float = 0.95,

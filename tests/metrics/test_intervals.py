@@ -186,6 +186,17 @@ REGIMES = {
                                   [0.18, 0.22, 0.20, 0.19, 0.21],
                                   [0.35, 0.25, 0.20, 0.12, 0.08]]), 10_000),
 }
+# Sparse tables (a new user's trial on the statsmodels `fair` table: 6,366 rows, a group of 48
+# people, labels drawn at random): about 6,000 rows, groups of 0.8-40 %, k = 20 or 50 clusters
+# independent of the groups (true balance and fairness_CCE 1: every cell ties), so cells of the
+# smallest group expect 2.4 or 1 person.
+SPARSE_SHARES = np.array([0.36, 0.33, 0.175, 0.08, 0.047, 0.008])
+RELIGIOUS_SHARES = np.array([0.38, 0.356, 0.16, 0.104])
+REGIMES.update({
+    "sparse-k20": (SPARSE_SHARES, np.full((6, 20), 1 / 20), 6000),
+    "sparse-k50": (SPARSE_SHARES, np.full((6, 50), 1 / 50), 6000),
+    "null-k50": (RELIGIOUS_SHARES, np.full((4, 50), 1 / 50), 6000),
+})
 CALIBRATED = ((C.balance_min, I.balance_interval), (C.fairness_cce, I.fairness_cce_interval),
               (C.balance_prime, I.balance_prime_interval))
 # Monte-Carlo error of a coverage from 400 draws at 95 %: two standard errors,
