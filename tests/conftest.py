@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
+from hypothesis import settings
 
 # fairaudit's pytest plugin is opt-in (no pytest11 entry point): its fixtures
 # (fairaudit_host, fairaudit_data) are loaded here, as a plugin author's conftest.py would.
@@ -20,6 +21,14 @@ os.environ.setdefault("GX_ANALYTICS_ENABLED", "False")
 # at load 15, 45 s with this; docs/benchmarks.md). Read once, when libgomp loads: set before any
 # test imports scikit-learn. Results do not depend on it.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+# Hypothesis in CI: the same examples on every run (derandomize), so a run cannot flake, and no
+# example database carried between runs. Loaded when CI is set (CI services set it; the lead
+# runs `CI=true bash .ci/run`); HYPOTHESIS_PROFILE names another profile. Locally the default
+# profile keeps exploring.
+settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
+settings.load_profile(
+    os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "default"))
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE_DATA = ROOT / "examples" / "data" / "adult_sample.parquet"

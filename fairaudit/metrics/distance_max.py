@@ -45,8 +45,6 @@ from fairaudit.metrics.intervals import _tie_threshold
 __all__ = ["max_distance_interval"]
 
 _BLOCK_ELEMENTS = 1 << 18  # float64 elements of B x groups x clusters per block (2 MB)
-_BISECTIONS = 24  # each bound to 2**-24 of a scan step
-_SCAN = 32  # points of the scan of each bracket
 
 
 def norm(v: NDArray[np.float64], kind: str) -> NDArray[np.float64]:
@@ -88,6 +86,57 @@ def _order_stat(x: NDArray[np.float64], j: int) -> NDArray[np.float64]:
     return np.partition(x, j, axis=0)[j]
 
 
+def sublevel(d: NDArray[np.float64], u: NDArray[np.float64], E: NDArray[np.float64], kind: str
+             ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_]]:
+    """Per replicate and cluster (B, k), the interval [a, c] of t where ||t u_k + E_b|| <= d̂_k,
+    exactly, and whether it is empty. t -> ||t u + e|| is convex, so the set is an interval.
+
+    Euclidean (u a unit vector): the roots of t² + 2 t (u·e) + ||e||² = d̂². L1 (scaled by 0.5
+    for the zero-one ground metric): w Σ_i |u_i| |t - r_i| + w Σ_{u_i = 0} |e_i|, r_i = -e_i / u_i,
+    is piecewise linear with its kinks at the r_i; its values there come from prefix sums over
+    the sorted kinks, and each root lies on one linear piece."""
+    if kind == "ed":
+        s = (u[None] * E).sum(axis=1)
+        disc = s * s - (E * E).sum(axis=1) + d[None] ** 2
+        root = np.sqrt(np.maximum(disc, 0.0))
+        return -s - root, -s + root, disc < 0
+    w = 0.5 if kind == "wd-zero-one" else 1.0
+    au = np.broadcast_to(np.abs(u)[None], E.shape)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = np.where(au > 0, -E / np.where(u[None] != 0, u[None], 1.0), 0.0)
+    const = w * np.where(au > 0, 0.0, np.abs(E)).sum(axis=1)  # (B, k)
+    order = np.argsort(r, axis=1, kind="stable")
+    r = np.take_along_axis(r, order, axis=1)
+    a = np.take_along_axis(au, order, axis=1) * w
+    W = a.sum(axis=1)  # the slope far right (and minus it far left)
+    cw = np.cumsum(a, axis=1)
+    cs = np.cumsum(a * r, axis=1)
+    S = cs[:, -1]
+    f = r * cw - cs + (S[:, None] - cs) - r * (W[:, None] - cw) + const[:, None]  # f at kinks
+    j = np.argmin(f, axis=1)[:, None]
+    fmin = np.take_along_axis(f, j, axis=1)[:, 0]
+    empty = fmin > d[None] + 0.0 * fmin
+    above = f > d[None, None, :]
+    pos = np.arange(r.shape[1])[None, :, None]
+    # left root: on the piece after the last kink left of the minimum with f > d̂ (or before
+    # the first kink, where the slope is -W)
+    left = np.where(above & (pos < j), pos, -1).max(axis=1)
+    right = np.where(above & (pos > j), pos, r.shape[1]).min(axis=1)
+
+    def at(x, i):
+        return np.take_along_axis(x, np.clip(i, 0, r.shape[1] - 1)[:, None], axis=1)[:, 0]
+
+    dd = np.broadcast_to(d[None], fmin.shape)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r0, f0, r1, f1 = at(r, left), at(f, left), at(r, left + 1), at(f, left + 1)
+        lo = np.where(left < 0, r[:, 0] - (dd - f[:, 0]) / W,
+                      r0 + (f0 - dd) / (f0 - f1) * (r1 - r0))
+        r0, f0, r1, f1 = at(r, right - 1), at(f, right - 1), at(r, right), at(f, right)
+        hi = np.where(right >= r.shape[1], r[:, -1] + (dd - f[:, -1]) / W,
+                      r0 + (dd - f0) / (f1 - f0) * (r1 - r0))
+    return lo, hi, empty | ~(W > 0)
+
+
 def invert(d: NDArray[np.float64], u: NDArray[np.float64], E: NDArray[np.float64], kind: str,
            m: int, sides: tuple[str, ...] = ("lower", "upper"),
            ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
@@ -97,45 +146,39 @@ def invert(d: NDArray[np.float64], u: NDArray[np.float64], E: NDArray[np.float64
     d̂_k, from below when fewer than ``m`` lie at or under it (1 <= m <= B).
 
     Lower: the smallest t in [0, d̂_k] whose m-th largest value reaches d̂_k (0 when t = 0
-    does; d̂_k when none does); upper: the largest t in [d̂_k, d̂_k + max_b ||E_b||] (beyond,
-    t - ||E_b|| <= ||t u + E_b|| rejects every t) whose m-th smallest value is at most d̂_k.
-    The accepted set need not be an interval (with two groups a deviation is one-dimensional
-    and each replicate accepts a window of t), so each bracket is scanned at ``_SCAN`` points
-    and the first (last) accepted point refined by bisection against its rejected neighbour.
-    A cluster with d̂_k = 0 (no direction) gets the triangle upper bound, the m-th largest
-    ||E_b||. ``sides``: the bounds to compute (the other is returned as d̂).
+    does; d̂_k when none does); upper: the largest t >= d̂_k whose m-th smallest value is at
+    most d̂_k (d̂_k when none is). Exact: replicate b's value is at most d̂_k on an interval
+    [a_b, c_b] of t (:func:`sublevel`), so the count at or under d̂_k changes only at the a_b
+    and c_b. The accepted set need not be an interval (with two groups a deviation is
+    one-dimensional and each replicate accepts a window of t): the sup of the upper test's
+    set is the largest c_j that m windows cover, the inf of the lower test's set 0 or the
+    smallest c_j with m replicates outside their open windows. A cluster with d̂_k = 0 (no
+    direction) gets the triangle upper bound, the m-th largest ||E_b||. ``sides``: the bounds
+    to compute (the other is returned as d̂).
     """
     B = E.shape[0]
-    cols = np.arange(d.size)
-
-    def g(t: NDArray[np.float64], j: int) -> NDArray[np.float64]:
-        return _order_stat(norm(t[None, None, :] * u[None] + E, kind), j)
-
-    def scan(start: NDArray[np.float64], stop: NDArray[np.float64], accept, first: bool):
-        grid = start[None] + np.linspace(0.0, 1.0, _SCAN)[:, None] * (stop - start)[None]
-        ok = np.stack([accept(t) for t in grid])  # (scan, k)
-        any_ok = ok.any(axis=0)
-        i = np.argmax(ok, axis=0) if first else _SCAN - 1 - np.argmax(ok[::-1], axis=0)
-        good = grid[i, cols]
-        # the neighbour outside the accepted point (rejected, or the bracket's end)
-        j = np.clip(i - 1 if first else i + 1, 0, _SCAN - 1)
-        bad = grid[j, cols]
-        for _ in range(_BISECTIONS):
-            mid = 0.5 * (good + bad)
-            a = accept(mid)
-            good, bad = np.where(a, mid, good), np.where(a, bad, mid)
-        return any_ok, good
-
-    e_norm = norm(E, kind)
+    a, c, empty = sublevel(d, u, E, kind)
+    a = np.where(empty, np.inf, a)
+    c = np.where(empty, -np.inf, c)
     lower = upper = d
     if "lower" in sides:
-        any_ok, lower = scan(np.zeros_like(d), d, lambda t: g(t, B - m) >= d, first=True)
-        lower = np.where(any_ok, lower, d)
+        # candidates 0 and every c_j; replicate b reaches d̂ at t when t <= a_b or t >= c_b
+        cand = np.concatenate([np.zeros((1, d.size)), np.where(np.isfinite(c), c, np.inf)])
+        best = np.full(d.size, np.inf)
+        for i in range(0, B + 1, 64):
+            t = cand[i:i + 64][:, None, :]  # (n, 1, k)
+            count = ((t <= a[None]) | (t >= c[None])).sum(axis=1)  # (n, k)
+            ok = (count >= m) & (t[:, 0] >= 0) & (t[:, 0] <= d[None])
+            best = np.minimum(best, np.where(ok, t[:, 0], np.inf).min(axis=0))
+        lower = np.where(np.isfinite(best), best, d)
     if "upper" in sides:
-        any_ok, upper = scan(d, d + e_norm.max(axis=0), lambda t: g(t, m - 1) <= d,
-                             first=False)
-        upper = np.where(any_ok, upper, d)
-        upper = np.where(d > 0, upper, d + _order_stat(e_norm, B - m))
+        best = np.full(d.size, -np.inf)
+        for i in range(0, B, 64):
+            t = c[i:i + 64][:, None, :]  # (n, 1, k)
+            count = ((a[None] <= t) & (t <= c[None])).sum(axis=1)
+            best = np.maximum(best, np.where(count >= m, t[:, 0], -np.inf).max(axis=0))
+        upper = np.where(best >= d, best, d)
+        upper = np.where(d > 0, upper, d + _order_stat(norm(E, kind), B - m))
     return lower, upper
 
 

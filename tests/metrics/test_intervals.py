@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
@@ -258,7 +258,7 @@ def test_calibrated_coverage_simulation(regime):
         assert lower >= old_lower, (regime, name, lower, old_lower)
 
 
-def test_calibrated_interval_holds_its_estimate_and_sits_inside_the_conservative_one():
+def test_calibrated_interval_holds_its_estimate_and_its_lower_end_inside_the_conservative():
     from fairaudit.metrics.bootstrap import resample_counts
 
     rng = np.random.default_rng(5)
@@ -270,15 +270,17 @@ def test_calibrated_interval_holds_its_estimate_and_sits_inside_the_conservative
             new, old = interval(T, 0.95, R), interval(T, 0.95)
             assert new.method == I.CALIBRATED_METHOD and old.method == I.METHOD
             assert new.lower <= float(metric(T)) <= new.upper
-            # never beyond the conservative ends, each valid on its own
-            assert old.lower <= new.lower and new.upper <= old.upper + 1e-12, (metric, new, old)
+            # the lower end never below the conservative one (valid on its own); the upper
+            # end may pass the Bonferroni one, whose normal z is too small for the score
+            # statistics' tails over many tied cells (docs/metrics.md, "Sparse tables")
+            assert old.lower <= new.lower, (metric, new, old)
 
 
 @settings(max_examples=40, deadline=None)
 @given(tables, st.integers(0, 2**32 - 1))
 def test_calibrated_interval_properties(T, seed):
-    """Any table: the calibrated interval contains the estimate, lies inside the conservative
-    one, and widens with the level."""
+    """Any table: the calibrated interval contains the estimate, its lower end lies inside the
+    conservative one, and it widens with the level."""
     from fairaudit.metrics.bootstrap import resample_counts
 
     R = resample_counts(T, 50, seed)
@@ -287,7 +289,7 @@ def test_calibrated_interval_properties(T, seed):
         old, a, b = interval(T, 0.95), interval(T, 0.90, R), interval(T, 0.99, R)
         new = interval(T, 0.95, R)
         assert new.lower - 1e-12 <= est <= new.upper + 1e-12, (metric.__name__, new, est)
-        assert old.lower - 1e-12 <= new.lower and new.upper <= old.upper + 1e-12
+        assert old.lower - 1e-12 <= new.lower
         assert b.lower <= a.lower + 1e-12 and a.upper <= b.upper + 1e-12, metric.__name__
 
 
@@ -334,16 +336,35 @@ def test_critical_value_and_miss_statistic_by_hand():
     assert critical_value(np.zeros(10), 0.95) == pytest.approx(1.6448536269514722)
 
 
-def test_calibrated_zero_cell_keeps_its_pointwise_upper_bound():
-    """A minimum observed at 0: the lower end is 0 and the upper end the pointwise bound."""
+def test_calibrated_zero_cell_takes_the_conservative_ends():
+    """A minimum observed at 0 leaves nothing to calibrate: the conservative ends (the upper
+    one Bonferroni over the contact cells; the pointwise bound under-covered: a new user's
+    random labels were judged unfair)."""
     from fairaudit.metrics.bootstrap import resample_counts
 
     T = np.array([[50, 40, 0], [30, 30, 20]])
     new = I.balance_interval(T, 0.95, resample_counts(T, 200, 1))
+    old = I.balance_interval(T, 0.95)
     bounds, est = I._balance_cells(T.astype(float))
-    assert new.lower == 0.0
-    assert new.upper == pytest.approx(float(np.maximum(bounds(0.025, "upper"), est).min()))
-    assert new.upper > 0.1
+    assert new.lower == old.lower == 0.0
+    assert new.upper == old.upper
+    assert new.upper >= float(np.maximum(bounds(0.025, "upper"), est).min()) > 0.1
+
+
+def test_sparse_contact_cell_gives_the_whole_upper_range():
+    """A cell that expects fewer than 5 people: no upper bound below the largest value
+    (the user's table: 4 of the 48 "9" people in a cluster, 0.9 expected)."""
+    from fairaudit.metrics.bootstrap import resample_counts
+
+    rng = np.random.default_rng(3)
+    T = rng.multinomial(6000, np.outer([0.5, 0.492, 0.008], np.full(50, 1 / 50)).ravel())
+    T = T.reshape(3, 50)
+    R = resample_counts(T, 200, 4)
+    for interval in (I.balance_interval, I.fairness_cce_interval):
+        for iv in (interval(T, 0.95, R), interval(T, 0.95)):
+            assert iv.upper >= 1.0, iv
+    dense = rng.multinomial(30_000, (SHARES[:, None] * COND).ravel()).reshape(4, 3)
+    assert I.balance_interval(dense, 0.95, resample_counts(dense, 200, 4)).upper < 0.9
 
 
 # ------------------------------------------------------------------------------ distances
@@ -446,42 +467,52 @@ def test_calibrated_max_distance_interval_properties(T, seed, ground):
 
 
 @settings(max_examples=40, deadline=None)
-@given(tables, st.integers(0, 2**32 - 1), st.sampled_from(["ed", "wd-zero-one"]),
+@given(tables, st.integers(0, 2**32 - 1), st.sampled_from(["ed", "wd-zero-one", "wd-ordinal"]),
        st.integers(1, 8))
+# a narrow window of accepted values beyond a gap, which a 32-point scan of the bracket missed
+# (the upper end 0.0955 where the grid finds 0.1099)
+@example(np.array([[29, 32], [32, 32]]), 0, "ed", 2)
 def test_max_distance_inversion_matches_a_grid_search(T, seed, kind, m):
-    """The oracle of the per-cluster test inversion: bisection finds the first value t on a
-    fine grid whose m-th largest ||t u + e*|| reaches d̂ (lower) and the last one whose m-th
-    smallest is at most d̂ (upper), for real bootstrap errors of a table."""
+    """The oracle of the per-cluster test inversion: the exact lower end is accepted (its m-th
+    largest ||t u + e*|| reaches d̂) and no point of a fine grid below it is; the exact upper
+    end is accepted (its m-th smallest is at most d̂) and no grid point above it is — for real
+    bootstrap errors of a table."""
     from fairaudit.metrics import distance_max as DM
     from fairaudit.metrics.bootstrap import resample_counts
 
+    ground = "ordinal" if kind == "wd-ordinal" else "zero-one"
     R = resample_counts(T, 40, seed).astype(float)
     R = R[(R.sum(axis=1) > 0).all(axis=1)]
     if len(R) < m:
         return
-    v = DM.deviations(T.astype(float), "zero-one")
-    E = DM.deviations(R, "zero-one") - v[None]
+    v = DM.deviations(T.astype(float), ground)
+    E = DM.deviations(R, ground) - v[None]
     d = DM.norm(v, kind)
     u = np.where(d > 0, v / np.where(d > 0, d, 1.0), 0.0)
     lower, upper = DM.invert(d, u, E, kind, m)
     top = float((d + DM.norm(E, kind).max(axis=0)).max())
     grid = np.linspace(0.0, top, 4001)
-    vals = DM.norm(grid[:, None, None, None] * u[None, None] + E[None], kind)  # (t, B, k)
+
+    def values(t):  # (len(t), B, k)
+        return DM.norm(np.asarray(t)[:, None, None, None] * u[None, None] + E[None], kind)
+
+    vals = values(grid)
     big = np.sort(vals, axis=1)[:, len(R) - m]  # m-th largest
     small = np.sort(vals, axis=1)[:, m - 1]  # m-th smallest
+    eps = 1e-9
     for k in range(d.size):
         if d[k] == 0:
             assert lower[k] == 0.0
             continue
-        # within a step of the fine grid plus one of the method's scan of its bracket
-        reach = np.flatnonzero((big[:, k] >= d[k]) & (grid <= d[k]))
-        first = grid[reach[0]] if reach.size else d[k]
-        tol = grid[1] + d[k] / (DM._SCAN - 1) + 1e-9
-        assert abs(lower[k] - first) <= tol, (k, lower[k], first)
-        under = np.flatnonzero(small[:, k] <= d[k])
-        last = grid[under[-1]] if under.size else d[k]
-        tol = grid[1] + DM.norm(E, kind)[:, k].max() / (DM._SCAN - 1) + 1e-9
-        assert abs(upper[k] - max(last, d[k])) <= tol, (k, upper[k], last)
+        at = values(np.array([lower[k], upper[k]]))[:, :, k]
+        if lower[k] < d[k]:  # accepted, and nothing on the grid before it is
+            assert np.sort(at[0])[len(R) - m] >= d[k] - eps, (k, lower[k])
+        early = np.flatnonzero((big[:, k] >= d[k] + eps) & (grid < lower[k] - eps))
+        assert early.size == 0, (k, lower[k], grid[early[:1]])
+        if upper[k] > d[k]:
+            assert np.sort(at[1])[m - 1] <= d[k] + eps, (k, upper[k])
+        late = np.flatnonzero((small[:, k] <= d[k] - eps) & (grid > max(upper[k], d[k]) + eps))
+        assert late.size == 0, (k, upper[k], grid[late[-1:]])
 
 
 def test_calibrated_max_distance_at_zero_and_without_sampling_error():
