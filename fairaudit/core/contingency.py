@@ -151,16 +151,31 @@ class BootstrapReplicates:
     """Multinomial bootstrap replicates of one joint table (:func:`resample_joint`, B x cells)
     and, built on first use and then shared by every auditor of the labelling, their group x
     cluster tables per attribute (:meth:`JointTable.bootstrap_counts`). The tables are
-    read-only: an auditor that changed one would change it for the next."""
+    read-only: an auditor that changed one would change it for the next.
 
-    def __init__(self, joint: JointTable, resampled: np.ndarray) -> None:
+    :meth:`per_attribute` draws each attribute's replicates from its own random stream instead
+    (the host's way): an attribute's intervals then do not depend on which other attributes
+    are audited beside it."""
+
+    def __init__(self, joint: JointTable, resampled: np.ndarray | None,
+                 streams: Callable[[str], np.random.Generator] | None = None,
+                 n_boot: int | None = None) -> None:
         self.joint = joint
         self.cells = resampled
+        self._streams = streams
+        self._n_boot = int(resampled.shape[0]) if resampled is not None else int(n_boot or 0)
         self._tables: dict[tuple[Any, ...], np.ndarray] = {}
+
+    @classmethod
+    def per_attribute(cls, joint: JointTable, n_boot: int, seed: int,
+                      labelling: str) -> BootstrapReplicates:
+        """Replicates whose stream for ``attribute`` is seeded by (``seed``, the labelling's
+        name, the attribute's name) alone (:func:`attribute_stream`)."""
+        return cls(joint, None, lambda a: attribute_stream(seed, labelling, a), n_boot)
 
     @property
     def n_boot(self) -> int:
-        return int(self.cells.shape[0])
+        return self._n_boot
 
     def tables(self, attribute: str, groups: Sequence[int] | None = None,
                clusters: Sequence[int] | None = None) -> np.ndarray:
@@ -169,7 +184,12 @@ class BootstrapReplicates:
         key = (attribute, None if groups is None else tuple(groups),
                None if clusters is None else tuple(clusters))
         if key not in self._tables:
-            arr = self.joint.bootstrap_counts(attribute, self.cells, groups, clusters)
+            cells = self.cells
+            if cells is None:
+                assert self._streams is not None
+                cells = resample_attribute(self.joint, attribute, self._n_boot,
+                                           self._streams(attribute))
+            arr = self.joint.bootstrap_counts(attribute, cells, groups, clusters)
             arr.flags.writeable = False
             self._tables[key] = arr
         return self._tables[key]
@@ -358,6 +378,42 @@ def resample_joint(joint: JointTable, n_boot: int, rng: np.random.Generator) -> 
     if n > 0:
         p = counts[clean] / n
         out[:, clean] = rng.multinomial(n, p, size=n_boot)
+    return out
+
+
+def _name_key(name: str) -> int:
+    """A stable 64-bit key of a name (Python's hash() is salted per process)."""
+    import hashlib
+
+    return int.from_bytes(hashlib.sha256(name.encode("utf-8")).digest()[:8], "little")
+
+
+def attribute_stream(seed: int, labelling: str, attribute: str) -> np.random.Generator:
+    """The bootstrap stream of one attribute of one labelling: a child of the run's seed keyed
+    by both names, so it does not change when other attributes or labellings are added."""
+    ss = np.random.SeedSequence(int(seed), spawn_key=(_name_key(labelling), _name_key(attribute)))
+    return np.random.default_rng(ss)
+
+
+def resample_attribute(joint: JointTable, attribute: str, n_boot: int,
+                       rng: np.random.Generator) -> np.ndarray:
+    """Multinomial bootstrap of ``attribute``'s own (cluster, group) table, as B x joint cells
+    that :meth:`JointTable.bootstrap_counts` marginalises back to it: each (cluster, group)
+    class's count sits on the first joint cell of the class. The classes are drawn in the
+    order (cluster, group index), which does not depend on the other attributes in the joint
+    table; noise cells are kept as observed, as :func:`resample_joint` does."""
+    gidx, _ = joint.group_index(attribute)
+    counts = joint.counts.astype(np.int64)
+    keys, first, inv = np.unique(np.column_stack([joint.cluster, gidx]), axis=0,
+                                 return_index=True, return_inverse=True)
+    inv = inv.reshape(-1)
+    per_class = np.bincount(inv, weights=counts, minlength=len(keys)).astype(np.int64)
+    out = np.zeros((n_boot, counts.size), dtype=np.int64)
+    clean = keys[:, 0] >= 0
+    out[:, first[~clean]] = per_class[~clean]
+    n = int(per_class[clean].sum())
+    if n > 0:
+        out[:, first[clean]] = rng.multinomial(n, per_class[clean] / n, size=n_boot)
     return out
 
 

@@ -29,7 +29,6 @@ from fairaudit.core.contingency import (
     BootstrapReplicates,
     JointTable,
     joint_from_frame,
-    resample_joint,
 )
 from fairaudit.core.data import AuditData, ColumnRoles, Labelling
 from fairaudit.core.document import (
@@ -322,10 +321,13 @@ def audit(s: RunState) -> RunState:
         tables = joint.tables()
         boot = None
         if spec.options.bootstrap > 0:
-            rng = np.random.default_rng([audit_seed, lab_index])
-            boot = (release.replicates(lab.name, spec.options.bootstrap, rng) if release
-                    else BootstrapReplicates(joint,
-                                             resample_joint(joint, spec.options.bootstrap, rng)))
+            # each attribute its own stream (the run's seed, labelling, attribute): its
+            # interval does not depend on which other attributes or steps the chain has
+            # (docs/metrics.md, "Uncertainty")
+            boot = (release.replicates(lab.name, spec.options.bootstrap,
+                                       np.random.default_rng([audit_seed, lab_index]))
+                    if release else BootstrapReplicates.per_attribute(
+                        joint, spec.options.bootstrap, spec.data.seed, lab.name))
         for step, cls in zip(spec.audit, audit_classes, strict=True):
             if not cls.per_labelling and lab_index > 0:
                 continue  # about the data, not a clustering: run once
