@@ -199,9 +199,9 @@ def _min_of(bounds: _Bounds, estimate: NDArray[np.float64], level: float,
     With a ``calibration`` (bootstrap replicates), both ends take every cell's score bound at a
     bootstrap critical value instead (``score-max-bootstrap``; module docstring).
 
-    ``sparse`` = (expected count per cell, the metric's largest value): where a contact cell
-    expects fewer than ``SPARSE_EXPECTED`` people, the upper end is that largest value under
-    either method (module docstring, "Sparse tables").
+    ``sparse`` = (expected count per cell, the metric's largest value): a cell that expects
+    fewer than ``SPARSE_EXPECTED`` people gets that largest value as its upper bound under
+    either method; the other cells still bound the minimum from above (module docstring).
     """
     a = _alpha(level)
     est = np.asarray(estimate, dtype=np.float64).ravel()
@@ -211,13 +211,12 @@ def _min_of(bounds: _Bounds, estimate: NDArray[np.float64], level: float,
     J = max(1, int(contact.sum()))
     method = METHOD
     hi = hi_all if J == est.size else np.maximum(bounds(a / J, "upper").ravel(), est)
-    if calibration is not None and float(est.min()) > 0:
-        # (an estimate of 0 leaves nothing to calibrate: the conservative ends)
-        lo, hi, J = _calibrated_ends(bounds, est, lo, a, calibration)
+    if calibration is not None:
+        lo, hi, J = _calibrated_ends(bounds, est, lo, hi, a, calibration)
     if calibration is not None:
         method = CALIBRATED_METHOD
-    if sparse is not None and bool((sparse[0][contact] < SPARSE_EXPECTED).any()):
-        hi = np.maximum(hi, sparse[1])
+    if sparse is not None:  # a sparse cell's upper bound says nothing: the largest value
+        hi = np.where(sparse[0] < SPARSE_EXPECTED, np.maximum(hi, sparse[1]), hi)
     i_lo = int(np.argmin(lo))
     i_hi = int(np.argmin(hi))
 
@@ -231,7 +230,7 @@ def _min_of(bounds: _Bounds, estimate: NDArray[np.float64], level: float,
 
 
 def _calibrated_ends(bounds: _Bounds, est: NDArray[np.float64], lo_pw: NDArray[np.float64],
-                     a: float, cal: _Calibration
+                     hi_bonferroni: NDArray[np.float64], a: float, cal: _Calibration
                      ) -> tuple[NDArray[np.float64], NDArray[np.float64], int]:
     """Per-cell lower and upper bounds of the calibrated method and the contact set's size.
 
@@ -252,7 +251,10 @@ def _calibrated_ends(bounds: _Bounds, est: NDArray[np.float64], lo_pw: NDArray[n
     J = max(1, idx.size)
     theta = float(est.min())
     kappa = float(np.sqrt(2.0 * np.log(max(np.log(cal.n), 1.0))))
-    tie = np.nan_to_num(cal.slack(idx, theta), nan=np.inf) <= _tie_threshold(cal.n, J, kappa)
+    if theta > 0:
+        tie = np.nan_to_num(cal.slack(idx, theta), nan=np.inf) <= _tie_threshold(cal.n, J, kappa)
+    else:  # a cell observed at 0: any other cell may be the true minimum
+        tie = cal.expected[idx] >= SPARSE_EXPECTED
     at = np.full(est.size, theta)
     at[idx] = np.where(tie, est[idx], theta)
     fold = None
@@ -263,6 +265,8 @@ def _calibrated_ends(bounds: _Bounds, est: NDArray[np.float64], lo_pw: NDArray[n
     s = miss_statistic(lambda i: cal.miss(i, theta, at[i],
                                           None if fold is None else fold[i]), idx)
     c = critical_value(s, 1.0 - 2.0 * a)
+    if theta <= 0:  # the lower end is 0; the upper end never below the conservative one
+        return lo_pw, np.maximum(hi_bonferroni, _upper(bounds, est, c)), J
     hi = hi_pw if c == z_a else _upper(bounds, est, c)
     lo = lo_pw if c >= z_a else np.minimum(bounds(one_sided(c), "lower").ravel(), est)
     return lo, hi, J

@@ -192,6 +192,7 @@ REGIMES = {
 # smallest group expect 2.4 or 1 person.
 SPARSE_SHARES = np.array([0.36, 0.33, 0.175, 0.08, 0.047, 0.008])
 RELIGIOUS_SHARES = np.array([0.38, 0.356, 0.16, 0.104])
+SPARSE_REGIMES = ("sparse-k20", "sparse-k50", "null-k50")
 REGIMES.update({
     "sparse-k20": (SPARSE_SHARES, np.full((6, 20), 1 / 20), 6000),
     "sparse-k50": (SPARSE_SHARES, np.full((6, 50), 1 / 50), 6000),
@@ -252,10 +253,16 @@ def test_calibrated_coverage_simulation(regime):
     in docs/metrics.md."""
     res = regime_coverage(regime, draws=400, seed=2026)
     for name, (cov, _, _, width, lower) in res["calibrated"].items():
-        assert 0.93 - MC_TOLERANCE <= cov <= 0.97 + MC_TOLERANCE, (regime, name, cov)
         old_cov, _, _, old_width, old_lower = res["conservative"][name]
-        assert width <= old_width, (regime, name, width, old_width)
         assert lower >= old_lower, (regime, name, lower, old_lower)
+        if regime in SPARSE_REGIMES:
+            # every cell ties at the truth, or a cell expects about 1 person: at least the
+            # stated rate, up to the Monte-Carlo error; the upper end may pass the
+            # conservative one there (docs/metrics.md, "Sparse tables")
+            assert cov >= 0.93 - MC_TOLERANCE, (regime, name, cov)
+            continue
+        assert 0.93 - MC_TOLERANCE <= cov <= 0.97 + MC_TOLERANCE, (regime, name, cov)
+        assert width <= old_width, (regime, name, width, old_width)
 
 
 def test_calibrated_interval_holds_its_estimate_and_its_lower_end_inside_the_conservative():
