@@ -22,10 +22,10 @@ is distributed as ||t u_k + e||, which the replicates give as F_k(t) = {||t u_k 
   min_k P(F_k(θ) >= d*_k) < p or max_k P(F_k(θ) <= d*_k) < p, and p is the largest level at
   which at most 1 - level of the replicates miss. **Moment selection at the boundary**
   (Andrews & Soares 2010): a cluster whose distance is not clearly above 0 (d̂_k within the
-  Φ(κ) quantile of its error norm, κ = sqrt(2 ln ln n)) counts as 0 in the bootstrap world,
-  and when every cluster does, the upper end cannot miss (θ = 0 <= U), so the lower end gets
+  Φ(τ) quantile of its error norm, τ = max(κ, 2 z_{γ/k}), κ = sqrt(2 ln ln n),
+  γ = 0.1 / ln n, k clusters) counts as 0 in the bootstrap world, and when every cluster does, the upper end cannot miss (θ = 0 <= U), so the lower end gets
   all of the error. Where one cluster is far from 0, the two ends share it. **Moment selection
-  at the maximum**: a cluster within κ bootstrap standard deviations of the largest estimate
+  at the maximum**: a cluster within τ bootstrap standard deviations of the largest estimate
   may tie it, and its lower-end misses are counted at θ (its upper-end misses from its own
   estimate);
 * **safeguards**: p <= 1 - level (never narrower than spending all of the error on one end of

@@ -36,8 +36,13 @@ S(θ0) = max(max_j (-z_j(θ0)), min_j z_j(θ0)) <= c (z_j the signed score stati
 θ0): a test inversion. c is the level quantile of S*(θ̂) over the replicates — for the upper
 end the bootstrap of the maximum standardised deviation (Cherian & Candès 2024, *JMLR* 25,
 "Statistical inference for fairness auditing"), for the lower end of the smallest — at least
-z at one-sided 1 - level, and neither end beyond the conservative one
+z at one-sided 1 - level, the lower end never below the conservative one
 (:mod:`fairaudit.metrics.calibrate`; coverage by regime in ``docs/metrics.md``).
+
+**Sparse tables**: a cell expecting fewer than ``SPARSE_EXPECTED`` people under independence
+gets the metric's largest value as its upper bound under both methods (its replicates cannot
+show its spread, its score bound at Bonferroni levels is far too narrow); the other cells still
+bound the minimum from above.
 
 All functions take one table ``N`` (groups x clusters, every row and column with a positive
 sum) and return an :class:`Interval`. The distances' intervals (Ed, Wd) are in
@@ -262,8 +267,12 @@ def _calibrated_ends(bounds: _Bounds, est: NDArray[np.float64], lo_pw: NDArray[n
         fold = np.full(est.size, np.nan)
         near_one = -np.nan_to_num(cal.slack(idx, 1.0), nan=np.inf) <= kappa
         fold[idx] = np.where(tie & near_one, cal.unfolded[idx], np.nan)
-    s = miss_statistic(lambda i: cal.miss(i, theta, at[i],
-                                          None if fold is None else fold[i]), idx)
+    def stats(i: NDArray[np.int64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        below, above = cal.miss(i, theta, at[i], None if fold is None else fold[i])
+        # at an estimate of 0 the lower end is 0 and cannot miss: the upper part alone
+        return below, (above if theta > 0 else np.full_like(above, -np.inf))
+
+    s = miss_statistic(stats, idx)
     c = critical_value(s, 1.0 - 2.0 * a)
     if theta <= 0:  # the lower end is 0; the upper end never below the conservative one
         return lo_pw, np.maximum(hi_bonferroni, _upper(bounds, est, c)), J
