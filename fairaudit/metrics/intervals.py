@@ -359,8 +359,8 @@ def _balance_calibration(T: NDArray[np.float64], replicates: ArrayLike) -> _Cali
             x2, n2 = cr - x1, nr - n1
             ok = (n1 > 0) & (n2 > 0)
             s = n1 / nr
-            qs = q[None] * s
             with np.errstate(divide="ignore", invalid="ignore"):
+                qs = q[None] * s  # inf x 0 (1 / a value of 0, a group absent): NaN, no test
                 r = q[None] * (1.0 - s) / (1.0 - qs)
                 possible = (qs < 1.0) & (r > 0)
                 stat = _koopman_stat(np.where(possible, r, 1.0), x1, np.where(n1 > 0, n1, 1.0),
