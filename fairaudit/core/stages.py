@@ -215,7 +215,7 @@ def cluster(s: RunState) -> RunState:
             data = data.with_labelling(lab)
 
     chosen_k: int | None = spec.options.k
-    default_chain = spec.source == "flags:default"
+    default_chain = spec.source.endswith(":default")
     fair_steps: dict[str, tuple[dict[str, Any], AuditData]] = {}
     fitted_clu: list[FittedStep] = []
     for step, cls in zip(spec.cluster, s.classes("clusterer", "cluster"), strict=True):

@@ -170,17 +170,23 @@ def validate_chain(
         _check_columns(spec, list(columns), problems)
     if problems.items:
         items = problems.items
+        where = spec.source
         if spec.source.startswith("flags"):
-            items = [(_flag_path(p), m) for p, m in items]
+            items = [(_flag_path(p), _words(m, _FLAG_WORDS)) for p, m in items]
+            where = "command line"
+        elif spec.source.startswith(API):
+            items = [(_api_path(p), _words(m, _API_WORDS)) for p, m in items]
+            where = API
         elif spec.source == PYTHON:
-            items = [(_python_path(p), _python_words(m)) for p, m in items]
-        raise ChainValidationError(items, "command line" if spec.source.startswith("flags")
-                                   else spec.source)
+            items = [(_python_path(p), _words(m, _PYTHON_WORDS)) for p, m in items]
+        raise ChainValidationError(items, where)
     return replace(spec, thresholds=tuple(resolved), problems=())
 
 
 PYTHON = "python"
 """``ChainSpec.source`` of a spec built in Python: problems are named as its attributes."""
+API = "api"
+"""``ChainSpec.source`` of the keywords of ``fairaudit.audit``: problems name the keyword."""
 
 _CHAIN_ROOTS = ("data", "options", "privacy", "engine", "preprocess", "cluster", "audit")
 _PYTHON_WORDS = (
@@ -189,6 +195,18 @@ _PYTHON_WORDS = (
     ("add a [[cluster]] step", "add a StepSpec('cluster', ...) to chain.cluster"),
     ("add at least one [[audit]] step", "add at least one StepSpec('audit', ...) to chain.audit"),
     ("set data.labels", "set DataSpec(labels=...)"),
+    ("(--sensitive A,B)", "(DataSpec(sensitive=('a', 'b')))"),
+)
+_API_WORDS = (
+    ("add [[cluster]] steps or data.labels first", "pass cluster= or labels= as well"),
+    ("set data.labels or add a [[cluster]] step", "pass labels= or cluster="),
+    ("add at least one [[audit]] step", "pass audit= (or skip fewer auditors)"),
+    ("(--sensitive A,B)", "(sensitive=['a', 'b'])"),
+)
+_FLAG_WORDS = (
+    ("add [[cluster]] steps or data.labels first", "add --cluster or --labels as well"),
+    ("set data.labels or add a [[cluster]] step", "give --labels or --cluster"),
+    ("add at least one [[audit]] step", "give --audit (or skip fewer auditors)"),
 )
 
 
@@ -213,10 +231,23 @@ def _python_path(path: str) -> str:
     return f"chain.{path}" if root in _CHAIN_ROOTS else path
 
 
-def _python_words(msg: str) -> str:
-    for toml, python in _PYTHON_WORDS:
-        msg = msg.replace(toml, python)
+def _words(msg: str, words: Sequence[tuple[str, str]]) -> str:
+    """``msg`` with the chain file's words replaced by the surface's (``words``)."""
+    for toml, other in words:
+        msg = msg.replace(toml, other)
     return msg
+
+
+def _api_path(path: str) -> str:
+    """A problem's path as the keyword of ``fairaudit.audit`` (``sensitive``, ``bootstrap``);
+    steps the keywords added are already named ``cluster[0]``, thresholds ``fail_under['wd']``."""
+    from fairaudit.core.params import PARAMS
+
+    for p in PARAMS.values():
+        if p.key and "." in p.key and (path == p.key or path.startswith((f"{p.key}[",
+                                                                          f"{p.key}."))):
+            return p.name
+    return path
 
 
 def _bound_path(th: Threshold) -> str:

@@ -1,0 +1,108 @@
+"""Defects a new user met in a trial of main: every message names what the user wrote (keyword,
+flag or TOML key), and the words of the report read as a person reads them."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+import fairaudit
+from fairaudit.errors import ChainValidationError, ConfigError
+from tests.conftest import make_synthetic
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+# ------------------------------------------------------------------ 1. the keyword API's names
+@pytest.mark.parametrize(("kwargs", "named"), [
+    ({"cluster": [("kmeans", {"n_cluster": 4})]},
+     "  cluster[0].params.n_cluster: unknown parameter of 'kmeans' (did you mean n_clusters?)"),
+    ({"cluster": ["kmeans:n_cluster=4"]}, "  cluster[0].params.n_cluster: unknown parameter"),
+    ({"labels": "segment", "audit": [("balance", {"bogus": 1})]},
+     "  audit[0].params.bogus: unknown parameter of 'balance'"),
+    ({"sensitive": ["sexx"], "labels": "segment"},
+     "  sensitive: column 'sexx' is not in the data (did you mean 'sex'?)"),
+    ({"labels": "segmnt"}, "  labels: column 'segmnt' is not in the data"),
+    ({"labels": "segment", "fail_under": {"wd": 0.1}},
+     "  fail_under['wd']: 'wd' is lower-is-better: a lower bound on it rewards unfairness; "
+     "use fail_over instead"),
+    ({"labels": "segment", "warn_over": {"balance": 0.5}},
+     "  warn_over['balance']: 'balance' is higher-is-better: an upper bound on it rewards "
+     "unfairness; use warn_under instead"),
+    ({"labels": "segment", "fail_under": {"balance@ci": 0.5}, "bootstrap": 0},
+     "intervals are off (bootstrap=0); give bootstrap=N or drop @ci"),
+])
+def test_keyword_errors_name_the_keyword_never_a_flag(kwargs, named):
+    kwargs = {"sensitive": ["sex"], "twins": False, **kwargs}
+    with pytest.raises(ChainValidationError) as exc:
+        fairaudit.audit(make_synthetic(n=200), **kwargs)
+    text = str(exc.value)
+    assert text.startswith("1 problem(s) in the arguments of fairaudit.audit:"), text
+    assert named in text, text
+    assert "--" not in text and "[[" not in text, text
+
+
+def test_an_unknown_skipped_auditor_is_named_as_the_keyword():
+    with pytest.raises(ConfigError, match=r"^skip_audit 'balnce': unknown auditor"):
+        fairaudit.audit(make_synthetic(n=100), sensitive=["sex"], labels="segment",
+                        skip_audit=["balnce"])
+
+
+def test_the_keyword_api_records_its_source():
+    run = fairaudit.audit(make_synthetic(n=300), sensitive=["sex"], labels="segment",
+                          bootstrap=0, fail_under={"balance": 0.01})
+    assert run.doc["chain"]["source"] == "api"
+    assert run.doc["chain"]["thresholds"][0]["source"] == "fail_under['balance']"
+
+
+def test_a_toml_threshold_against_the_direction_says_use_max():
+    from fairaudit.core.chain import parse_chain
+
+    spec = parse_chain({"data": {"sensitive": ["sex"], "labels": "segment"},
+                        "audit": [{"use": "distribution"}],
+                        "threshold": [{"metric": "wd", "min": 0.1}]}, source="c.toml")
+    with pytest.raises(ChainValidationError) as exc:
+        fairaudit.audit(make_synthetic(n=100), chain=spec)
+    assert ("  threshold[0].min: 'wd' is lower-is-better: a lower bound on it rewards "
+            "unfairness; use max = ... instead") in str(exc.value)
+    assert "--" not in str(exc.value)
+
+
+def test_the_cli_still_names_its_flags(tmp_path):
+    from click.testing import CliRunner
+
+    from fairaudit.cli import main
+
+    path = tmp_path / "d.parquet"
+    make_synthetic(n=200).write_parquet(path)
+    res = CliRunner().invoke(main, ["audit", str(path), "--sensitive", "sex", "--labels",
+                                    "segment", "--fail-under", "wd=0.1", "--cluster",
+                                    "kmeans:n_cluster=3", "-o", str(tmp_path / "r.html")])
+    assert res.exit_code == 2, res.output
+    assert "--cluster[0].params.n_cluster: unknown parameter" in res.output
+    assert "--fail-under wd=0.1: 'wd' is lower-is-better" in res.output
+    assert "use --fail-over instead" in res.output
+
+
+# ------------------------------------------------------------------ 7. the distribution's name
+def test_install_hints_name_the_distribution():
+    import tomllib
+
+    dist = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["name"]
+    assert dist != "fairaudit"  # README: `fairaudit` on the index is an unrelated project
+    # (the README's warning "`pip install fairaudit` does **not** install this tool" is right)
+    wrong = re.compile(r"pip install\s+['\"]?fairaudit(\[|['\"\s`]|$)(?!\s*does \*\*not)",
+                       re.M)
+    files = [*ROOT.glob("fairaudit/**/*.py"), *ROOT.glob("docs/**/*.md"), ROOT / "README.md",
+             *ROOT.glob("plugins/**/*.py"), *ROOT.glob("examples/**/*")]
+    bad = [str(f.relative_to(ROOT)) for f in files
+           if f.is_file() and wrong.search(f.read_text(errors="replace").replace("\n  ", " "))]
+    assert not bad, f"install hints naming 'fairaudit' instead of {dist!r}: {bad}"
+    from click.testing import CliRunner
+
+    from fairaudit.cli import main
+
+    help_text = CliRunner().invoke(main, ["audit", "--help"]).output
+    assert f"'{dist}[dask]'" in " ".join(help_text.split())
