@@ -106,3 +106,59 @@ def test_install_hints_name_the_distribution():
 
     help_text = CliRunner().invoke(main, ["audit", "--help"]).output
     assert f"'{dist}[dask]'" in " ".join(help_text.split())
+
+
+# ------------------------------------------------------------------ 2. a date column
+def _with_date(n: int = 300):
+    import datetime as dt
+
+    import polars as pl
+
+    data = make_synthetic(n=n)
+    days = [dt.datetime(2020, 1, 1) + dt.timedelta(days=i % 365) for i in range(n)]
+    return data.with_columns(pl.Series("date", days))
+
+
+def test_a_labels_only_audit_runs_beside_a_date_column(tmp_path):
+    from click.testing import CliRunner
+
+    from fairaudit.cli import main
+
+    path = tmp_path / "t.parquet"
+    _with_date().write_parquet(path)
+    res = CliRunner().invoke(main, ["audit", str(path), "--sensitive", "sex,race", "--labels",
+                                    "segment", "--bootstrap", "0", "-o",
+                                    str(tmp_path / "r.html")])
+    assert res.exit_code == 0, res.output
+    assert ("note: column 'date' is a date/time (Datetime): not used as a feature (cast it to a "
+            "number to use it); --exclude date silences this note") in res.output
+    import json
+
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert "date" in doc["input"]["excluded_columns"]
+    res = CliRunner().invoke(main, ["audit", str(path), "--sensitive", "sex,race", "--labels",
+                                    "segment", "--bootstrap", "0", "--exclude", "date", "-o",
+                                    str(tmp_path / "r.html")])
+    assert res.exit_code == 0 and "date/time" not in res.output, res.output
+
+
+def test_a_date_column_is_left_out_of_the_default_features_in_python_too():
+    run = fairaudit.audit(_with_date(), sensitive=["sex"], cluster=[("kmeans", {"n_clusters": 3})],
+                          bootstrap=0, twins=False)
+    why = run.doc["input"]["excluded_columns"]["date"]
+    assert why.endswith("exclude=['date'] silences this note"), why
+
+
+def test_a_date_column_named_as_a_feature_gets_an_error_naming_the_flag(tmp_path):
+    from click.testing import CliRunner
+
+    from fairaudit.cli import main
+
+    path = tmp_path / "t.parquet"
+    _with_date().write_parquet(path)
+    res = CliRunner().invoke(main, ["audit", str(path), "--sensitive", "sex", "--labels",
+                                    "segment", "--features", "x1,date", "-o",
+                                    str(tmp_path / "r.html")])
+    assert res.exit_code == 2, res.output
+    assert "the default preprocessing 'encode' (default.preprocess[0]): " in res.output
+    assert "column 'date'" in res.output and "(leave it out of --features)" in res.output

@@ -184,7 +184,7 @@ def preprocess(s: RunState) -> RunState:
         fitted.append(FittedStep(step.label, comp, "sensitive" in cls.requires, step.use))
         view = data if "sensitive" in cls.requires else data.without_sensitive()
         data = guard(step, s.clock.run, "preprocessor", step.label, None, fit_transform, comp,
-                     view)
+                     view, spec=s.spec)
         docs.append(
             {"name": step.label, "use": step.use, "params": json_params(comp.get_params()),
              "notes": list(comp.notes()), "report": jsonable(getattr(comp, "report_", {}))}

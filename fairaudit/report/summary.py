@@ -157,6 +157,12 @@ def caveat_lines(doc: Mapping[str, Any]) -> list[str]:
             n = sum(left.values())
             why = "; ".join(f"{k}: {v:,}" for k, v in left.items())
             out.append(f"note: {n:,} {'row' if n == 1 else 'rows'} left out ({why})")
+    cols = (doc.get("input") or {}).get("excluded_columns") or {}
+    if isinstance(cols, Mapping):
+        # columns set aside by fairaudit itself (not the user's own exclude list)
+        out.extend(f"note: column {c!r} is a {why}"
+                   for c, why in cols.items()
+                   if isinstance(why, str) and why.startswith("date/time"))
     warnings = [(str(lab.get("name")), w) for lab in doc.get("labellings") or ()
                 if isinstance(lab, Mapping) for w in lab.get("warnings") or ()
                 if isinstance(w, Mapping) and w.get("message")]
