@@ -162,3 +162,23 @@ def test_a_date_column_named_as_a_feature_gets_an_error_naming_the_flag(tmp_path
     assert res.exit_code == 2, res.output
     assert "the default preprocessing 'encode' (default.preprocess[0]): " in res.output
     assert "column 'date'" in res.output and "(leave it out of --features)" in res.output
+
+
+# ------------------------------------------------------------------ 3. every row noise
+def test_all_noise_says_no_clusters_and_notes_join_cleanly(tmp_path):
+    import html
+
+    run = fairaudit.audit(make_synthetic(n=200), sensitive=["sex"],
+                          cluster=[("dbscan", {"eps": 1e-6})], bootstrap=0)
+    html_path, _ = fairaudit.write_report(run, tmp_path / "r.html")
+    text = html.unescape(html_path.read_text())
+    assert "No verdict: no clusters: every row was noise" in text
+    assert "none of the headline metrics has a verdict bound" not in text
+    assert ".;" not in text and ". ;" not in text
+
+
+def test_join_clauses():
+    from fairaudit.report.words import join_clauses
+
+    assert join_clauses(["a were left out.", " b: c. ", "", "d"]) == "a were left out; b: c; d"
+    assert join_clauses([]) == ""

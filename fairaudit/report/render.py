@@ -43,6 +43,7 @@ if TYPE_CHECKING:  # pragma: no cover
 from fairaudit.core.io import atomic_write_text
 from fairaudit.report.results import finite
 from fairaudit.report.summary import privacy_notice
+from fairaudit.report.words import join_clauses
 
 log = logging.getLogger(__name__)
 
@@ -216,6 +217,7 @@ FILTERS: dict[str, Any] = {
     "direction_arrow": direction_arrow,
     "direction_text": direction_text,
     "slug": slug,
+    "clauses": join_clauses,
 }
 """Filters installed in every report environment."""
 

@@ -127,3 +127,9 @@ def capitalize(s: str) -> str:
 
 def _close(a: float, b: float) -> bool:
     return abs(a - b) <= _REL * max(1.0, abs(a), abs(b))
+
+
+def join_clauses(parts: Sequence[Any]) -> str:
+    """Notes (each possibly a sentence with its full stop) as one run of clauses: ``"a; b"``,
+    never ``"a.; b"``; empty parts are dropped."""
+    return "; ".join(p for p in (str(x).strip().rstrip(".").strip() for x in parts) if p)
