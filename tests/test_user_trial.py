@@ -182,3 +182,34 @@ def test_join_clauses():
 
     assert join_clauses(["a were left out.", " b: c. ", "", "d"]) == "a were left out; b: c; d"
     assert join_clauses([]) == ""
+
+
+# ------------------------------------------------------------------ 4. parameters as people read them
+def test_parameters_read_as_words_not_python():
+    from fairaudit_builtins.section_helpers import labelling_about, labelling_caption
+
+    from fairaudit.report.render import fmt_params
+
+    params = {"n_init": 10, "fair": True, "standardize": False, "labellings": None,
+              "tol": 1e-6, "share": 0.01, "random_state": 3}
+    assert fmt_params(params) == ("fair: yes, n_init = 10, random_state = 3, share = 0.01, "
+                                  "standardize: no, tol = 1e-06")
+    km = {"name": "kmeans", "component": "kmeans", "params": {"n_init": 10, "random_state": 0}}
+    assert labelling_about(km) == "n_init = 10"
+    assert labelling_caption(km) == "clusterer kmeans (n_init = 10)"
+    twin = {"name": "fairden-unfair", "component": "fairden", "params": {"fair": False}}
+    assert labelling_about(twin) == "clusterer fairden, fair: no"
+    assert labelling_about({"origin": "column", "name": "seg", "column": "seg"}) == "column ‘seg’"
+
+
+def test_the_report_shows_no_python_reprs(tmp_path):
+    import html
+    import re as re_
+
+    run = fairaudit.audit(make_synthetic(n=300), sensitive=["sex"],
+                          cluster=[("kmeans", {"n_clusters": 3})], bootstrap=0, twins=False)
+    text = html.unescape(fairaudit.write_report(run, tmp_path / "r.html")[0].read_text())
+    body = re_.sub(r"<script.*?</script>", "", text, flags=re_.S)
+    assert "clusterer kmeans (clusterer" not in body and "kmeans (clusterer kmeans" not in body
+    assert not re_.search(r"\w=(True|False|None)\b", body), re_.search(
+        r".{60}\w=(True|False|None)\b.{20}", body)

@@ -50,6 +50,7 @@ from fairaudit_builtins.section_helpers import (
     headline_chart,
     headline_table,
     json_text,
+    labelling_about,
     labelling_caption,
     labelling_names,
     mark_best,
@@ -78,6 +79,7 @@ __all__ = [
     "headline_chart",
     "headline_table",
     "json_text",
+    "labelling_about",
     "labelling_caption",
     "labelling_names",
     "mark_best",
@@ -151,7 +153,7 @@ class SummarySection(ReportSection):
             "rows_audited": inp.get("rows_audited"),
             "attributes": list(run.attributes),
             "labellings": [
-                {"name": lab["name"], "caption": labelling_caption(lab)} for lab in run.labellings
+                {"name": lab["name"], "about": labelling_about(lab)} for lab in run.labellings
             ],
             "ci_level": ((doc.get("chain") or {}).get("options") or {}).get("ci_level", 0.95),
             "notes": [str(n) for n in doc.get("notes") or ()],
