@@ -213,3 +213,33 @@ def test_the_report_shows_no_python_reprs(tmp_path):
     assert "clusterer kmeans (clusterer" not in body and "kmeans (clusterer kmeans" not in body
     assert not re_.search(r"\w=(True|False|None)\b", body), re_.search(
         r".{60}\w=(True|False|None)\b.{20}", body)
+
+
+# ------------------------------------------------------------------ 5. labellings counted right
+def test_the_headline_table_counts_labellings_not_the_data_column(tmp_path):
+    run = fairaudit.audit(make_synthetic(n=300), sensitive=["sex"],
+                          cluster=[("kmeans", {"n_clusters": 3})], bootstrap=0, twins=False)
+    assert any(r["labelling"] == "(data)" for r in run.results)  # proxy judges the data
+    text = fairaudit.write_report(run, tmp_path / "r.html")[0].read_text()
+    assert re.search(r"\(\d+ rows &times; 1 labelling and the data\)", text), text[:0]
+
+
+# ------------------------------------------------------------------ 6. did-you-mean lists
+def test_unknown_metric_lists_the_same_full_sorted_set_for_every_gate_flag(tmp_path):
+    from click.testing import CliRunner
+
+    from fairaudit.cli import main
+
+    path = tmp_path / "d.parquet"
+    make_synthetic(n=200).write_parquet(path)
+    listed = {}
+    for flag, text in (("--fail-under", "balnce=0.5"), ("--fail-over", "wdd=0.5"),
+                       ("--warn-under", "balnce=0.5"), ("--warn-over", "wdd=0.5")):
+        res = CliRunner().invoke(main, ["audit", str(path), "--sensitive", "sex", "--labels",
+                                        "segment", flag, text, "-o", str(tmp_path / "r.html")])
+        assert res.exit_code == 2, res.output
+        assert f"{flag} {text}: threshold on unknown metric" in res.output
+        listed[flag] = res.output.split("the chain's auditors give: ", 1)[1].split("\n")[0]
+    assert len(set(listed.values())) == 1, listed
+    names = next(iter(listed.values())).split(", ")
+    assert names == sorted(names) and {"balance", "mnce", "ne", "wd", "wd_sum"} <= set(names)

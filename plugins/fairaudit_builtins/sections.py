@@ -137,6 +137,10 @@ class SummarySection(ReportSection):
             "answer_labellings": list(dict.fromkeys(
                 str(v["labelling"]) for v in doc.get("verdicts") or ())),
             "n_headline_rows": len(headline.get("rows") or ()),
+            # the "(data)" column (auditors that judge the data) is not a labelling
+            "n_headline_labellings": sum(1 for name in headline.get("labellings") or ()
+                                         if name != DATA_LABELLING),
+            "headline_has_data": DATA_LABELLING in (headline.get("labellings") or ()),
             "headline_has_ci": any(c.get("ci") for row in headline.get("rows") or ()
                                    for c in row.get("cells") or ()),
             "status": doc.get("status", "not_evaluated"),
