@@ -243,3 +243,62 @@ def test_unknown_metric_lists_the_same_full_sorted_set_for_every_gate_flag(tmp_p
     assert len(set(listed.values())) == 1, listed
     names = next(iter(listed.values())).split(", ")
     assert names == sorted(names) and {"balance", "mnce", "ne", "wd", "wd_sum"} <= set(names)
+
+
+# ------------------------------------------------------------------ 8. @lower and "cannot judge"
+def test_every_interval_form_is_in_help_and_a_straddling_interval_says_why(tmp_path):
+    from click.testing import CliRunner
+
+    from fairaudit.cli import main
+
+    help_text = " ".join(CliRunner().invoke(main, ["audit", "--help"]).output.split())
+    assert "--fail-under METRIC[@ci|@lower|@upper]=VALUE" in help_text
+    assert "--fail-over METRIC[@ci|@upper|@lower]=VALUE" in help_text
+    cli_md = (ROOT / "docs" / "cli.md").read_text()
+    assert "balance@lower=0.6` is the same" in cli_md
+
+    import numpy as np
+    import polars as pl
+
+    rng = np.random.default_rng(2)
+    n = 120
+    path = tmp_path / "small.parquet"
+    pl.DataFrame({"sex": rng.choice(["F", "M"], n), "seg": rng.integers(0, 3, n),
+                  "x": rng.normal(size=n)}).write_parquet(path)
+    run = fairaudit.audit(path, sensitive="sex", labels="seg", fail_under={"balance@lower": 0.8})
+    gate = run.doc["gates"][0]
+    lo, hi = next(r["ci"] for r in run.results if r["metric"] == "balance")
+    assert lo < 0.8 < hi and gate["status"] == "fail"  # the interval straddles the bound
+    assert gate["reason"].startswith("failed because the data cannot judge: the confidence "
+                                     "interval [")
+    res = CliRunner().invoke(main, ["audit", str(path), "--sensitive", "sex", "--labels", "seg",
+                                    "--fail-under", "balance@lower=0.8",
+                                    "-o", str(tmp_path / "r.html")])
+    assert res.exit_code == 1
+    assert "why: failed because the data cannot judge" in res.output
+    assert "failed because the data cannot judge" in (tmp_path / "r.html").read_text()
+    # a gate on the value judges: no such excuse
+    run = fairaudit.audit(path, sensitive="sex", labels="seg", fail_under={"balance": 0.99})
+    assert run.doc["gates"][0]["status"] == "fail" and run.doc["gates"][0]["reason"] is None
+
+
+@pytest.mark.parametrize(("on", "bound", "value", "ci", "status", "cannot_judge"), [
+    ("ci", "min", 0.79, (0.5, 1.0), "fail", True),      # straddles: cannot judge
+    ("lower", "min", 0.85, (0.6, 0.95), "fail", True),  # value clears, interval does not
+    ("ci", "min", 0.5, (0.4, 0.6), "fail", False),      # shown below the bound
+    ("upper", "min", 0.5, (0.4, 0.6), "fail", False),   # shown below the bound
+    ("ci", "max", 0.05, (0.0, 0.2), "fail", True),      # wd-like, straddles
+    ("ci", "max", 0.3, (0.2, 0.4), "fail", False),      # shown above the bound
+    ("ci", "min", 0.9, (0.85, 0.95), "pass", False),
+])
+def test_a_gate_on_the_interval_says_when_it_failed_because_it_cannot_judge(
+        on, bound, value, ci, status, cannot_judge):
+    from fairaudit.ops.gates import evaluate_gates
+    from fairaudit.report.results import Direction, MetricResult, Threshold
+
+    direction = Direction.HIGHER_IS_BETTER if bound == "min" else Direction.LOWER_IS_BETTER
+    r = MetricResult("a", "m", "lab", value, direction, attribute="sex", ci=ci)
+    th = Threshold("m", 0.8 if bound == "min" else 0.1, bound=bound, on=on)
+    _, (gate,) = evaluate_gates([r], [th], {})
+    assert gate.status.value == status
+    assert (gate.reason is not None and "cannot judge" in gate.reason) is cannot_judge

@@ -20,6 +20,7 @@ from typing import Any
 
 from fairaudit.core.components import Direction, MetricSpec
 from fairaudit.report.results import MetricResult, Status, Threshold
+from fairaudit.report.words import join_clauses
 
 
 @dataclass(frozen=True)
@@ -37,7 +38,8 @@ class Gate:
     value: float | None = None
     """The metric's point estimate (for display beside a CI end)."""
     reason: str | None = None
-    """Why the gate failed without a number (not computed, undefined, no interval)."""
+    """Why the gate failed without a number (not computed, undefined, no interval), or failed
+    on a CI end while the value clears the bound (the data cannot judge)."""
 
     def to_json(self) -> dict[str, Any]:
         th = self.threshold
@@ -233,7 +235,7 @@ def _judge(th: Threshold, lab: str, attr: str | None, r: MetricResult | None,
     if value is None:
         why = f"{th.metric} is undefined for {where}"
         if r.notes:
-            why += f" ({'; '.join(r.notes)})"
+            why += f" ({join_clauses(r.notes)})"
         elif known:
             why += f": {known}"
         return Gate(th, lab, attr, _bad(th), None, on, None, why)
@@ -247,7 +249,18 @@ def _judge(th: Threshold, lab: str, attr: str | None, r: MetricResult | None,
             return Gate(th, lab, attr, _bad(th), None, on, value,
                         f"the confidence interval of {th.metric} for {where} is undefined")
     ok = x >= th.value if th.bound == "min" else x <= th.value
-    return Gate(th, lab, attr, Status.PASS if ok else _bad(th), float(x), on, value, None)
+    why = None
+    if not ok and on != "value" and r.ci is not None:
+        # the interval straddles the bound: the data cannot judge either way, and a gate that
+        # cannot judge fails (by design) — say so beside a verdict of "too little data"
+        lo, hi = r.ci
+        other = hi if on == "ci_lower" else lo
+        if other is not None and math.isfinite(other) and (
+                other >= th.value if th.bound == "min" else other <= th.value):
+            why = (f"failed because the data cannot judge: the confidence interval "
+                   f"[{lo:.3g}, {hi:.3g}] straddles the bound {th.value:g} (value {value:.3g}); "
+                   "a gate on the interval fails unless the data show the bound is met")
+    return Gate(th, lab, attr, Status.PASS if ok else _bad(th), float(x), on, value, why)
 
 
 def overall(gates: Iterable[Gate]) -> Status:
