@@ -302,3 +302,24 @@ def test_a_gate_on_the_interval_says_when_it_failed_because_it_cannot_judge(
     _, (gate,) = evaluate_gates([r], [th], {})
     assert gate.status.value == status
     assert (gate.reason is not None and "cannot judge" in gate.reason) is cannot_judge
+
+
+# ------------------------------------------------------------------ 9. FairSC's target on the console
+def test_fairsc_over_two_attributes_warns_on_the_console_that_it_balanced_the_intersection(
+        tmp_path):
+    from click.testing import CliRunner
+
+    from fairaudit.cli import main
+
+    path = tmp_path / "d.parquet"
+    make_synthetic(n=300).write_parquet(path)
+    res = CliRunner().invoke(main, ["audit", str(path), "--sensitive", "sex,race", "--cluster",
+                                    "fairsc:n_clusters=3", "--bootstrap", "0", "--no-twins",
+                                    "-o", str(tmp_path / "r.html")])
+    assert res.exit_code == 0, res.output
+    assert ("warning: fairsc: FairSC balances one attribute, so it balanced the intersection of "
+            "sex, race (6 groups), not each attribute on its own.") in res.output
+    import json
+
+    lab = json.loads((tmp_path / "r.json").read_text())["labellings"][0]
+    assert any(n.startswith("Fairness target: FairSC balances") for n in lab["notes"])
