@@ -174,3 +174,13 @@ def test_large_modules_say_why_they_are_one_unit():
             big.append(f"{rel} ({len(lines)} lines)")
     assert not big, (f"modules over {MAX_LINES} lines without '{ONE_UNIT} <why>' in their first "
                      f"lines: {big}")
+
+
+def test_one_conftest_module():
+    """Test modules import helpers with ``from conftest import ...``; a second conftest.py in a
+    sub-folder shadows the root one for some of them, depending on collection order (a full run
+    failed to collect six modules that way while each file alone passed)."""
+    tests = Path(__file__).resolve().parent
+    extra = sorted(str(p.relative_to(tests)) for p in tests.rglob("conftest.py")
+                   if p.parent != tests)
+    assert not extra, f"put fixtures in tests/conftest.py, not in {extra}"

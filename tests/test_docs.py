@@ -50,3 +50,12 @@ def test_readme_starts_with_the_two_commands():
     text = (ROOT / "README.md").read_text()
     head = text[: text.find("##", 10)]
     assert "make demo" in head and "make test" in head
+
+
+def test_the_reference_chain_in_docs_validates(tmp_path, run_cli):
+    """docs/chain.md's first TOML block lists every key; a user copies it whole (a new user's
+    trial found its [[threshold]] on wd without the auditor that gives wd)."""
+    block = re.search(r"```toml\n(.*?)```", (DOCS / "chain.md").read_text(), re.S).group(1)
+    (tmp_path / "chain.toml").write_text(block)
+    res = run_cli("validate", "chain.toml")
+    assert res.exit_code == 0, res.output

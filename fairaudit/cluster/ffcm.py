@@ -234,7 +234,8 @@ class FairFuzzyCMeans(ClusterMixin, BaseEstimator):
         value used is ``m_``.
     max_iter : int, default=300
         Maximum number of sweeps (the paper uses T = 10); per phase for the targeted form (its
-        fuzzy c-means start, then the fair refinement).
+        fuzzy c-means start, then the fair refinement), so its ``n_iter_`` (every sweep of the
+        fit) can reach ``2 * max_iter``.
     tol : float, default=1e-6
         Stop when ``|J_t - J_{t-1}| < tol * |J_{t-1}|`` (relative, so scale-free); ``tol=0``
         runs exactly ``max_iter`` sweeps.

@@ -11,6 +11,7 @@ import glob as _glob
 import hashlib
 import logging
 import os
+import re
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -117,6 +118,25 @@ def _sniff(path: Path) -> str:
     )
 
 
+#: Cells of a CSV read as missing (the common spellings of pandas' and R's defaults and UCI's
+#: ``?``). ``None`` is left out on purpose: it is a real answer ("religion: None") too often.
+CSV_NULL_VALUES = ("", "NA", "N/A", "n/a", "#N/A", "<NA>", "NULL", "null", "NaN", "nan", "?")
+
+#: Rows a CSV column's type is inferred from; a later cell that does not parse makes the runner
+#: read that column as text (see :func:`csv_parse_failure`).
+CSV_INFER_ROWS = 10_000
+
+_PARSE_FAILURE = re.compile(r"could not parse `(?P<value>.*?)` as dtype `(?P<dtype>[^`]+)` "
+                            r"at column '(?P<column>.+?)'")
+
+
+def csv_parse_failure(exc: BaseException) -> tuple[str, str, str] | None:
+    """``(column, value, dtype)`` when ``exc`` is polars failing to parse a CSV cell as the type
+    inferred from the first :data:`CSV_INFER_ROWS` rows; else None."""
+    m = _PARSE_FAILURE.search(str(exc))
+    return None if m is None else (m["column"], m["value"], m["dtype"])
+
+
 def scan_builtin(spec: str, options: Mapping[str, Any]) -> pl.LazyFrame:
     """Open Parquet (file, directory, glob) or CSV lazily, and check it can be read."""
     import polars as pl
@@ -133,14 +153,15 @@ def scan_builtin(spec: str, options: Mapping[str, Any]) -> pl.LazyFrame:
     else:
         path = inp.files[0]
         sep = options.get("separator") or ("\t" if path.suffix.lower() == ".tsv" else ",")
-        nulls = list(options.get("null_values", ["", "NA", "?"]))
+        nulls = list(options.get("null_values", CSV_NULL_VALUES))
+        text = {c: pl.String for c in options.get("text_columns", ())}
         for f in inp.files:
             _check_utf8(f)
             _check_csv_shape(f, sep)
 
         def _csv(files: list[str]) -> pl.LazyFrame:
-            return pl.scan_csv(files, separator=sep, infer_schema_length=10_000,
-                               null_values=nulls)
+            return pl.scan_csv(files, separator=sep, infer_schema_length=CSV_INFER_ROWS,
+                               null_values=nulls, schema_overrides=text or None)
 
         if len(inp.files) > 1:
             _check_same_schema(inp.files, lambda f: dict(_csv([str(f)]).collect_schema()), "CSV")

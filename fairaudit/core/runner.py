@@ -13,6 +13,7 @@ guard (:func:`fairaudit.privacy.publish.run_published`).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from typing import Any
@@ -44,7 +45,45 @@ def run_chain(
     ``data_path`` is a path, directory or glob (read through the ``fairaudit_read_table`` hook),
     or an in-memory ``polars.DataFrame`` / ``LazyFrame``. ``engine`` runs the passes over every
     row (:mod:`fairaudit.core.engines`; default: polars on this machine).
+
+    A CSV column whose type was inferred from its first rows but holds a cell of another kind
+    further down (``age`` numbers, then ``unknown`` at row 15,000) is read again as text, with a
+    warning naming the file, column and value; nothing has been written by then.
     """
+    import polars as pl
+
+    from fairaudit.core.io import csv_parse_failure
+
+    text: tuple[str, ...] = tuple(spec.data.reader_options.get("text_columns", ()))
+    while True:
+        try:
+            return _run_chain(spec, host, data_path=data_path, engine=engine)
+        except pl.exceptions.ComputeError as exc:
+            failure = csv_parse_failure(exc)
+            if failure is None or failure[0] in text:
+                raise
+            column, value, dtype = failure
+            text += (column,)
+            path = data_path if data_path is not None else spec.data.path
+            log.warning("%s: column %r is read as text: a cell holds %r where its first %s rows "
+                        "read as %s (if %r means missing, remove it or write it as empty/NA)",
+                        source_name(path), column, value, f"{_infer_rows():,}",
+                        _KINDS.get(dtype[:1], dtype), value)
+            spec = dataclasses.replace(spec, data=dataclasses.replace(
+                spec.data, reader_options={**spec.data.reader_options, "text_columns": text}))
+
+
+_KINDS = {"i": "whole numbers", "u": "whole numbers", "f": "numbers", "b": "true/false",
+          "d": "dates", "t": "times"}
+
+
+def _infer_rows() -> int:
+    from fairaudit.core.io import CSV_INFER_ROWS
+
+    return CSV_INFER_ROWS
+
+
+def _run_chain(spec: ChainSpec, host: Any, *, data_path: Any, engine: Any) -> AuditRun:
     from fairaudit.core.engines import LocalEngine
 
     engine = engine if engine is not None else LocalEngine()
