@@ -15,6 +15,18 @@ from tests.conftest import make_synthetic
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def _audit_cli(tmp_path: Path, data, *args: str):
+    """``fairaudit audit`` on ``data`` (written as Parquet) with ``args``; the click result."""
+    from click.testing import CliRunner
+
+    from fairaudit.cli import main
+
+    path = tmp_path / "d.parquet"
+    if not path.exists():
+        data.write_parquet(path)
+    return CliRunner().invoke(main, ["audit", str(path), *args, "-o", str(tmp_path / "r.html")])
+
+
 # ------------------------------------------------------------------ 1. the keyword API's names
 @pytest.mark.parametrize(("kwargs", "named"), [
     ({"cluster": [("kmeans", {"n_cluster": 4})]},
@@ -120,25 +132,16 @@ def _with_date(n: int = 300):
 
 
 def test_a_labels_only_audit_runs_beside_a_date_column(tmp_path):
-    from click.testing import CliRunner
+    import json
 
-    from fairaudit.cli import main
-
-    path = tmp_path / "t.parquet"
-    _with_date().write_parquet(path)
-    res = CliRunner().invoke(main, ["audit", str(path), "--sensitive", "sex,race", "--labels",
-                                    "segment", "--bootstrap", "0", "-o",
-                                    str(tmp_path / "r.html")])
+    args = ("--sensitive", "sex,race", "--labels", "segment", "--bootstrap", "0")
+    res = _audit_cli(tmp_path, _with_date(), *args)
     assert res.exit_code == 0, res.output
     assert ("note: column 'date' is a date/time (Datetime): not used as a feature (cast it to a "
             "number to use it); --exclude date silences this note") in res.output
-    import json
-
     doc = json.loads((tmp_path / "r.json").read_text())
     assert "date" in doc["input"]["excluded_columns"]
-    res = CliRunner().invoke(main, ["audit", str(path), "--sensitive", "sex,race", "--labels",
-                                    "segment", "--bootstrap", "0", "--exclude", "date", "-o",
-                                    str(tmp_path / "r.html")])
+    res = _audit_cli(tmp_path, None, *args, "--exclude", "date")
     assert res.exit_code == 0 and "date/time" not in res.output, res.output
 
 
@@ -150,15 +153,8 @@ def test_a_date_column_is_left_out_of_the_default_features_in_python_too():
 
 
 def test_a_date_column_named_as_a_feature_gets_an_error_naming_the_flag(tmp_path):
-    from click.testing import CliRunner
-
-    from fairaudit.cli import main
-
-    path = tmp_path / "t.parquet"
-    _with_date().write_parquet(path)
-    res = CliRunner().invoke(main, ["audit", str(path), "--sensitive", "sex", "--labels",
-                                    "segment", "--features", "x1,date", "-o",
-                                    str(tmp_path / "r.html")])
+    res = _audit_cli(tmp_path, _with_date(), "--sensitive", "sex", "--labels", "segment",
+                     "--features", "x1,date")
     assert res.exit_code == 2, res.output
     assert "the default preprocessing 'encode' (default.preprocess[0]): " in res.output
     assert "column 'date'" in res.output and "(leave it out of --features)" in res.output
