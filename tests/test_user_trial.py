@@ -319,3 +319,21 @@ def test_fairsc_over_two_attributes_warns_on_the_console_that_it_balanced_the_in
 
     lab = json.loads((tmp_path / "r.json").read_text())["labellings"][0]
     assert any(n.startswith("Fairness target: FairSC balances") for n in lab["notes"])
+
+
+def test_no_sensitive_columns_is_one_problem_not_one_per_step():
+    from fairaudit.core.plugins import Host
+    from fairaudit.core.spec import ChainSpec, DataSpec, StepSpec
+    from fairaudit.core.validate import validate_chain
+
+    with pytest.raises(ChainValidationError) as exc:
+        fairaudit.audit(make_synthetic(n=100), sensitive=[])
+    assert str(exc.value).splitlines()[1:] == [
+        "  sensitive: no sensitive columns given (sensitive=['a', 'b'])"]
+    spec = ChainSpec(data=DataSpec(sensitive=(), labels="segment"),
+                     audit=(StepSpec("audit", "balance"), StepSpec("audit", "distribution")))
+    with pytest.raises(ChainValidationError) as exc:
+        validate_chain(spec, Host.create(entrypoints=False).registry)
+    assert exc.value.problems == (
+        ("chain.data.sensitive", "no sensitive columns given (DataSpec(sensitive=('a', 'b'))); "
+                                 "balance, distribution need them"),)
