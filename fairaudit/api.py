@@ -74,8 +74,9 @@ def audit(
     :class:`~fairaudit.errors.ConfigError` naming it and what was expected (``bootstrap`` at most
     10,000, ``min_cell`` at least 1, ``sensitive`` a column name or a list of them, ...).
 
-    ``cluster`` names clusterers as ``"kmeans:n_clusters=4"`` or ``("kmeans", {"n_clusters": 4})``;
-    ``audit`` names auditors the same way (instead of the defaults) and ``skip_audit`` leaves
+    ``cluster`` names clusterers as ``("kmeans", {"n_clusters": 4})`` (values, never parsed) or,
+    as a shorthand, the text ``"kmeans:n_clusters=4"`` of ``--cluster`` (values read as TOML
+    literals); ``audit`` names auditors the same way (instead of the defaults) and ``skip_audit`` leaves
     auditors out (e.g. ``["proxy"]``). ``fail_under`` / ``fail_over`` (exit code 1) and
     ``warn_under`` / ``warn_over`` (reported, exit code 0) map ``METRIC[@ci][[attribute]]`` to a
     bound, as on the CLI. ``timing=True`` adds the timing block to the JSON (not reproducible).
@@ -85,7 +86,7 @@ def audit(
     min-of-ratios metrics (docs/metrics.md, "Uncertainty").
     Returns the :class:`~fairaudit.report.results.AuditRun` (its ``exit_code`` is what the CLI exits with).
     ``scheduler`` (a Dask scheduler address) or ``workers`` (a local Dask cluster of that many
-    processes) count and assign every row on Dask (``pip install 'fairaudit[dask]'``); the
+    processes) count and assign every row on Dask (``pip install 'fairaudit-clusters[dask]'``); the
     results are identical to the local engine's. They override the chain's ``[engine]`` table;
     ``engine="local"`` runs locally whatever the chain says, ``engine="dask"`` without an
     address uses the chain's, else ``DASK_SCHEDULER_ADDRESS``.
@@ -138,7 +139,7 @@ def audit(
         raise ConfigError("tolerance: needs baseline= (or a [compare] table in the chain)")
     data = as_polars(data)
     thresholds = [
-        threshold_from(key, value, bound, f"{arg} {key}={value}", severity)
+        threshold_from(key, value, bound, f"{arg}[{key!r}]", severity)
         for arg, bound, severity in (("fail_under", "min", "error"), ("fail_over", "max", "error"),
                                      ("warn_under", "min", "warning"),
                                      ("warn_over", "max", "warning"))
@@ -158,7 +159,7 @@ def audit(
                  {str(a): tuple(str(g) for g in v) for a, v in dp_categories.items()},
                  "clusters": None if dp_clusters is None else tuple(str(c) for c in dp_clusters),
                  "fitted": dp_fitted, "domain": dp_domain, "delta": delta},
-        privacy_names=API_NAMES,
+        privacy_names=API_NAMES, surface="api",
     )
     from fairaudit.ops.baseline import BaselineOptions, attach_comparison, resolve
 

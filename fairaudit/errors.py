@@ -32,7 +32,9 @@ class ChainValidationError(ConfigError):
         what = "in the options" if source == "command line" else "in the chain"
         if source == "python":  # a ChainSpec built in Python, given as fairaudit.audit(chain=...)
             what = "in the ChainSpec given as chain="
-        where = "" if source in ("command line", "python") else where
+        if source == "api":  # the keywords of fairaudit.audit(...)
+            what = "in the arguments of fairaudit.audit"
+        where = "" if source in ("command line", "python", "api") else where
         lines = [f"{where}{len(self.problems)} problem(s) {what}:"]
         lines += [f"  {path}: {msg}" if path else f"  {msg}" for path, msg in self.problems]
         super().__init__("\n".join(lines))

@@ -334,7 +334,7 @@ def test_per_cluster_matrix_files_rows_under_their_metric(run):
         (report.status_class, "fail", "badge badge-fail"),
         (report.status_class, "not_applicable", "badge badge-not-applicable"),
         (report.status_class, "bogus", "badge badge-not-evaluated"),
-        (report.fmt_params, {"b": 2, "a": "x"}, "a=x, b=2"),
+        (report.fmt_params, {"b": 2, "a": "x"}, "a = x, b = 2"),
         (report.slug, "sex|race <x>", "sex-race-x"),
     ],
 )

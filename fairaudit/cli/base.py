@@ -155,7 +155,7 @@ def _engine_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     fn = click.option("--scheduler", metavar="ADDRESS", default=None,
                       help="Count and assign every row on a Dask cluster (tcp://host:8786; "
                       "default: env DASK_SCHEDULER_ADDRESS). Needs pip install "
-                      "'fairaudit[dask]'.")(fn)
+                      "'fairaudit-clusters[dask]'.")(fn)
     fn = click.option("--engine", "engine_name", type=click.Choice(["local", "dask"]),
                       default=None,
                       help="Where the passes over every row run; overrides the chain's "

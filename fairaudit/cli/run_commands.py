@@ -50,16 +50,17 @@ from fairaudit.cli.base import (
               show_default=True, help="HTML report path.")
 @click.option("--json", "json_out", type=click.Path(dir_okay=False),
               help="JSON path (default: next to --out, .json).")
-@click.option("--fail-under", multiple=True, metavar="METRIC[@ci|@upper]=VALUE",
-              help="Fail (exit 1) when METRIC is below VALUE. @ci judges the CI's lower end "
-              "(fail unless shown to be above), @upper its upper end (fail only when shown to "
-              "be below).")
-@click.option("--fail-over", multiple=True, metavar="METRIC[@ci|@lower]=VALUE",
-              help="Fail (exit 1) when METRIC is above VALUE. @ci judges the CI's upper end, "
-              "@lower its lower end (fail only when shown to be above).")
-@click.option("--warn-under", multiple=True, metavar="METRIC[@ci|@upper]=VALUE",
+@click.option("--fail-under", multiple=True, metavar="METRIC[@ci|@lower|@upper]=VALUE",
+              help="Fail (exit 1) when METRIC is below VALUE. @ci (the same as @lower) judges "
+              "the CI's lower end: fail unless shown to be above, so too little data fails; "
+              "@upper its upper end: fail only when shown to be below.")
+@click.option("--fail-over", multiple=True, metavar="METRIC[@ci|@upper|@lower]=VALUE",
+              help="Fail (exit 1) when METRIC is above VALUE. @ci (the same as @upper) judges "
+              "the CI's upper end: fail unless shown to be below; @lower its lower end: fail "
+              "only when shown to be above.")
+@click.option("--warn-under", multiple=True, metavar="METRIC[@ci|@lower|@upper]=VALUE",
               help="Warn (reported, exit 0) when METRIC is below VALUE (same forms).")
-@click.option("--warn-over", multiple=True, metavar="METRIC[@ci|@lower]=VALUE",
+@click.option("--warn-over", multiple=True, metavar="METRIC[@ci|@upper|@lower]=VALUE",
               help="Warn (reported, exit 0) when METRIC is above VALUE (same forms).")
 @click.option("--audit", "audits", multiple=True, metavar="NAME[:k=v,...]",
               help="Run this auditor (repeatable) instead of the defaults, e.g. an installed "

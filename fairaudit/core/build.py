@@ -80,6 +80,7 @@ def chain_from_flags(
     twins: bool | None = None,
     privacy: Mapping[str, Any] | None = None,
     privacy_names: Mapping[str, str] = FLAG_NAMES,
+    surface: str = "cli",
 ) -> ChainSpec:
     """Build a chain from ``fairaudit audit`` flags (optionally over a ``--chain`` file).
 
@@ -92,7 +93,13 @@ def chain_from_flags(
     ``privacy`` holds the privacy parameters given as flags (``PrivacySpec`` field -> value; a
     ``None`` value is not given): they override the chain file's ``[privacy]`` table and are
     checked by :func:`check_privacy`, the parameter named as in ``privacy_names``.
+    ``surface`` is who calls: ``"cli"`` (steps named ``--cluster[0]``, ``source = "flags"``) or
+    ``"api"`` (keywords of ``fairaudit.audit``: ``cluster[0]``, ``source = "api"``), so that every
+    problem names what the user wrote.
     """
+    if surface not in ("cli", "api"):
+        raise ValueError(f"surface must be 'cli' or 'api'; got {surface!r}")
+    cli = surface == "cli"
     from fairaudit.core.params import check as check_param
 
     min_cell = check_param("min_cell", min_cell)  # callers other than the CLI and the API
@@ -111,20 +118,24 @@ def chain_from_flags(
     )
     audit_steps: list[StepSpec] = []
     for i, item in enumerate(audits):
-        name, params = _component(item, "--audit")
-        audit_steps.append(StepSpec("audit", name, f"--audit[{i}]", params, name))
+        where = f"--audit[{i}]" if cli else f"audit[{i}]"
+        name, params = _component(item, "--audit" if cli else where)
+        audit_steps.append(StepSpec("audit", name, where, params, name))
     skip = tuple(dict.fromkeys(skip_audits))
     for name in skip:
         if not registry.has("auditor", name):
-            raise ConfigError(f"--skip-audit {name}: {registry.unknown_message('auditor', name)}")
+            where = f"--skip-audit {name}" if cli else f"skip_audit {name!r}"
+            raise ConfigError(f"{where}: {registry.unknown_message('auditor', name)}")
     cluster_steps: list[StepSpec] = []
-    parsed = [_component(item, "--cluster") for item in clusters]
+    places = [f"--cluster[{i}]" if cli else f"cluster[{i}]" for i in range(len(clusters))]
+    parsed = [_component(item, "--cluster" if cli else where)
+              for item, where in zip(clusters, places, strict=True)]
     for i, (name, params) in enumerate(parsed):
         label = name if sum(1 for n, _ in parsed if n == name) == 1 else None
         cluster_steps.append(
-            StepSpec("cluster", name, f"--cluster[{i}]", params, label or f"{name}-{i + 1}")
+            StepSpec("cluster", name, places[i], params, label or f"{name}-{i + 1}")
         )
-    source = "flags"
+    source = "flags" if cli else "api"
     if base is not None:
         data = base.data
         data = replace(
@@ -159,7 +170,7 @@ def chain_from_flags(
             thresholds=tuple(thresholds) + base.thresholds,
         )
     if not cluster_steps and labels is None:
-        source = "flags:default"
+        source = f"{source}:default"
         for i, name in enumerate(n for n in DEFAULT_CLUSTERERS if registry.has("clusterer", n)):
             cluster_steps.append(StepSpec("cluster", name, f"default.cluster[{i}]", {}, name))
     audit = audit_steps or [

@@ -7,7 +7,7 @@ function per partition and add the partial tables (:func:`fairaudit.core.conting
 
 * :class:`LocalEngine` — polars on this machine (a streaming group-by; batches for assignment).
 * :class:`DaskEngine` — one task per input file on a Dask cluster (``pip install
-  'fairaudit[dask]'``). Workers read their files themselves; only partial count tables (a few
+  'fairaudit-clusters[dask]'``). Workers read their files themselves; only partial count tables (a few
   hundred cells) travel back. The sum is the same table the local engine counts, so every
   number of the audit — bootstrap included — is identical.
 
@@ -137,7 +137,7 @@ class DaskEngine:
             import distributed  # noqa: F401
         except ImportError as exc:
             raise ConfigError(
-                f"{where}: the Dask engine needs Dask: pip install 'fairaudit[dask]'"
+                f"{where}: the Dask engine needs Dask: pip install 'fairaudit-clusters[dask]'"
             ) from exc
         self.scheduler = scheduler
         self.workers = workers

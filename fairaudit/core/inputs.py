@@ -59,9 +59,14 @@ def resolve_roles(spec: ChainSpec, schema: Any) -> ColumnRoles:
         skip = set(spec.data.exclude) | {labels} | nested
         if not spec.data.allow_sensitive_features:
             skip |= set(sensitive)
-        features = tuple(c for c in cols if c not in skip)
+        temporal = {c for c in cols if c not in skip and schema[c].is_temporal()}
+        features = tuple(c for c in cols if c not in skip and c not in temporal)
         for c in sorted(nested - set(spec.data.exclude)):
             excluded[c] = f"nested type {schema[c]} (list/struct/array): ignored"
+        for c in sorted(temporal):
+            excluded[c] = (f"date/time ({schema[c].base_type()}): not used as a feature "
+                           "(cast it to a number to use it); "
+                           f"{exclude_name(spec, 'exclude', c)} silences this note")
     if not spec.data.allow_sensitive_features:
         leaked = [c for c in features if c in sensitive]
         if leaked:
@@ -85,6 +90,20 @@ def resolve_roles(spec: ChainSpec, schema: Any) -> ColumnRoles:
         ordinal=dict(spec.data.ordinal),
         excluded=excluded,
     )
+
+
+def exclude_name(spec: ChainSpec, what: str, column: str | None = None) -> str:
+    """``--exclude date`` / ``exclude=['date']`` / ``data.exclude = ['date']``: the column role
+    ``what`` (``exclude`` or ``features``) as the user writes it where the chain came from."""
+    from fairaudit.core.params import PARAMS
+
+    p = PARAMS[what]
+    val = "" if column is None else column
+    if spec.source.startswith("flags"):
+        return f"{p.flag} {val}".rstrip()
+    if spec.source.startswith("api") or spec.source == "python":
+        return f"{p.name}=[{val!r}]" if column is not None else f"{p.name}="
+    return f"{p.key} = [{val!r}]" if column is not None else str(p.key)
 
 
 def _is_nested(dtype: Any) -> bool:

@@ -183,7 +183,7 @@ def preprocess(s: RunState) -> RunState:
         fitted.append(FittedStep(step.label, comp, "sensitive" in cls.requires, step.use))
         view = data if "sensitive" in cls.requires else data.without_sensitive()
         data = guard(step, s.clock.run, "preprocessor", step.label, None, fit_transform, comp,
-                     view)
+                     view, spec=s.spec)
         docs.append(
             {"name": step.label, "use": step.use, "params": json_params(comp.get_params()),
              "notes": list(comp.notes()), "report": jsonable(getattr(comp, "report_", {}))}
@@ -214,7 +214,7 @@ def cluster(s: RunState) -> RunState:
             data = data.with_labelling(lab)
 
     chosen_k: int | None = spec.options.k
-    default_chain = spec.source == "flags:default"
+    default_chain = spec.source.endswith(":default")
     fair_steps: dict[str, tuple[dict[str, Any], AuditData]] = {}
     fitted_clu: list[FittedStep] = []
     for step, cls in zip(spec.cluster, s.classes("clusterer", "cluster"), strict=True):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -72,14 +73,34 @@ def audit_step(comp: Auditor, ctx: AuditContext) -> list[MetricResult]:
     return list(comp.audit(ctx))
 
 
-def guard(step: StepSpec, fn: Callable[..., Any], *args: Any) -> Any:
-    """Turn a component's ValueError into a ConfigError that names the chain step."""
+def guard(step: StepSpec, fn: Callable[..., Any], *args: Any, spec: ChainSpec | None = None
+          ) -> Any:
+    """Turn a component's ValueError into a ConfigError that names the chain step (a step the
+    user did not write is named as the default it is); given ``spec``, a message about a column
+    the user can leave out says how (``--exclude date``, ``exclude=['date']``, ...)."""
     try:
         return fn(*args)
     except FairauditError:
         raise
     except (ValueError, TypeError) as exc:
-        raise ConfigError(f"{step.path} ({step.use}): {exc}") from exc
+        msg = str(exc)
+        col = re.search(r"column '([^']*)'", msg)
+        if spec is not None and col and msg.rstrip(".").endswith("exclude it"):
+            from fairaudit.core.inputs import exclude_name
+
+            how = (f"leave it out of {exclude_name(spec, 'features')}"
+                   if col[1] in (spec.data.features or ()) else
+                   exclude_name(spec, "exclude", col[1]))
+            msg = f"{msg.rstrip('.')} ({how})"
+        raise ConfigError(f"{step_name(step)}: {msg}") from exc
+
+
+def step_name(step: StepSpec) -> str:
+    """``--cluster[0] (kmeans)``; a default step: ``the default preprocessing 'encode'``."""
+    if step.path.startswith("default."):
+        kind = {"preprocess": "preprocessing", "cluster": "clusterer", "audit": "auditor"}
+        return f"the default {kind.get(step.kind, step.kind)} {step.use!r} ({step.path})"
+    return f"{step.path} ({step.use})"
 
 
 def instantiate(cls: type, step: StepSpec, seed: int, spec: ChainSpec, k: int | None = None):
@@ -95,7 +116,7 @@ def instantiate(cls: type, step: StepSpec, seed: int, spec: ChainSpec, k: int | 
     try:
         return cls(**params)
     except (TypeError, ValueError) as exc:
-        raise ConfigError(f"{step.path} ({step.use}): {exc}") from exc
+        raise ConfigError(f"{step_name(step)}: {exc}") from exc
 
 
 def labelling_from(comp: Any, cls: type, step: StepSpec, data: AuditData, seconds: float):

@@ -75,6 +75,7 @@ def validate_chain(
         seen[step.label] = step.path
 
     # data flow
+    no_groups: list[str] = []  # steps that need sensitive columns when none are given
     available = set(INPUT_ARTIFACTS)
     if not spec.data.sensitive:
         available.discard("sensitive")
@@ -86,7 +87,7 @@ def validate_chain(
             continue
         missing = set(cls.requires) - available
         if missing:
-            problems.add(step.path, f"{step.use!r} needs {sorted(missing)}, which nothing provides")
+            _needs(step, missing, problems, no_groups)
         available |= set(cls.provides)
     for step in spec.cluster:
         cls = classes.get(step.path)
@@ -99,7 +100,7 @@ def validate_chain(
             problems.add(step.path, f"{step.use!r} combines earlier labellings, but there are none "
                          "before it (add [[cluster]] steps or data.labels first)")
         if missing:
-            problems.add(step.path, f"{step.use!r} needs {sorted(missing)}, which nothing provides")
+            _needs(step, missing, problems, no_groups)
         available |= set(cls.provides) | {LABELS}
     if LABELS not in available:
         problems.add("cluster", "nothing to audit: set data.labels or add a [[cluster]] step")
@@ -112,9 +113,12 @@ def validate_chain(
             continue
         missing = set(cls.requires) - available
         if missing:
-            problems.add(step.path, f"{step.use!r} needs {sorted(missing)}, which nothing provides")
+            _needs(step, missing, problems, no_groups)
         for m in cls.metrics:
             metric_specs[m.name] = (m, step)
+    if no_groups and columns is None:  # with columns, _check_columns says it
+        problems.add("data.sensitive", "no sensitive columns given (data.sensitive = ['a', 'b']); "
+                     + ", ".join(dict.fromkeys(no_groups)) + " need them")
 
     # thresholds
     resolved: list[Threshold] = []
@@ -170,17 +174,23 @@ def validate_chain(
         _check_columns(spec, list(columns), problems)
     if problems.items:
         items = problems.items
+        where = spec.source
         if spec.source.startswith("flags"):
-            items = [(_flag_path(p), m) for p, m in items]
+            items = [(_flag_path(p), _words(m, _FLAG_WORDS)) for p, m in items]
+            where = "command line"
+        elif spec.source.startswith(API):
+            items = [(_api_path(p), _words(m, _API_WORDS)) for p, m in items]
+            where = API
         elif spec.source == PYTHON:
-            items = [(_python_path(p), _python_words(m)) for p, m in items]
-        raise ChainValidationError(items, "command line" if spec.source.startswith("flags")
-                                   else spec.source)
+            items = [(_python_path(p), _words(m, _PYTHON_WORDS)) for p, m in items]
+        raise ChainValidationError(items, where)
     return replace(spec, thresholds=tuple(resolved), problems=())
 
 
 PYTHON = "python"
 """``ChainSpec.source`` of a spec built in Python: problems are named as its attributes."""
+API = "api"
+"""``ChainSpec.source`` of the keywords of ``fairaudit.audit``: problems name the keyword."""
 
 _CHAIN_ROOTS = ("data", "options", "privacy", "engine", "preprocess", "cluster", "audit")
 _PYTHON_WORDS = (
@@ -189,6 +199,19 @@ _PYTHON_WORDS = (
     ("add a [[cluster]] step", "add a StepSpec('cluster', ...) to chain.cluster"),
     ("add at least one [[audit]] step", "add at least one StepSpec('audit', ...) to chain.audit"),
     ("set data.labels", "set DataSpec(labels=...)"),
+    ("(data.sensitive = ['a', 'b'])", "(DataSpec(sensitive=('a', 'b')))"),
+)
+_API_WORDS = (
+    ("add [[cluster]] steps or data.labels first", "pass cluster= or labels= as well"),
+    ("set data.labels or add a [[cluster]] step", "pass labels= or cluster="),
+    ("add at least one [[audit]] step", "pass audit= (or skip fewer auditors)"),
+    ("(data.sensitive = ['a', 'b'])", "(sensitive=['a', 'b'])"),
+)
+_FLAG_WORDS = (
+    ("add [[cluster]] steps or data.labels first", "add --cluster or --labels as well"),
+    ("set data.labels or add a [[cluster]] step", "give --labels or --cluster"),
+    ("add at least one [[audit]] step", "give --audit (or skip fewer auditors)"),
+    ("(data.sensitive = ['a', 'b'])", "(--sensitive A,B)"),
 )
 
 
@@ -213,10 +236,23 @@ def _python_path(path: str) -> str:
     return f"chain.{path}" if root in _CHAIN_ROOTS else path
 
 
-def _python_words(msg: str) -> str:
-    for toml, python in _PYTHON_WORDS:
-        msg = msg.replace(toml, python)
+def _words(msg: str, words: Sequence[tuple[str, str]]) -> str:
+    """``msg`` with the chain file's words replaced by the surface's (``words``)."""
+    for toml, other in words:
+        msg = msg.replace(toml, other)
     return msg
+
+
+def _api_path(path: str) -> str:
+    """A problem's path as the keyword of ``fairaudit.audit`` (``sensitive``, ``bootstrap``);
+    steps the keywords added are already named ``cluster[0]``, thresholds ``fail_under['wd']``."""
+    from fairaudit.core.params import PARAMS
+
+    for p in PARAMS.values():
+        if p.key and "." in p.key and (path == p.key or path.startswith((f"{p.key}[",
+                                                                          f"{p.key}."))):
+            return p.name
+    return path
 
 
 def _bound_path(th: Threshold) -> str:
@@ -224,6 +260,16 @@ def _bound_path(th: Threshold) -> str:
     if th.source.startswith("threshold["):
         return f"{th.source}.{th.bound}"
     return th.source or "threshold"
+
+
+def _needs(step: StepSpec, missing: set[str], problems: _Problems, no_groups: list[str]
+           ) -> None:
+    """A step's missing inputs; missing only sensitive columns when none are given is one
+    problem for the whole chain (``no_groups``), not one per step."""
+    if missing == {"sensitive"}:
+        no_groups.append(step.use)
+        return
+    problems.add(step.path, f"{step.use!r} needs {sorted(missing)}, which nothing provides")
 
 
 def _step_per_labelling(step: StepSpec, classes: Mapping[str, type]) -> bool:
@@ -292,7 +338,7 @@ def _check_columns(spec: ChainSpec, columns: list[str], problems: _Problems) -> 
             problems.add(path, f"column {col!r} is not in the data{hint}")
 
     if not spec.data.sensitive:
-        problems.add("data.sensitive", "no sensitive columns given (--sensitive A,B)")
+        problems.add("data.sensitive", "no sensitive columns given (data.sensitive = ['a', 'b'])")
     for i, col in enumerate(spec.data.sensitive):
         check(col, f"data.sensitive[{i}]")
     if spec.data.labels:

@@ -20,6 +20,7 @@ from typing import Any
 
 from fairaudit.core.components import Direction, MetricSpec
 from fairaudit.report.results import MetricResult, Status, Threshold
+from fairaudit.report.words import join_clauses
 
 
 @dataclass(frozen=True)
@@ -37,7 +38,8 @@ class Gate:
     value: float | None = None
     """The metric's point estimate (for display beside a CI end)."""
     reason: str | None = None
-    """Why the gate failed without a number (not computed, undefined, no interval)."""
+    """Why the gate failed without a number (not computed, undefined, no interval), or failed
+    on a CI end while the value clears the bound (the data cannot judge)."""
 
     def to_json(self) -> dict[str, Any]:
         th = self.threshold
@@ -66,8 +68,6 @@ def _num(x: float | None) -> float | None:
 def check_threshold(th: Threshold, m: MetricSpec, *, bootstrap: int) -> list[str]:
     """Problems with ``th`` on the metric ``m`` that make it a configuration error."""
     problems: list[str] = []
-    flag_under = "--fail-under" if th.severity == "error" else "--warn-under"
-    flag_over = "--fail-over" if th.severity == "error" else "--warn-over"
     if not math.isfinite(th.value):
         problems.append(f"the bound of {th.metric!r} must be a finite number; got {th.value!r}")
         return problems
@@ -81,12 +81,12 @@ def check_threshold(th: Threshold, m: MetricSpec, *, bootstrap: int) -> list[str
     if th.bound == "min" and m.direction is Direction.LOWER_IS_BETTER:
         problems.append(
             f"{th.metric!r} is lower-is-better: a lower bound on it rewards unfairness; "
-            f"use {flag_over} (max = ...) instead"
+            f"use {_other_bound(th, 'max')} instead"
         )
     elif th.bound == "max" and m.direction is Direction.HIGHER_IS_BETTER:
         problems.append(
             f"{th.metric!r} is higher-is-better: an upper bound on it rewards unfairness; "
-            f"use {flag_under} (min = ...) instead"
+            f"use {_other_bound(th, 'min')} instead"
         )
     if th.on != "value":
         if not m.bootstrap:
@@ -95,9 +95,34 @@ def check_threshold(th: Threshold, m: MetricSpec, *, bootstrap: int) -> list[str
         elif bootstrap <= 0:
             problems.append(
                 f"{th.metric}@{th.on} judges a confidence interval, but intervals are off "
-                f"(--bootstrap 0 / options.bootstrap = 0); give --bootstrap N or drop @{th.on}"
+                f"({_bootstrap_given(th, '0')}); give {_bootstrap_given(th, 'N')} or drop @{th.on}"
             )
     return problems
+
+
+def _surface(th: Threshold) -> str:
+    """Where ``th`` was written, from its ``source``: ``"cli"`` (``--fail-under ...``), ``"api"``
+    (``fail_under['wd']``, a keyword of ``fairaudit.audit``), ``"chain"`` (a TOML path) or
+    ``"python"`` (a ``Threshold`` built in Python, no source)."""
+    if th.source.startswith("--"):
+        return "cli"
+    if th.source.startswith(("fail_", "warn_")):
+        return "api"
+    return "chain" if th.source else "python"
+
+
+def _other_bound(th: Threshold, bound: str) -> str:
+    """The way to give the other bound, in the words of where ``th`` was written."""
+    side = "over" if bound == "max" else "under"
+    kind = "fail" if th.severity == "error" else "warn"
+    return {"cli": f"--{kind}-{side}", "api": f"{kind}_{side}", "chain": f"{bound} = ...",
+            "python": f"Threshold(..., bound={bound!r})"}[_surface(th)]
+
+
+def _bootstrap_given(th: Threshold, value: str) -> str:
+    """The number of bootstrap replicates set to ``value``, as where ``th`` was written."""
+    return {"cli": f"--bootstrap {value}", "chain": f"options.bootstrap = {value}"}.get(
+        _surface(th), f"bootstrap={value}")
 
 
 def _range(m: MetricSpec) -> tuple[float | None, float | None]:
@@ -210,7 +235,7 @@ def _judge(th: Threshold, lab: str, attr: str | None, r: MetricResult | None,
     if value is None:
         why = f"{th.metric} is undefined for {where}"
         if r.notes:
-            why += f" ({'; '.join(r.notes)})"
+            why += f" ({join_clauses(r.notes)})"
         elif known:
             why += f": {known}"
         return Gate(th, lab, attr, _bad(th), None, on, None, why)
@@ -224,7 +249,18 @@ def _judge(th: Threshold, lab: str, attr: str | None, r: MetricResult | None,
             return Gate(th, lab, attr, _bad(th), None, on, value,
                         f"the confidence interval of {th.metric} for {where} is undefined")
     ok = x >= th.value if th.bound == "min" else x <= th.value
-    return Gate(th, lab, attr, Status.PASS if ok else _bad(th), float(x), on, value, None)
+    why = None
+    if not ok and on != "value" and r.ci is not None:
+        # the interval straddles the bound: the data cannot judge either way, and a gate that
+        # cannot judge fails (by design) — say so beside a verdict of "too little data"
+        lo, hi = r.ci
+        other = hi if on == "ci_lower" else lo
+        if other is not None and math.isfinite(other) and (
+                other >= th.value if th.bound == "min" else other <= th.value):
+            why = (f"failed because the data cannot judge: the confidence interval "
+                   f"[{lo:.3g}, {hi:.3g}] straddles the bound {th.value:g} (value {value:.3g}); "
+                   "a gate on the interval fails unless the data show the bound is met")
+    return Gate(th, lab, attr, Status.PASS if ok else _bad(th), float(x), on, value, why)
 
 
 def overall(gates: Iterable[Gate]) -> Status:

@@ -30,6 +30,7 @@ from fairaudit.report.words import (
     _step,
     capitalize,
     cluster_label,
+    join_clauses,
     plural,
     value_text,
 )
@@ -277,7 +278,7 @@ def sentence(r: Mapping[str, Any], ctx: Context, spec: MetricSpec | None) -> str
     metric = r["metric"]
     value = _finite(r.get("value"))
     if value is None:
-        notes = "; ".join(str(n) for n in r.get("notes") or ())
+        notes = join_clauses(r.get("notes") or ())
         return (f"{metric} is undefined here" + (f" ({notes})" if notes else "") + "."
                 + _too_small_text(r, ctx))
     fn = _EXPLAINERS.get((r.get("auditor"), metric))

@@ -43,6 +43,7 @@ if TYPE_CHECKING:  # pragma: no cover
 from fairaudit.core.io import atomic_write_text
 from fairaudit.report.results import finite
 from fairaudit.report.summary import privacy_notice
+from fairaudit.report.words import join_clauses, param_text
 
 log = logging.getLogger(__name__)
 
@@ -135,12 +136,12 @@ def fmt_value(x: Any) -> str:
 
 
 def fmt_params(params: Any) -> str:
-    """``{"k": 3, "seed": 1}`` -> ``k=3, seed=1``."""
+    """``{"k": 3, "fair": True, "x": None}`` -> ``fair: yes, k = 3`` (:func:`param_text`)."""
     if not params:
         return ""
     if not isinstance(params, Mapping):
         return fmt_value(params)
-    return ", ".join(f"{k}={fmt_value(v)}" for k, v in sorted(params.items()))
+    return param_text(params)
 
 
 def status_class(status: Any) -> str:
@@ -216,6 +217,7 @@ FILTERS: dict[str, Any] = {
     "direction_arrow": direction_arrow,
     "direction_text": direction_text,
     "slug": slug,
+    "clauses": join_clauses,
 }
 """Filters installed in every report environment."""
 

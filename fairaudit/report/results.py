@@ -17,6 +17,12 @@ from typing import Any
 SCHEMA_VERSION = "1.1"
 
 
+TARGET_NOTE = "Fairness target: "
+"""A clusterer's note (``notes_``, in ``labellings[i].notes``) that starts with this says it
+balanced something other than each sensitive attribute the user named (e.g. their
+intersection): the console shows it among the warnings, not only the report and the JSON."""
+
+
 class Direction(enum.StrEnum):
     """Whether larger values of a metric are fairer/better. Defined with the results (a
     result carries it); :mod:`fairaudit.core.components` re-exports it for plugins."""

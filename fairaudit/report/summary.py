@@ -157,9 +157,23 @@ def caveat_lines(doc: Mapping[str, Any]) -> list[str]:
             n = sum(left.values())
             why = "; ".join(f"{k}: {v:,}" for k, v in left.items())
             out.append(f"note: {n:,} {'row' if n == 1 else 'rows'} left out ({why})")
+    cols = (doc.get("input") or {}).get("excluded_columns") or {}
+    if isinstance(cols, Mapping):
+        # columns set aside by fairaudit itself (not the user's own exclude list)
+        out.extend(f"note: column {c!r} is a {why}"
+                   for c, why in cols.items()
+                   if isinstance(why, str) and why.startswith("date/time"))
+    from fairaudit.report.results import TARGET_NOTE
+
     warnings = [(str(lab.get("name")), w) for lab in doc.get("labellings") or ()
                 if isinstance(lab, Mapping) for w in lab.get("warnings") or ()
                 if isinstance(w, Mapping) and w.get("message")]
+    # a fair method that balanced another target than the attributes named (e.g. FairSC their
+    # intersection) says so in a note; the console shows it with the warnings
+    warnings += [(str(lab.get("name")), {"message": n[len(TARGET_NOTE):]})
+                 for lab in doc.get("labellings") or () if isinstance(lab, Mapping)
+                 for n in lab.get("notes") or ()
+                 if isinstance(n, str) and n.startswith(TARGET_NOTE)]
     for name, w in warnings[:_MAX_CAVEATS]:
         out.append(f"warning: {name}: {w['message']}")
     if len(warnings) > _MAX_CAVEATS:

@@ -127,3 +127,36 @@ def capitalize(s: str) -> str:
 
 def _close(a: float, b: float) -> bool:
     return abs(a - b) <= _REL * max(1.0, abs(a), abs(b))
+
+
+def join_clauses(parts: Sequence[Any]) -> str:
+    """Notes (each possibly a sentence with its full stop) as one run of clauses: ``"a; b"``,
+    never ``"a.; b"``; empty parts are dropped."""
+    return "; ".join(p for p in (str(x).strip().rstrip(".").strip() for x in parts) if p)
+
+
+def param_value(v: Any) -> str:
+    """One parameter's value as a person reads it: ``yes`` / ``no``, ``0.01``, ``1e-06``,
+    ``auto``; lists and tables as compact JSON."""
+    import json
+
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    if isinstance(v, int | str):
+        return str(v)
+    return json.dumps(v, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def param_text(params: Mapping[str, Any] | None, skip: Sequence[str] = ()) -> str:
+    """A component's parameters as a person reads them, by name: ``fair: yes, n_init = 10``
+    (switches as ``name: yes/no``, the others as ``name = value``); unset (``None``) ones and
+    those in ``skip`` are left out."""
+    parts = []
+    for k, v in sorted((params or {}).items()):
+        if v is None or k in skip:
+            continue
+        parts.append(f"{k}: {param_value(v)}" if isinstance(v, bool) else
+                     f"{k} = {param_value(v)}")
+    return ", ".join(parts)

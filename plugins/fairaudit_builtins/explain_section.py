@@ -110,9 +110,26 @@ class ExplainSection(ReportSection):
         ]
         return {
             "verdict_groups": list(groups.values()),
+            "no_verdict": _no_verdict_reason(doc),
             "explanations": [{"labelling": k, "rows": v} for k, v in by_lab.items()],
             "glossary": glossary,
         }
+
+
+def _no_verdict_reason(doc: Mapping[str, Any]) -> str:
+    """Why there is no verdict at all: no clusters (every row noise) before no bound."""
+    labs = [lab for lab in doc.get("labellings") or () if isinstance(lab, Mapping)]
+    noise = [str(lab.get("name")) for lab in labs
+             if lab.get("n_clusters") == 0 and (lab.get("n_noise") or 0) > 0]
+    if labs and len(noise) == len(labs):
+        return ("No verdict: no clusters: every row was noise"
+                + (f" in {', '.join(noise)}" if len(noise) > 1 else "")
+                + ", so no group metric exists. Try other parameters (e.g. a larger eps or a "
+                "smaller min_samples for DBSCAN).")
+    why = "No verdict: none of the headline metrics has a verdict bound or a threshold."
+    if noise:
+        why += (" No clusters in " + ", ".join(noise) + ": every row was noise.")
+    return why
 
 
 @hookimpl

@@ -19,7 +19,7 @@ from fairaudit.core.components import AnyOf, Clusterer, Interval, Options, TypeI
 from fairaudit.core.data import AuditData
 from fairaudit.errors import ConfigError, InputError
 from fairaudit.hookspecs import hookimpl
-from fairaudit.report.results import finite
+from fairaudit.report.results import TARGET_NOTE, finite
 
 _BOOL = TypeIs((bool,), "true or false")
 
@@ -130,8 +130,9 @@ class FairSCClusterer(_FieldClusterer):
         names = _several(data)
         notes = []
         if est.fair_applied_ and len(names) > 1:
-            notes.append(f"FairSC balances one attribute: the intersection of "
-                         f"{', '.join(names)} ({est.n_groups_} groups) was used.")
+            notes.append(f"{TARGET_NOTE}FairSC balances one attribute, so it balanced the "
+                         f"intersection of {', '.join(names)} ({est.n_groups_} groups), not "
+                         "each attribute on its own.")
         if est.aside_.any():
             notes.append(f"FairSC set aside {int(est.aside_.sum())} rows that the k-NN graph "
                          "barely ties to the rest (isolation) and gave each the cluster of its "

@@ -163,7 +163,8 @@ class QualityAuditor(Auditor):
                 f"(seed {seed}; the same rows for every labelling)."
             )
         if n_noise:
-            notes.append(f"{n_noise:,} noise rows of the sample were left out.")
+            notes.append(f"{n_noise:,} noise {'row' if n_noise == 1 else 'rows'} of the sample "
+                         f"{'was' if n_noise == 1 else 'were'} left out.")
         res = silhouette(X[clean], labels[clean])
         notes.extend(res.notes)
         detail = {

@@ -13,7 +13,7 @@ from typing import Any
 
 from fairaudit.report import charts
 from fairaudit.report.results import finite
-from fairaudit.report.words import cluster_label
+from fairaudit.report.words import cluster_label, param_text
 
 MAX_GROUPS = 20
 """Charts show at most this many groups of one attribute (the largest); tables show all."""
@@ -46,15 +46,25 @@ def attribute_order(run: Any) -> dict[Any, int]:
 
 
 def labelling_caption(lab: Mapping[str, Any]) -> str:
-    """``kmeans — clusterer kmeans (n_clusters=3)`` / ``segment — column 'segment'``."""
+    """``clusterer kmeans (n_clusters = 3)`` / ``column 'segment'``."""
     if lab.get("origin") == "column":
         return f"column \u2018{lab.get('column') or lab.get('name')}\u2019"
     comp = lab.get("component") or lab.get("name")
-    params = lab.get("params") or {}
-    shown = ", ".join(
-        f"{k}={_short(v)}" for k, v in sorted(params.items()) if k not in ("random_state",)
-    )
+    shown = param_text(lab.get("params"), skip=("random_state",))
     return f"clusterer {comp}" + (f" ({shown})" if shown else "")
+
+
+def labelling_about(lab: Mapping[str, Any]) -> str:
+    """What a labelling is, beside its name: ``n_clusters = 3`` for ``kmeans`` (the name says
+    the clusterer), ``clusterer fairden, fair: no, ...`` for ``fairden-unfair``, ``column
+    'segment'`` for a labels column."""
+    if lab.get("origin") == "column":
+        return labelling_caption(lab)
+    comp = lab.get("component") or lab.get("name")
+    shown = param_text(lab.get("params"), skip=("random_state",))
+    if comp == lab.get("name"):
+        return shown
+    return f"clusterer {comp}" + (f", {shown}" if shown else "")
 
 
 def _short(v: Any) -> str:

@@ -50,6 +50,7 @@ from fairaudit_builtins.section_helpers import (
     headline_chart,
     headline_table,
     json_text,
+    labelling_about,
     labelling_caption,
     labelling_names,
     mark_best,
@@ -78,6 +79,7 @@ __all__ = [
     "headline_chart",
     "headline_table",
     "json_text",
+    "labelling_about",
     "labelling_caption",
     "labelling_names",
     "mark_best",
@@ -135,6 +137,10 @@ class SummarySection(ReportSection):
             "answer_labellings": list(dict.fromkeys(
                 str(v["labelling"]) for v in doc.get("verdicts") or ())),
             "n_headline_rows": len(headline.get("rows") or ()),
+            # the "(data)" column (auditors that judge the data) is not a labelling
+            "n_headline_labellings": sum(1 for name in headline.get("labellings") or ()
+                                         if name != DATA_LABELLING),
+            "headline_has_data": DATA_LABELLING in (headline.get("labellings") or ()),
             "headline_has_ci": any(c.get("ci") for row in headline.get("rows") or ()
                                    for c in row.get("cells") or ()),
             "status": doc.get("status", "not_evaluated"),
@@ -151,7 +157,7 @@ class SummarySection(ReportSection):
             "rows_audited": inp.get("rows_audited"),
             "attributes": list(run.attributes),
             "labellings": [
-                {"name": lab["name"], "caption": labelling_caption(lab)} for lab in run.labellings
+                {"name": lab["name"], "about": labelling_about(lab)} for lab in run.labellings
             ],
             "ci_level": ((doc.get("chain") or {}).get("options") or {}).get("ci_level", 0.95),
             "notes": [str(n) for n in doc.get("notes") or ()],
