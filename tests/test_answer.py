@@ -11,19 +11,20 @@ import numpy as np
 import polars as pl
 import pytest
 
-LINE = "\u201cpremium\u201d holds 11 of the 37 \u201cOther\u201d people, 3.3 expected"
+LINE = "\u201cpremium\u201d holds 33 of the 111 \u201cOther\u201d people, 10.0 expected"
 
 
 def _segments() -> pl.DataFrame:
-    """1,000 customers in three named segments. "Other" (37 people) has 11 in "premium" (90
-    rows), where 37 x 90 / 1,000 = 3.3 are expected: balance 3.3 / 11 = 0.30; sex is spread
-    evenly."""
+    """3,000 customers in three named segments. "Other" (111 people) has 33 in "premium" (270
+    rows), where 111 x 270 / 3,000 = 10.0 are expected: balance 10 / 33 = 0.30; sex is spread
+    evenly. (At a third of this size the deciding cell expects 3.3 people: too few to judge,
+    docs/metrics.md "Sparse tables".)"""
     rng = np.random.default_rng(7)
-    race = ["Other"] * 37 + ["White"] * 700 + ["Black"] * 263
-    seg = (["premium"] * 11 + ["standard"] * 13 + ["basic"] * 13
-           + ["premium"] * 55 + ["standard"] * 400 + ["basic"] * 245
-           + ["premium"] * 24 + ["standard"] * 150 + ["basic"] * 89)
-    sex = rng.permutation(np.array(["f", "m"] * 500)).tolist()
+    race = ["Other"] * 111 + ["White"] * 2100 + ["Black"] * 789
+    seg = (["premium"] * 33 + ["standard"] * 39 + ["basic"] * 39
+           + ["premium"] * 165 + ["standard"] * 1200 + ["basic"] * 735
+           + ["premium"] * 72 + ["standard"] * 450 + ["basic"] * 267)
+    sex = rng.permutation(np.array(["f", "m"] * 1500)).tolist()
     return pl.DataFrame({"race": race, "sex": sex, "segment": seg})
 
 
@@ -56,8 +57,8 @@ def test_console_gives_the_verdict_and_the_deciding_cell_by_name(run_cli, segmen
     assert doc["labellings"][0]["cluster_names"] == ["basic", "premium", "standard"]
     v = next(v for v in doc["verdicts"] if v["attribute"] == "race")
     assert v["decided_by"]["cluster_name"] == "premium"
-    assert v["decided_by"]["group"] == "Other" and v["decided_by"]["count"] == 11
-    assert v["decided_by"]["expected"] == pytest.approx(3.33)
+    assert v["decided_by"]["group"] == "Other" and v["decided_by"]["count"] == 33
+    assert v["decided_by"]["expected"] == pytest.approx(9.99)
 
 
 def test_quiet_stays_silent(run_cli, segments, tmp_path):
@@ -81,14 +82,14 @@ def test_report_leads_with_the_answer(segments, tmp_path):
     answer = summary.index('id="answer"')
     assert answer < summary.index("All headline metrics")
     block = summary[answer:summary.index("All headline metrics")]
-    assert "\u201cpremium\u201d holds 11 of the 37 \u201cOther\u201d people, 3.3 expected" in block
+    assert LINE in block
     # detail folds open on demand
     assert re.search(r'<details class="headline-metrics">', summary)
     explain = html[html.index('id="sec-explain"'):]
     assert explain.count("<details>") >= 3  # verdict reasons, per-labelling detail, glossary
     # the sentences name the cluster by its own name
-    assert "\u201cpremium\u201d (90 rows) holds 11 of the 37 Other people" in html
-    assert "cluster 1 (90 rows)" not in html
+    assert "\u201cpremium\u201d (270 rows) holds 33 of the 111 Other people" in html
+    assert "cluster 1 (270 rows)" not in html
 
 
 def test_status_card_with_thresholds_is_unchanged(segments):
@@ -127,7 +128,7 @@ def test_audit_run_repr_is_one_line(segments):
     run = fairaudit.audit(segments, sensitive=["race"], labels="segment")
     text = repr(run)
     assert "\n" not in text and len(text) < 300, text
-    assert text.startswith("AuditRun(status=") and "rows=1000" in text
+    assert text.startswith("AuditRun(status=") and "rows=3000" in text
     assert "labellings=['segment']" in text and "attributes=['race']" in text
 
 
@@ -198,7 +199,7 @@ def test_console_says_not_judged_in_words_and_the_json_keeps_the_enum(run_cli, s
     res = run_cli("audit", segments, "--sensitive", "race,sex", "--labels", "segment",
                   "--out", tmp_path / "r.html", "--json", tmp_path / "r.json")
     first = res.output.splitlines()[0]
-    assert first.startswith("fairaudit: NOT JUDGED: no thresholds set  (1,000 rows"), first
+    assert first.startswith("fairaudit: NOT JUDGED: no thresholds set  (3,000 rows"), first
     assert "NOT_EVALUATED" not in res.output and "not_evaluated" not in res.output
     doc = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
     assert doc["status"] == "not_evaluated"

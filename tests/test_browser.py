@@ -163,7 +163,7 @@ def test_answer_is_above_the_fold_at_1280x800(browser, tmp_path):
         for li in lines:
             box = li.bounding_box()
             assert box is not None and box["y"] >= 0 and box["y"] + box["height"] <= 800, box
-        assert "\u201cpremium\u201d holds 11 of the 37" in lines[0].inner_text()
+        assert "\u201cpremium\u201d holds 33 of the 111" in lines[0].inner_text()
         # the full headline table is folded; a click opens it
         table = page.locator("details.headline-metrics table")
         assert not table.is_visible()
