@@ -137,6 +137,19 @@ def csv_parse_failure(exc: BaseException) -> tuple[str, str, str] | None:
     return None if m is None else (m["column"], m["value"], m["dtype"])
 
 
+_KINDS = {"i": "whole numbers", "u": "whole numbers", "f": "numbers", "b": "true/false",
+          "d": "dates", "t": "times"}
+
+
+def text_column_note(source: str, failure: tuple[str, str, str]) -> str:
+    """The warning that a column of ``source`` is read again as text (``failure`` from
+    :func:`csv_parse_failure`)."""
+    column, value, dtype = failure
+    return (f"{source}: column {column!r} is read as text: a cell holds {value!r} where its "
+            f"first {CSV_INFER_ROWS:,} rows read as {_KINDS.get(dtype[:1], dtype)} (if {value!r} "
+            "means missing, remove it or write it as empty/NA)")
+
+
 def scan_builtin(spec: str, options: Mapping[str, Any]) -> pl.LazyFrame:
     """Open Parquet (file, directory, glob) or CSV lazily, and check it can be read."""
     import polars as pl

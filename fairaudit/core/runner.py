@@ -52,7 +52,7 @@ def run_chain(
     """
     import polars as pl
 
-    from fairaudit.core.io import csv_parse_failure
+    from fairaudit.core.io import csv_parse_failure, text_column_note
 
     text: tuple[str, ...] = tuple(spec.data.reader_options.get("text_columns", ()))
     while True:
@@ -62,25 +62,11 @@ def run_chain(
             failure = csv_parse_failure(exc)
             if failure is None or failure[0] in text:
                 raise
-            column, value, dtype = failure
-            text += (column,)
+            text += (failure[0],)
             path = data_path if data_path is not None else spec.data.path
-            log.warning("%s: column %r is read as text: a cell holds %r where its first %s rows "
-                        "read as %s (if %r means missing, remove it or write it as empty/NA)",
-                        source_name(path), column, value, f"{_infer_rows():,}",
-                        _KINDS.get(dtype[:1], dtype), value)
+            log.warning("%s", text_column_note(source_name(path), failure))
             spec = dataclasses.replace(spec, data=dataclasses.replace(
                 spec.data, reader_options={**spec.data.reader_options, "text_columns": text}))
-
-
-_KINDS = {"i": "whole numbers", "u": "whole numbers", "f": "numbers", "b": "true/false",
-          "d": "dates", "t": "times"}
-
-
-def _infer_rows() -> int:
-    from fairaudit.core.io import CSV_INFER_ROWS
-
-    return CSV_INFER_ROWS
 
 
 def _run_chain(spec: ChainSpec, host: Any, *, data_path: Any, engine: Any) -> AuditRun:
