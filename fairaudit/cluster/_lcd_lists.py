@@ -47,6 +47,7 @@ import numpy as np
 from scipy.spatial import cKDTree
 
 from fairaudit.cluster._knn import kd_tree, leaf_rank, query_rows
+from fairaudit.cluster._lcd_sample import SampleLists
 from fairaudit.metrics.local_connectivity import TIE_RTOL
 
 __all__ = ["ClusterLists", "build", "list_bytes", "point_values", "touched", "update"]
@@ -71,7 +72,8 @@ class ClusterLists:
     ``queried`` (m,): the size of the query the list came from.
     ``tree`` (over the members, the leaf size of :func:`fairaudit.cluster._knn.leafsize_for`;
     ``rank``: its leaf order) and ``exact`` (scipy's default tree, the metric's) are built when
-    needed."""
+    needed. ``sample``: the sample's own lists, asked before the tree
+    (:mod:`fairaudit.cluster._lcd_sample`); ``mask``: the members as a mask over the rows."""
 
     members: np.ndarray
     nb: np.ndarray
@@ -83,6 +85,8 @@ class ClusterLists:
     tree: cKDTree | None = None
     rank: np.ndarray | None = None
     exact: cKDTree | None = None
+    sample: SampleLists | None = None
+    mask: np.ndarray | None = None
 
 
 def _width(t: int) -> int:
@@ -101,11 +105,15 @@ def _tree(X: np.ndarray, cl: ClusterLists) -> cKDTree:
     return cl.tree
 
 
-def _knn(X: np.ndarray, cl: ClusterLists, pos: np.ndarray, q: int,
-         workers: int) -> tuple[np.ndarray, np.ndarray]:
-    """The q nearest members (global indices, distances) of the members at ``pos``, from a
-    tree with larger leaves asked in its leaf order (faster; the order of equally distant
-    members may differ from the metric's tree, which the clean length accounts for)."""
+def _mask(X: np.ndarray, cl: ClusterLists) -> np.ndarray:
+    if cl.mask is None:
+        cl.mask = np.zeros(X.shape[0], dtype=bool)
+        cl.mask[cl.members] = True
+    return cl.mask
+
+
+def _tree_knn(X: np.ndarray, cl: ClusterLists, pos: np.ndarray, q: int,
+              workers: int) -> tuple[np.ndarray, np.ndarray]:
     tree = _tree(X, cl)
     # threads only for large batches: starting them costs more than a few hundred queries
     w = workers if len(pos) >= PARALLEL_ROWS else 1
@@ -129,19 +137,31 @@ def _metric_knn(X: np.ndarray, cl: ClusterLists, pos: np.ndarray, q: int,
 
 
 def _query(X: np.ndarray, cl: ClusterLists, pos: np.ndarray, q: int, workers: int) -> tuple:
-    """Lists of the members at ``pos`` from a query of q (capped at m): global indices,
-    distances, trusted and clean lengths, horizon."""
+    """Lists of the members at ``pos`` from a query of q (capped at m) — or, where the sample's
+    lists hold them, from those (:mod:`fairaudit.cluster._lcd_sample`: the same entries, often
+    with more of them trusted): global indices, distances, trusted and clean lengths, horizon."""
     m = cl.members.size
     q = min(q, m)
-    g, d = _knn(X, cl, pos, q, workers)
-    if q == m:  # the whole cluster: every entry there, any membership change touches it
-        tr, h = np.full(len(pos), m, dtype=np.int64), np.full(len(pos), np.inf)
+    pos = np.asarray(pos, dtype=np.intp)
+    if cl.sample is not None:
+        g, d, tr, h, ok = cl.sample.lists(_mask(X, cl), cl.members[pos], q, m)
+        rest = np.flatnonzero(~ok)
     else:
-        h = d[:, -1].copy()
-        tr = (d < h[:, None]).sum(axis=1)
+        g, d = np.empty((pos.size, q), dtype=np.intp), np.empty((pos.size, q))
+        tr, h = np.empty(pos.size, dtype=np.int64), np.empty(pos.size)
+        rest = np.arange(pos.size)
+    if rest.size:
+        gt, dt = _tree_knn(X, cl, pos[rest], q, workers)
+        g[rest], d[rest] = gt, dt
+        if q == m:  # the whole cluster: every entry there, any membership change touches it
+            tr[rest], h[rest] = m, np.inf
+        else:
+            h[rest] = dt[:, -1]
+            tr[rest] = (dt < dt[:, -1:]).sum(axis=1)
     clean = tr.copy()
     if q > 1:
-        tie = d[:, 1:] == d[:, :-1]  # entry i + 1 as far as entry i
+        # entry i + 1 as far as entry i (padding, -1 / inf, lies beyond the trusted entries)
+        tie = (d[:, 1:] == d[:, :-1]) & (g[:, 1:] >= 0)
         r = np.flatnonzero(tie.any(axis=1))
         if r.size:
             gr = g[r]
@@ -174,11 +194,14 @@ def _empty(members: np.ndarray, W: int) -> ClusterLists:
                         np.zeros(m, dtype=np.int64))
 
 
-def build(X: np.ndarray, members: np.ndarray, t: int, workers: int) -> ClusterLists:
-    """Lists of every member of the cluster ``members`` (first round: 2t + 3 entries)."""
+def build(X: np.ndarray, members: np.ndarray, t: int, workers: int,
+          sample: SampleLists | None = None) -> ClusterLists:
+    """Lists of every member of the cluster ``members`` (first round: 2t + 3 entries);
+    ``sample``: the sample's lists to take them from (:mod:`fairaudit.cluster._lcd_sample`)."""
     members = np.asarray(members, dtype=np.int64)
     m = members.size
     cl = _empty(members, _width(t))
+    cl.sample = sample
     if m:
         pos = np.arange(m)
         _store(cl, pos, *_query(X, cl, pos, 2 * t + 3, workers))
@@ -190,8 +213,18 @@ def touched(X: np.ndarray, cl: ClusterLists, pos: np.ndarray, moved: np.ndarray)
     join or leave) strictly inside their horizon."""
     if moved.size == 0 or pos.size == 0:
         return np.zeros(pos.size, dtype=bool)
-    d, _ = cKDTree(X[moved]).query(X[cl.members[pos]], k=1)
-    return d < cl.horizon[pos]
+    pos = np.asarray(pos, dtype=np.intp)
+    if cl.sample is None:
+        hit, known = np.zeros(pos.size, dtype=bool), np.zeros(pos.size, dtype=bool)
+    else:
+        mv = np.zeros(X.shape[0], dtype=bool)
+        mv[moved] = True
+        hit, known = cl.sample.touched(cl.members[pos], cl.horizon[pos], mv)
+    rest = np.flatnonzero(~known)
+    if rest.size:
+        d, _ = cKDTree(X[moved]).query(X[cl.members[pos[rest]]], k=1)
+        hit[rest] = d < cl.horizon[pos[rest]]
+    return hit
 
 
 def update(X: np.ndarray, cl: ClusterLists, members: np.ndarray, t: int,
@@ -203,6 +236,7 @@ def update(X: np.ndarray, cl: ClusterLists, members: np.ndarray, t: int,
         return cl
     m = members.size
     new = _empty(members, cl.nb.shape[1])
+    new.sample = cl.sample
     if m == 0:
         return new
     moved = np.setxor1d(members, cl.members, assume_unique=True)

@@ -54,6 +54,10 @@ list is queried again only when a row that joins or leaves its cluster lies insi
 prototype move recomputes the arithmetic alone. The metric's values bit for bit, so the same
 decisions and result (tested against ``False``: every member's LCD from a fresh k-d tree per
 cluster, as :func:`fairaudit.metrics.lcd` computes it)."""
+SAMPLE_LISTS = True
+"""The clusters' lists are filtered from the sample's own nearest rows, queried once
+(:mod:`fairaudit.cluster._lcd_sample`) instead of asked of a tree per cluster after every move:
+the same lists, so the same values and result (tested against ``False``)."""
 LIST_BYTES = 256 * 2**20
 """The lists hold 2 × 2 × (8t + 9) numbers per row (31 MB at 20,000 rows, t = 5); beyond this
 budget (``refine_rows`` raised past ~160,000) the refinement recomputes instead (same result)."""
@@ -92,6 +96,7 @@ def refine_prototypes(
     nearest-prototype labels of ``X``. ``lists``: a dict left by an earlier call on the same
     ``X`` and ``t`` (its neighbour lists are reused where they still hold; filled in place)."""
     from fairaudit.cluster import _lcd_lists as ll
+    from fairaudit.cluster import _lcd_sample as ls
     from fairaudit.cluster import nearest_centre
     from fairaudit.cluster._progress import Progress
     from fairaudit.metrics.local_connectivity import _cluster_lcd
@@ -113,7 +118,7 @@ def refine_prototypes(
         """Cluster j's lists for the members ``rows``, from ``base[j]`` when there is one."""
         if j in base:
             return ll.update(X, base[j], rows, t, workers)
-        return ll.build(X, rows, t, workers)
+        return ll.build(X, rows, t, workers, sample)
 
     def cluster_lcd(lab: np.ndarray, cent: np.ndarray, j: int,
                     base: dict | None = None) -> tuple[float, int, np.ndarray]:
@@ -168,9 +173,15 @@ def refine_prototypes(
     free = np.ones(k, dtype=bool)
     free[fixed] = False
     movable = int(free.sum()) >= 2  # one free cluster alone can only trade rows with frozen ones
+    sample = None
     if INCREMENTAL and n * ll.list_bytes(t) <= LIST_BYTES:
         # cluster -> its neighbour lists (for the current labels once computed)
         lists = {} if lists is None else lists
+        if SAMPLE_LISTS and n * ls.sample_bytes(t) <= LIST_BYTES:
+            # the sample's own lists, queried once; the clusters' lists are filtered from them
+            sample = lists.get("sample")
+            if sample is None:
+                sample = lists["sample"] = ls.SampleLists(X, t, workers)
     else:
         lists = None
     per = [cluster_lcd(lab, C, j, lists) for j in range(k)]
