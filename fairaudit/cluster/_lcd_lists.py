@@ -188,8 +188,10 @@ def _store(cl: ClusterLists, pos: np.ndarray, g, d, tr, clean, h) -> None:
 
 
 def _empty(members: np.ndarray, W: int) -> ClusterLists:
+    """Lists not yet asked (trusted and queried 0); a row's entries are written whole (by
+    :func:`_store` or a copy) before they are read."""
     m = members.size
-    return ClusterLists(members, np.full((m, W), -1, dtype=np.int64), np.full((m, W), np.inf),
+    return ClusterLists(members, np.empty((m, W), dtype=np.int64), np.empty((m, W)),
                         np.zeros(m, dtype=np.int64), np.zeros(m, dtype=np.int64), np.zeros(m),
                         np.zeros(m, dtype=np.int64))
 
