@@ -53,6 +53,10 @@ from fairaudit.metrics.local_connectivity import TIE_RTOL
 __all__ = ["ClusterLists", "build", "list_bytes", "point_values", "touched", "update"]
 
 PARALLEL_ROWS = 2048
+TERM_MAX = 0.5 + 1e-6
+"""An upper bound of one term Dev · ND (eq. 3-5) of a qualifying neighbour: with r =
+dist(X, s) / dist(X, c) < 1 and dist(s, c) <= dist(X, c) (1 + 1e-9), the term is at most
+r (r + 1e-9) / (1 + 1e-9 + r) < 1/2 + 1e-9; the margin covers rounding."""
 """A query of fewer rows runs on one thread whatever ``workers`` says (same result)."""
 DEEP = 4
 """Lists are stored up to the second round (4 (2t + 2) entries plus one for the horizon), with
@@ -265,10 +269,18 @@ def update(X: np.ndarray, cl: ClusterLists, members: np.ndarray, t: int,
 
 def point_values(X: np.ndarray, cl: ClusterLists, c: np.ndarray, t: int, workers: int,
                  pos: np.ndarray | None = None, scratch: np.ndarray | None = None,
-                 size: int | None = None) -> np.ndarray:
+                 size: int | None = None, prune: bool = False) -> np.ndarray:
     """LCD(X, C) of the members at ``pos`` (default: all, in member order) for prototype ``c``:
     the metric's values (module docstring). Deepens lists as needed. ``scratch``: an n-vector
     reused for dist(s, c) by global index.
+
+    ``prune``: for the cluster's maximum only (eq. 7) — NaN for the points that cannot attain
+    it, which are not computed past the first round: a point the first round leaves unfinished
+    has its found qualifying terms summed, and each of its at most t - found further terms is
+    below 1/2 (:data:`TERM_MAX`), so when that upper bound is below a finished point's value
+    the point is not the maximum. Only points whose first-round list is clean are pruned (their
+    first terms are then those of every later round). The maximum, the first member attaining
+    it and every value given are the metric's.
 
     ``size``: look-up only, for a trial in which the cluster has ``size`` members and no row
     that joins or leaves it lies inside the lists at ``pos`` (:func:`touched`): the values of
@@ -327,6 +339,12 @@ def point_values(X: np.ndarray, cl: ClusterLists, c: np.ndarray, t: int, workers
             contrib = (denom / dX - 1.0) * (d / denom)
         contrib = np.where(take, contrib, 0.0)
         out[at[done]] = contrib[done].sum(axis=1)
+        if prune and k == 2 * t + 2 and done.any() and not done.all():
+            rest = ~done
+            ub = contrib[rest].sum(axis=1) + (t - found[rest]) * TERM_MAX
+            cut = ready[rest] & (ub < out[at[done]].max())
+            out[at[rest][cut]] = np.nan
+            done[np.flatnonzero(rest)[cut]] = True
         at = at[~done]
         k = kk * 4
     return out

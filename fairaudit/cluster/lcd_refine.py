@@ -58,6 +58,11 @@ SAMPLE_LISTS = True
 """The clusters' lists are filtered from the sample's own nearest rows, queried once
 (:mod:`fairaudit.cluster._lcd_sample`) instead of asked of a tree per cluster after every move:
 the same lists, so the same values and result (tested against ``False``)."""
+PRUNE = True
+"""LCD(C) from the lists computes past the first round only the points that can attain the
+maximum (:func:`fairaudit.cluster._lcd_lists.point_values`, ``prune``): the same maximum and
+worst point; the members kept for the lower bounds are the highest computed ones (the bounds
+stay bounds, so the decisions are the same; tested against ``False``)."""
 LIST_BYTES = 256 * 2**20
 """The lists hold 2 × 2 × (8t + 9) numbers per row (31 MB at 20,000 rows, t = 5); beyond this
 budget (``refine_rows`` raised past ~160,000) the refinement recomputes instead (same result)."""
@@ -110,7 +115,9 @@ def refine_prototypes(
     scratch = np.empty(n)  # dist(s, c) by row, reused by every list evaluation
 
     def _summary(rows: np.ndarray, vals: np.ndarray) -> tuple[float, int, np.ndarray]:
-        i = int(np.argmax(vals))
+        # NaN: a point that cannot attain the maximum (point_values(prune=True)); argsort puts
+        # them last
+        i = int(np.nanargmax(vals))
         top = rows[np.argsort(-vals, kind="stable")[:BOUND_ROWS]] if BOUND_ROWS else rows[:0]
         return float(vals[i]), int(rows[i]), top
 
@@ -130,7 +137,8 @@ def refine_prototypes(
             cl = base[j] = lists_for(j, rows, base)
             if rows.size == 0:
                 return 0.0, -1, rows
-            return _summary(rows, ll.point_values(X, cl, cent[j], t, workers, scratch=scratch))
+            return _summary(rows, ll.point_values(X, cl, cent[j], t, workers, scratch=scratch,
+                                                  prune=PRUNE))
         if rows.size == 0:
             return 0.0, -1, rows
         vals, _ = _cluster_lcd(X[rows], cent[j], t, workers)

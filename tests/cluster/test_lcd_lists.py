@@ -202,3 +202,42 @@ def test_sample_lists_answer_as_a_query_over_the_members(seed, kind, n, t):
     hit, known = sample.touched(members, h, moved)
     want = np.array([(D[x, moved] < hh).any() for x, hh in zip(members, h, strict=True)])
     np.testing.assert_array_equal(hit[known], want[known])
+
+
+@pytest.mark.parametrize("from_sample", [False, True])
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), kind=st.integers(0, 2), n=st.integers(8, 300),
+       d=st.integers(1, 4), t=st.integers(1, 6))
+def test_pruned_values_give_the_metrics_maximum(from_sample, seed, kind, n, d, t):
+    # prune=True (the cluster's maximum only): every value given is the metric's, the maximum
+    # and the first member attaining it are the metric's, and a pruned point is below it
+    rng = np.random.default_rng(seed)
+    X = _data(kind, n, d, rng)
+    members = np.flatnonzero(rng.random(X.shape[0]) < 0.7)
+    c = X[members].mean(axis=0) + rng.normal(size=d) * rng.choice([0.0, 0.5, 2.0])
+    cl = ll.build(X, members, t, 1, SampleLists(X, t, 1) if from_sample else None)
+    got = ll.point_values(X, cl, c, t, 1, prune=True)
+    ref, _ = _cluster_lcd(X[members], c, t, 1)
+    if members.size == 0:
+        return
+    kept = ~np.isnan(got)
+    np.testing.assert_array_equal(got[kept], ref[kept])
+    assert np.nanmax(got) == ref.max()
+    assert int(np.nanargmax(got)) == int(np.argmax(ref))
+    assert (ref[~kept] < ref.max()).all()
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_refinement_with_pruning_equals_without(seed, monkeypatch):
+    import fairaudit.cluster.lcd_refine as lr
+
+    X = _tables()["ties" if seed == 1 else "copies"]
+    rng = np.random.default_rng(seed)
+    C = X[rng.choice(X.shape[0], size=4, replace=False)]
+    fast = lr.refine_prototypes(X, C, t=5, min_size=8)
+    monkeypatch.setattr(lr, "PRUNE", False)
+    full = lr.refine_prototypes(X, C, t=5, min_size=8)
+    np.testing.assert_array_equal(fast.centres, full.centres)
+    np.testing.assert_array_equal(fast.labels, full.labels)
+    assert (fast.avg_lcd, fast.avg_lcd_start, fast.moves, fast.evaluations, fast.rounds) == (
+        full.avg_lcd, full.avg_lcd_start, full.moves, full.evaluations, full.rounds)
