@@ -105,8 +105,16 @@ def test_refinement_with_lists_equals_full_recomputation(name, seed, from_sample
     rng = np.random.default_rng(seed)
     C = X[rng.choice(X.shape[0], size=4, replace=False)]
     monkeypatch.setattr(lr, "SAMPLE_LISTS", from_sample)
+    _same_refinement(X, C, monkeypatch, INCREMENTAL=False)
+
+
+def _same_refinement(X, C, monkeypatch, **switch):
+    """The refinement of C on X gives the same result with the module's ``switch`` settings."""
+    import fairaudit.cluster.lcd_refine as lr
+
     fast = lr.refine_prototypes(X, C, t=5, min_size=8)
-    monkeypatch.setattr(lr, "INCREMENTAL", False)
+    for name, value in switch.items():
+        monkeypatch.setattr(lr, name, value)
     full = lr.refine_prototypes(X, C, t=5, min_size=8)
     np.testing.assert_array_equal(fast.centres, full.centres)
     np.testing.assert_array_equal(fast.labels, full.labels)
@@ -229,15 +237,7 @@ def test_pruned_values_give_the_metrics_maximum(from_sample, seed, kind, n, d, t
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_refinement_with_pruning_equals_without(seed, monkeypatch):
-    import fairaudit.cluster.lcd_refine as lr
-
     X = _tables()["ties" if seed == 1 else "copies"]
     rng = np.random.default_rng(seed)
     C = X[rng.choice(X.shape[0], size=4, replace=False)]
-    fast = lr.refine_prototypes(X, C, t=5, min_size=8)
-    monkeypatch.setattr(lr, "PRUNE", False)
-    full = lr.refine_prototypes(X, C, t=5, min_size=8)
-    np.testing.assert_array_equal(fast.centres, full.centres)
-    np.testing.assert_array_equal(fast.labels, full.labels)
-    assert (fast.avg_lcd, fast.avg_lcd_start, fast.moves, fast.evaluations, fast.rounds) == (
-        full.avg_lcd, full.avg_lcd_start, full.moves, full.evaluations, full.rounds)
+    _same_refinement(X, C, monkeypatch, PRUNE=False)
