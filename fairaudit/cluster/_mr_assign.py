@@ -21,7 +21,7 @@ from fairaudit.cluster._progress import Progress
 
 __all__ = ["mutual_reachability_assign"]
 
-_FIRST_K = 16
+_FIRST_K = 16  # neighbours asked for a row at distance 0 from fitted rows (its label)
 _BATCH = 65_536
 _PRODUCT_MIN_D = 6  # below, the k-d tree is as fast (measured, docs/benchmarks/fairden.md)
 _PRODUCT_MIN_FIT = 1_024
@@ -45,8 +45,9 @@ def mutual_reachability_assign(
     fit's core-distance convention); κ(y) = ``fit_core``. A row at distance 0 from fitted rows
     takes the label of the first of them (an identical row is that row) among the K = max(16, q)
     nearest the k-d tree returns: with more identical fitted rows than that, not necessarily the
-    first overall (as before; both paths). ``method``: ``"auto"`` (products where they are faster, see the module), ``"tree"``
-    or ``"products"`` (products wherever they apply); all give the same labels.
+    first overall (as before; both paths). ``method``: ``"auto"`` (products where they are
+    faster, see the module), ``"tree"`` or ``"products"`` (products wherever they apply); all
+    give the same labels.
     """
     fit_X = np.asarray(fit_X, dtype=np.float64)
     fit_core = np.asarray(fit_core, dtype=np.float64)
@@ -63,14 +64,13 @@ def mutual_reachability_assign(
     use = method == "products" or (
         method == "auto" and d >= _PRODUCT_MIN_D and X.shape[0] >= _PRODUCT_MIN_ROWS
     )
-    if use and _PRODUCT_MIN_FIT <= n_fit <= _PRODUCT_MAX_FIT and q < n_fit:
+    use = use and _PRODUCT_MIN_FIT <= n_fit <= _PRODUCT_MAX_FIT and q < n_fit
+    if use and np.isfinite(X).all():  # (non-finite rows: the tree refuses them, as before)
         from fairaudit.cluster._mr_products import Cells, product_labels
 
-        finite = np.flatnonzero(np.isfinite(X).all(axis=1))
         cells = Cells(fit_X, fit_core, fit_labels, q)
-        lab, unsettled = product_labels(cells, X[finite], q, progress)
-        out[finite] = lab
-        todo = np.union1d(finite[unsettled], np.setdiff1d(todo, finite))
+        out, unsettled = product_labels(cells, X, q, progress)
+        todo = np.flatnonzero(unsettled)
     if todo.size:
         out[todo] = _tree_assign(fit_X, fit_core, fit_labels, X[todo], q,
                                  None if todo.size < X.shape[0] else progress)
@@ -91,12 +91,14 @@ def _tree_assign(fit_X: np.ndarray, fit_core: np.ndarray, fit_labels: np.ndarray
     # of a k-d tree over the new rows), so consecutive queries walk the same nodes of ``tree``
     spatial = np.asarray(cKDTree(X).indices) if X.shape[0] > 1 else np.arange(X.shape[0])
     X = X[spatial]
+    k_zero = int(min(n_fit, max(_FIRST_K, q)))
     for lo in range(0, X.shape[0], _BATCH):
         rows = np.arange(lo, min(lo + _BATCH, X.shape[0]))
         # first ask q neighbours: κ(x) is the q-th, and most rows are settled by them (the
         # winner's r equals κ(x) at a distance under it); the others ask 2K, 4K, ...
-        # (measured: 1.3× the rows/s of a first K = 2q, identical labels)
-        K = int(min(n_fit, max(_FIRST_K, q)))
+        # (measured: 1.3× the rows/s of a first K = 2q, and in 3–5 dimensions 1.2–1.4× that
+        # of a first K = 16; identical labels)
+        K = int(min(n_fit, q))
         while rows.size:
             d, idx = tree.query(X[rows], k=K, workers=-1)
             d = d.reshape(rows.size, K)
@@ -112,7 +114,14 @@ def _tree_assign(fit_X: np.ndarray, fit_core: np.ndarray, fit_labels: np.ndarray
             best = np.where(cand, idx, n_fit).min(axis=1)
             zero = d[:, 0] == 0.0
             if zero.any():
-                best[zero] = np.where(d[zero] == 0.0, idx[zero], n_fit).min(axis=1)
+                # a row at distance 0: the first identical fitted row among the nearest
+                # max(16, q) the tree returns (as it always was: ask that many)
+                zr = rows[zero]
+                dz, iz = d[zero], idx[zero]
+                if K != k_zero:
+                    dz, iz = tree.query(X[zr], k=k_zero, workers=-1)
+                    dz, iz = dz.reshape(zr.size, k_zero), iz.reshape(zr.size, k_zero)
+                best[zero] = np.where(dz == 0.0, iz, n_fit).min(axis=1)
             dK = d[:, -1]
             done = (best_r < dK) | ((best_r == dK) & (best_d < dK)) | zero | (K >= n_fit)
             out[rows[done]] = fit_labels[best[done]]
