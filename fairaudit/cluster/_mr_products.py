@@ -30,6 +30,9 @@ brute-force oracle).
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 
 from fairaudit.cluster._knn import tree_sqdist
@@ -217,24 +220,43 @@ def _tile(cells: Cells, Xt: np.ndarray, hb: int, q: int) -> tuple[np.ndarray, np
     return cells.labels[Cs[np.arange(T), first]], bad
 
 
-def product_labels(cells: Cells, X: np.ndarray, q: int, progress=None
+def product_labels(cells: Cells, X: np.ndarray, q: int, progress=None, workers: int = -1
                    ) -> tuple[np.ndarray, np.ndarray]:
     """Labels of the rows of X by the products, and a mask of the rows not settled (to be
-    answered by the k-d tree path; their labels here are meaningless)."""
+    answered by the k-d tree path; their labels here are meaningless). Tiles run in
+    ``workers`` threads (-1: one per core; numpy's products, comparisons and sorts release the
+    GIL), each with a single BLAS thread."""
+    from threadpoolctl import threadpool_limits
+
     home = cells.home(X)
     order = np.argsort(home, kind="stable")
     h = home[order]
     Xs = X[order]
-    cuts = np.flatnonzero(np.r_[True, h[1:] != h[:-1], True])
+    cuts = np.flatnonzero(np.r_[True, h[1:] != h[:-1], True]).tolist()
+    tiles = [(lo, min(lo + _TILE, b)) for a, b in zip(cuts[:-1], cuts[1:], strict=True)
+             for lo in range(a, b, _TILE)]
     lab = np.empty(X.shape[0], dtype=np.int64)
     unsettled = np.empty(X.shape[0], dtype=bool)
-    done = 0
-    for a, b in zip(cuts[:-1].tolist(), cuts[1:].tolist(), strict=True):
-        for lo in range(a, b, _TILE):
-            hi = min(lo + _TILE, b)
+
+    def run(batch: list[tuple[int, int]]) -> int:
+        for lo, hi in batch:
             rows = order[lo:hi]
             lab[rows], unsettled[rows] = _tile(cells, Xs[lo:hi], int(h[lo]), q)
-            done += hi - lo
+        return sum(hi - lo for lo, hi in batch)
+
+    batches = [tiles[i : i + 8] for i in range(0, len(tiles), 8)]
+    n_w = (os.cpu_count() or 1) if workers == -1 else max(1, workers)
+    done = 0
+    with threadpool_limits(1, user_api="blas"):
+        if n_w == 1 or len(batches) == 1:
+            results = map(run, batches)
+        else:
+            ex = ThreadPoolExecutor(min(n_w, len(batches)))
+            results = ex.map(run, batches)
+        for k in results:
+            done += k
             if progress is not None:
                 progress.update(done)
+        if n_w > 1 and len(batches) > 1:
+            ex.shutdown()
     return lab, unsettled

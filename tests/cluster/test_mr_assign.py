@@ -141,3 +141,35 @@ def test_property_products_equal_tree_equal_brute_force(seed, dim, min_pts, kind
     for method in ("products", "tree"):
         got = mutual_reachability_assign(fit_X, core, labels, new, min_pts, method=method)
         np.testing.assert_array_equal(got, want, err_msg=method)
+
+
+@pytest.mark.parametrize("rounding", ["kmeans", "proportional"])
+def test_fairden_predict_takes_the_product_path_with_mains_labels(rounding, monkeypatch):
+    # end to end: 8-d rows, fit 1,600, assign 3,000 (the default picks the products); group-
+    # blind and, after a proportional rounding, per group (each group's own fitted rows)
+    from fairaudit.cluster import FairDen
+
+    calls = []
+    real = _mr_products.product_labels
+    monkeypatch.setattr(_mr_products, "product_labels",
+                        lambda *a, **k: calls.append(a[1].shape[0]) or real(*a, **k))
+    rng = np.random.default_rng(11)
+    centres = rng.normal(0, 3, (3, 8))
+    comp = rng.integers(0, 3, 4600)
+    X = centres[comp] + rng.normal(size=(4600, 8))
+    s = (rng.random(4600) < 0.3 + 0.4 * (comp == 1)).astype(int)
+    f = FairDen(3, min_pts=17, random_state=0, rounding=rounding).fit(X[:1600], sensitive=s[:1600])
+    new, s_new = X[1600:], s[1600:]
+    got = f.predict(new)
+    assert calls and calls[0] == 3000
+    want = main_assign(f._fit_X, f._fit_core, f._fit_labels, new, f.min_pts_)
+    np.testing.assert_array_equal(got, want)
+    if rounding == "proportional":
+        got = f.predict(new, sensitive=s_new)
+        for g in (0, 1):
+            mine = np.flatnonzero(f._fit_groups == str(g))
+            assert mine.size > 100
+            rows = s_new == g
+            want = main_assign(f._fit_X[mine], f._fit_core[mine], f._fit_labels[mine],
+                               new[rows], min(f.min_pts_, mine.size))
+            np.testing.assert_array_equal(got[rows], want)
