@@ -44,6 +44,7 @@ _TILE = 512  # new rows per tile (at most 512: 9 bits of the sort key)
 _NEAR = 300  # fitted rows near the home cell that give the first bound U(x)
 _CHUNK = 1024  # fitted rows per product (512 × 1024 float32 = 2 MB)
 _COLS_MAX = 16_384  # a tile that needs more fitted rows goes to the k-d tree
+_SHARED = 0.5  # a cell needed by fewer of a tile's rows is scanned for those rows only
 _U = 2.0**-24  # float32 unit roundoff
 _SAFE = 2.0  # margins: twice the rounding bound (d + 4) u (2|x - c||y - c| + |y - c|²)
 _COL_BITS = 22  # sort key: row (9 bits) | float32 value (32 bits) | fitted row (22 bits)
@@ -128,10 +129,12 @@ def _products(A: np.ndarray, cells: Cells, cols: np.ndarray, c: np.ndarray
     return M, float(sq.max()) if sq.size else 0.0
 
 
-def _scan(A: np.ndarray, M: np.ndarray, lim: np.ndarray, rows: list, cols: list, vals: list
-          ) -> None:
-    """Entries of ``A @ M`` at or below each row's ``lim``, in column chunks that stay in cache:
-    appends (row, column, value) arrays."""
+def _scan(A: np.ndarray, M: np.ndarray, lim: np.ndarray, colmap: np.ndarray,
+          found: list, rows: np.ndarray | None = None) -> None:
+    """Entries of ``A @ M`` at or below each row's ``lim``, in column chunks that stay in cache
+    (only the ``rows`` of A and lim when given): appends (row, fitted column, value) arrays."""
+    if rows is not None:
+        A, lim = A[rows], lim[rows]
     T = A.shape[0]
     buf = np.empty((T, min(_CHUNK, M.shape[1])), dtype=np.float32)
     for a in range(0, M.shape[1], _CHUNK):
@@ -142,9 +145,7 @@ def _scan(A: np.ndarray, M: np.ndarray, lim: np.ndarray, rows: list, cols: list,
         f = np.flatnonzero(buf <= lim)
         if f.size:
             r, j = np.divmod(f, w)
-            rows.append(r)
-            cols.append(a + j)
-            vals.append(buf.ravel()[f])
+            found.append((r if rows is None else rows[r], colmap[a + j], buf.ravel()[f]))
 
 
 def _tile(cells: Cells, Xt: np.ndarray, hb: int, q: int) -> tuple[np.ndarray, np.ndarray]:
@@ -164,14 +165,16 @@ def _tile(cells: Cells, Xt: np.ndarray, hb: int, q: int) -> tuple[np.ndarray, np
     pm = float(sqP.max())
     err_n = _SAFE * (d + 4) * _U * (pm + mn + 2 * np.sqrt(pm * mn))
     U = np.sqrt(np.maximum(t1 + sqP + err_n, 0.0))  # U(x) >= κ(x)
-    # cells that may hold a row within U(x) of some row of the tile (ball bounds)
+    # cells that may hold a row within U(x) of each row (ball bounds); a cell that few rows of
+    # the tile need is scanned for those rows only
     Cc = cells.centre - c
     D2 = sqP[:, None] - 2.0 * (P @ Cc.T) + np.einsum("ij,ij->i", Cc, Cc)
     D2 -= 1e-12 * (sqP[:, None] + cells.csq + float(c @ c)) + 1e-300
-    need = (np.sqrt(np.maximum(D2, 0.0)) - cells.radius <= U[:, None]).any(axis=0)
-    need[cells.near[hb]] = False
-    cols_r = cells.columns(np.flatnonzero(need))
-    if cols_n.size + cols_r.size > _COLS_MAX:
+    need = np.sqrt(np.maximum(D2, 0.0)) - cells.radius <= U[:, None]
+    need[:, cells.near[hb]] = False
+    share = need.mean(axis=0)
+    union = np.flatnonzero(share)
+    if cols_n.size + int(cells.size[union].sum()) > _COLS_MAX:
         return np.zeros(T, dtype=np.int64), np.ones(T, dtype=bool)
     # per-row rounding margin of a float32 value, for every fitted row within ~U(x) of x
     pn = np.sqrt(sqP)
@@ -181,16 +184,20 @@ def _tile(cells: Cells, Xt: np.ndarray, hb: int, q: int) -> tuple[np.ndarray, np
     err = _SAFE * (d + 4) * _U * (2 * pn * qn + qn * qn) + 1e-12 * (sqP + U * U)
     lim = (U * U - sqP + err).astype(np.float32)
     lim = np.nextafter(lim, np.float32(np.inf))[:, None]
-    rows: list = []
-    cols: list = []
-    vals: list = []
-    _scan(A, Mn, lim, rows, cols, vals)
-    nn = len(rows)
-    if cols_r.size:
-        _scan(A, _products(A, cells, cols_r, c)[0], lim, rows, cols, vals)
-    col = np.concatenate([cols_n[j] for j in cols[:nn]] + [cols_r[j] for j in cols[nn:]])
-    row = np.concatenate(rows)
-    val = np.concatenate(vals)
+    f = np.flatnonzero(Gn <= lim)
+    r, j = np.divmod(f, Gn.shape[1])
+    found = [(r, cols_n[j], Gn.ravel()[f])]
+    common = union[share[union] >= _SHARED]
+    if common.size:
+        cols_c = cells.columns(common)
+        _scan(A, _products(A, cells, cols_c, c)[0], lim, cols_c, found)
+    for b in union[share[union] < _SHARED].tolist():
+        cols_b = np.arange(cells.start[b], cells.end[b])
+        _scan(A, _products(A, cells, cols_b, c)[0], lim, cols_b, found,
+              np.flatnonzero(need[:, b]))
+    row = np.concatenate([x[0] for x in found])
+    col = np.concatenate([x[1] for x in found])
+    val = np.concatenate([x[2] for x in found])
     # one sort of (row, float32 value, column) keys orders every row's candidates by value
     v = val.view(np.int32)
     key = (v ^ ((v >> 31) & 0x7FFFFFFF)).astype(np.int64) + (1 << 31)
