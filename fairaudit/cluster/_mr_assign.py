@@ -5,7 +5,7 @@ density based clustering", and the ``hdbscan`` package's prediction module): a n
 the fitted structure through its smallest mutual-reachability edge
 r(x, y) = max(d(x, y), κ(x), κ(y)), which is also its smallest dc-distance to any fitted row.
 
-Two exact paths give the same labels row for row (tested): k-d tree queries, and from 6
+Two exact paths give the same labels row for row (tested): k-d tree queries, and from 7
 dimensions on, for fits of 1,024 rows to 2 M rows and at least 2,048 new rows, float32 matrix
 products over cells of the fitted rows (:mod:`fairaudit.cluster._mr_products`), which settle
 almost every row and hand the rest (ties within rounding, rows whose winner lies beyond their q
@@ -23,7 +23,7 @@ __all__ = ["mutual_reachability_assign"]
 
 _FIRST_K = 16  # neighbours asked for a row at distance 0 from fitted rows (its label)
 _BATCH = 65_536
-_PRODUCT_MIN_D = 6  # below, the k-d tree is as fast (measured, docs/benchmarks/fairden.md)
+_PRODUCT_MIN_D = 7  # below, the k-d tree is as fast or faster (measured, docs/benchmarks/fairden.md)
 _PRODUCT_MIN_FIT = 1_024
 _PRODUCT_MAX_FIT = 1 << 21
 _PRODUCT_MIN_ROWS = 2_048
@@ -37,6 +37,7 @@ def mutual_reachability_assign(
     min_pts: int,
     *,
     method: str = "auto",
+    workers: int = -1,
 ) -> np.ndarray:
     """Labels of new rows ``X``: the label of the fitted row y minimising, in this order,
     r(x, y) = max(d(x, y), κ(x), κ(y)), then d(x, y), then the row number of y.
@@ -47,7 +48,7 @@ def mutual_reachability_assign(
     nearest the k-d tree returns: with more identical fitted rows than that, not necessarily the
     first overall (as before; both paths). ``method``: ``"auto"`` (products where they are
     faster, see the module), ``"tree"`` or ``"products"`` (products wherever they apply); all
-    give the same labels.
+    give the same labels. ``workers``: threads (-1: one per core).
     """
     fit_X = np.asarray(fit_X, dtype=np.float64)
     fit_core = np.asarray(fit_core, dtype=np.float64)
@@ -69,17 +70,18 @@ def mutual_reachability_assign(
         from fairaudit.cluster._mr_products import Cells, product_labels
 
         cells = Cells(fit_X, fit_core, fit_labels, q)
-        out, unsettled = product_labels(cells, X, q, progress)
+        out, unsettled = product_labels(cells, X, q, progress, workers)
         todo = np.flatnonzero(unsettled)
     if todo.size:
         out[todo] = _tree_assign(fit_X, fit_core, fit_labels, X[todo], q,
-                                 None if todo.size < X.shape[0] else progress)
+                                 None if todo.size < X.shape[0] else progress, workers)
     progress.close()
     return out
 
 
 def _tree_assign(fit_X: np.ndarray, fit_core: np.ndarray, fit_labels: np.ndarray,
-                 X: np.ndarray, q: int, progress: Progress | None) -> np.ndarray:
+                 X: np.ndarray, q: int, progress: Progress | None, workers: int = -1
+                 ) -> np.ndarray:
     """The rule by k-d tree queries: each row asks K neighbours and doubles K until no row not
     yet seen can win (such a row has r >= d >= the K-th distance)."""
     from scipy.spatial import cKDTree
@@ -100,7 +102,7 @@ def _tree_assign(fit_X: np.ndarray, fit_core: np.ndarray, fit_labels: np.ndarray
         # of a first K = 16; identical labels)
         K = int(min(n_fit, q))
         while rows.size:
-            d, idx = tree.query(X[rows], k=K, workers=-1)
+            d, idx = tree.query(X[rows], k=K, workers=workers)
             d = d.reshape(rows.size, K)
             idx = idx.reshape(rows.size, K)
             kappa = d[:, min(q, K) - 1]
@@ -119,7 +121,7 @@ def _tree_assign(fit_X: np.ndarray, fit_core: np.ndarray, fit_labels: np.ndarray
                 zr = rows[zero]
                 dz, iz = d[zero], idx[zero]
                 if K != k_zero:
-                    dz, iz = tree.query(X[zr], k=k_zero, workers=-1)
+                    dz, iz = tree.query(X[zr], k=k_zero, workers=workers)
                     dz, iz = dz.reshape(zr.size, k_zero), iz.reshape(zr.size, k_zero)
                 best[zero] = np.where(dz == 0.0, iz, n_fit).min(axis=1)
             dK = d[:, -1]
