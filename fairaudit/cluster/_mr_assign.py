@@ -6,7 +6,7 @@ the fitted structure through its smallest mutual-reachability edge
 r(x, y) = max(d(x, y), κ(x), κ(y)), which is also its smallest dc-distance to any fitted row.
 
 Two exact paths give the same labels row for row (tested): k-d tree queries, and from 7
-dimensions on, for fits of 1,024 rows to 2 M rows and at least 2,048 new rows, float32 matrix
+dimensions on, for fits of 1,024 to 65,536 rows and at least 2,048 new rows, float32 matrix
 products over cells of the fitted rows (:mod:`fairaudit.cluster._mr_products`), which settle
 almost every row and hand the rest (ties within rounding, rows whose winner lies beyond their q
 nearest, tiles needing too many products) to the tree.
@@ -25,7 +25,7 @@ _FIRST_K = 16  # neighbours asked for a row at distance 0 from fitted rows (its 
 _BATCH = 65_536
 _PRODUCT_MIN_D = 7  # below, the k-d tree is as fast or faster (measured, docs/benchmarks/fairden.md)
 _PRODUCT_MIN_FIT = 1_024
-_PRODUCT_MAX_FIT = 1 << 21
+_PRODUCT_MAX_FIT = 65_536  # above, the tree can be faster (10-d, fit 100,000: 0.8-1.5x)
 _PRODUCT_MIN_ROWS = 2_048
 
 
