@@ -117,34 +117,37 @@ class Cells:
         return _nearest_centre(X, self.centre, self.mu)
 
 
-def _products(A: np.ndarray, cells: Cells, cols: np.ndarray, c: np.ndarray
-              ) -> tuple[np.ndarray, float]:
-    """The (d + 1, m) float32 factor of fitted columns ``cols`` centred at c (last row: squared
-    norms), so that ``A @ M`` = |y − c|² − 2 (x − c)·(y − c); and the largest squared norm."""
+def _products(cells: Cells, cols: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, float]:
+    """The (m, d + 1) float32 factor of fitted columns ``cols`` centred at c (last column:
+    squared norms), so that ``A @ F.T`` = |y − c|² − 2 (x − c)·(y − c); and the largest squared
+    norm."""
     B = cells.X[cols] - c
-    M = np.empty((B.shape[1] + 1, cols.size), dtype=np.float32)
-    M[:-1] = B.T
+    F = np.empty((cols.size, B.shape[1] + 1), dtype=np.float32)
+    F[:, :-1] = B
     sq = np.einsum("ij,ij->i", B, B)
-    M[-1] = sq
-    return M, float(sq.max()) if sq.size else 0.0
+    F[:, -1] = sq
+    return F, float(sq.max()) if sq.size else 0.0
 
 
-def _scan(A: np.ndarray, M: np.ndarray, lim: np.ndarray, colmap: np.ndarray,
+def _scan(A: np.ndarray, F: np.ndarray, lim: np.ndarray, colmap: np.ndarray,
           found: list, rows: np.ndarray | None = None) -> None:
-    """Entries of ``A @ M`` at or below each row's ``lim``, in column chunks that stay in cache
-    (only the ``rows`` of A and lim when given): appends (row, fitted column, value) arrays."""
+    """Entries of ``A @ F.T`` at or below each row's ``lim``, in chunks of fitted rows that stay
+    in cache (only the ``rows`` of A and lim when given): appends (row, fitted column, value)
+    arrays. The products are laid out fitted row by new row, so that the comparison with the
+    rows' limits runs along contiguous memory (1.5x faster than across it, measured)."""
     if rows is not None:
         A, lim = A[rows], lim[rows]
+    At = np.ascontiguousarray(A.T)
     T = A.shape[0]
-    buf = np.empty((T, min(_CHUNK, M.shape[1])), dtype=np.float32)
-    for a in range(0, M.shape[1], _CHUNK):
-        w = min(_CHUNK, M.shape[1] - a)
-        if w != buf.shape[1]:
-            buf = np.empty((T, w), dtype=np.float32)
-        np.matmul(A, M[:, a : a + w], out=buf)
+    buf = np.empty((min(_CHUNK, F.shape[0]), T), dtype=np.float32)
+    for a in range(0, F.shape[0], _CHUNK):
+        w = min(_CHUNK, F.shape[0] - a)
+        if w != buf.shape[0]:
+            buf = np.empty((w, T), dtype=np.float32)
+        np.matmul(F[a : a + w], At, out=buf)
         f = np.flatnonzero(buf <= lim)
         if f.size:
-            r, j = np.divmod(f, w)
+            j, r = np.divmod(f, T)
             found.append((r if rows is None else rows[r], colmap[a + j], buf.ravel()[f]))
 
 
@@ -159,8 +162,8 @@ def _tile(cells: Cells, Xt: np.ndarray, hb: int, q: int) -> tuple[np.ndarray, np
     A[:, d] = 1.0
     # first bound: the q-th smallest distance to the rows of the cells near the home cell
     cols_n = cells.near_cols[hb]
-    Mn, mn = _products(A, cells, cols_n, c)
-    Gn = A @ Mn
+    Fn, mn = _products(cells, cols_n, c)
+    Gn = A @ Fn.T
     t1 = np.partition(Gn, q - 1, axis=1)[:, q - 1].astype(np.float64)
     pm = float(sqP.max())
     err_n = _SAFE * (d + 4) * _U * (pm + mn + 2 * np.sqrt(pm * mn))
@@ -190,10 +193,10 @@ def _tile(cells: Cells, Xt: np.ndarray, hb: int, q: int) -> tuple[np.ndarray, np
     common = union[share[union] >= _SHARED]
     if common.size:
         cols_c = cells.columns(common)
-        _scan(A, _products(A, cells, cols_c, c)[0], lim, cols_c, found)
+        _scan(A, _products(cells, cols_c, c)[0], lim[:, 0], cols_c, found)
     for b in union[share[union] < _SHARED].tolist():
         cols_b = np.arange(cells.start[b], cells.end[b])
-        _scan(A, _products(A, cells, cols_b, c)[0], lim, cols_b, found,
+        _scan(A, _products(cells, cols_b, c)[0], lim[:, 0], cols_b, found,
               np.flatnonzero(need[:, b]))
     row = np.concatenate([x[0] for x in found])
     col = np.concatenate([x[1] for x in found])
