@@ -1,0 +1,109 @@
+"""Coverage of the published (``--publish``) 95 % intervals, per regime and metric, and how often
+random labels are called "unfair" (docs/privacy.md, "Intervals, gates and verdicts"). The
+simulation is ``tests/dp_sims.py`` (also run, smaller, by ``tests/test_publish_intervals.py``).
+
+    python benchmarks/dp_coverage.py [--sims 400] [--seed 2026] [--boot 200] [REGIME ...] > new.tsv
+    python benchmarks/dp_coverage.py --markdown new.tsv [old.tsv]
+
+Prints one tab-separated row per regime and metric: true value, draws judged, coverage, its
+binomial sd, missed below / above, 'unfair' verdicts, draws without a value (too little data),
+median width, median lower end. With ``--markdown``: the table of docs/privacy.md (the old
+file's coverage beside the new one's, when given).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import sys
+import time
+from pathlib import Path
+
+SIMS = Path(__file__).resolve().parent.parent / "tests" / "dp_sims.py"
+COLUMNS = ("truth", "n", "coverage", "sd", "below", "above", "unfair_rate", "undefined",
+           "median_width", "median_lower")
+
+
+def _sims():
+    spec = importlib.util.spec_from_file_location("dp_sims", SIMS)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["dp_sims"] = mod  # dataclasses look their module up
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def simulate(regimes: list[str], sims: int, seed: int, boot: int) -> None:
+    mod = _sims()
+    import fairaudit
+
+    print(f"# fairaudit from {Path(fairaudit.__file__).parent}; {sims} draws, seed {seed}, "
+          f"{boot} replicates; load {os.getloadavg()[0]:.1f}; {time.strftime('%Y-%m-%d')}")
+    print("# regime\tmetric\t" + "\t".join(COLUMNS))
+    for name in regimes or list(mod.REGIMES):
+        t0 = time.process_time()
+        stats = mod.coverage(name, sims, seed, boot)
+        for metric, st in stats.items():
+            n = max(st["n"], 1)
+            row = [st["truth"], st["n"], st["coverage"], st["sd"], st["below"] / n,
+                   st["above"] / n, st["unfair_rate"], st["undefined"], st["median_width"],
+                   st["median_lower"]]
+            print(f"{name}\t{metric}\t" + "\t".join(f"{v:.6g}" for v in row), flush=True)
+        print(f"# {name}: {time.process_time() - t0:.1f} s CPU", file=sys.stderr, flush=True)
+
+
+def load(path: str) -> dict[tuple[str, str], dict[str, float]]:
+    out = {}
+    for line in Path(path).read_text().splitlines():
+        if line.startswith("#") or not line.strip():
+            continue
+        regime, metric, *vals = line.split("\t")
+        out[(regime, metric)] = dict(zip(COLUMNS, map(float, vals), strict=True))
+    return out
+
+
+SHOWN = ("balance", "balance_mean", "fairness_cce", "balance_prime", "cce", "fce_fair", "ed",
+         "ed_max", "ed_sum", "wd", "wd_max", "wd_sum", "mnce", "ne", "proportion")
+
+
+def markdown(new_path: str, old_path: str | None = None) -> None:
+    new = load(new_path)
+    old = load(old_path) if old_path else {}
+
+    def pc(x: float) -> str:
+        return f"{100 * x:.1f}"
+
+    print("| regime | metric (true value) | coverage % (sd) | "
+          + ("before % | " if old else "") + "missed below / above % | 'unfair' % | "
+          "median width | median lower end |")
+    print("|---|---|---|" + ("---|" if old else "") + "---|---|---|---|")
+    for (regime, metric), st in new.items():
+        if metric not in SHOWN:
+            continue
+        before = old.get((regime, metric))
+        unfair = pc(st["unfair_rate"]) if metric in ("balance", "wd") else "—"
+        cells = [regime, f"`{metric}` ({st['truth']:.3g})",
+                 f"**{pc(st['coverage'])}** ({pc(st['sd'])})"]
+        if old:
+            cells.append(pc(before["coverage"]) if before else "—")
+        cells += [f"{pc(st['below'])} / {pc(st['above'])}", unfair,
+                  f"{st['median_width']:.3g}", f"{st['median_lower']:.3g}"]
+        print("| " + " | ".join(cells) + " |")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("regimes", nargs="*")
+    ap.add_argument("--sims", type=int, default=400)
+    ap.add_argument("--seed", type=int, default=2026)
+    ap.add_argument("--boot", type=int, default=200)
+    ap.add_argument("--markdown", nargs="+", metavar="TSV")
+    a = ap.parse_args()
+    if a.markdown:
+        markdown(*a.markdown)
+    else:
+        simulate(a.regimes, a.sims, a.seed, a.boot)
+
+
+if __name__ == "__main__":
+    main()
