@@ -3,7 +3,7 @@ random labels are called "unfair" (docs/privacy.md, "Intervals, gates and verdic
 simulation is ``tests/dp_sims.py`` (also run, smaller, by ``tests/test_publish_intervals.py``).
 
     python benchmarks/dp_coverage.py [--sims 400] [--seed 2026] [--boot 200] [REGIME ...] > new.tsv
-    python benchmarks/dp_coverage.py --markdown new.tsv [old.tsv]
+    python benchmarks/dp_coverage.py --markdown new.tsv [old.tsv] [--metrics balance,wd]
 
 Prints one tab-separated row per regime and metric: true value, draws judged, coverage, its
 binomial sd, missed below / above, 'unfair' verdicts, draws without a value (too little data),
@@ -66,7 +66,8 @@ SHOWN = ("balance", "balance_mean", "fairness_cce", "balance_prime", "cce", "fce
          "ed_max", "ed_sum", "wd", "wd_max", "wd_sum", "mnce", "ne", "proportion")
 
 
-def markdown(new_path: str, old_path: str | None = None) -> None:
+def markdown(new_path: str, old_path: str | None = None,
+             metrics: tuple[str, ...] = SHOWN) -> None:
     new = load(new_path)
     old = load(old_path) if old_path else {}
 
@@ -75,10 +76,12 @@ def markdown(new_path: str, old_path: str | None = None) -> None:
 
     print("| regime | metric (true value) | coverage % (sd) | "
           + ("before % | " if old else "") + "missed below / above % | 'unfair' % | "
-          "median width | median lower end |")
-    print("|---|---|---|" + ("---|" if old else "") + "---|---|---|---|")
+          + ("'unfair' before % | " if old else "") + "median width | "
+          + ("width before | " if old else "") + "median lower end |")
+    print("|---|---|---|" + ("---|" if old else "") + "---|---|" + ("---|" if old else "")
+          + "---|" + ("---|" if old else "") + "---|")
     for (regime, metric), st in new.items():
-        if metric not in SHOWN:
+        if metric not in metrics:
             continue
         before = old.get((regime, metric))
         unfair = pc(st["unfair_rate"]) if metric in ("balance", "wd") else "—"
@@ -86,8 +89,14 @@ def markdown(new_path: str, old_path: str | None = None) -> None:
                  f"**{pc(st['coverage'])}** ({pc(st['sd'])})"]
         if old:
             cells.append(pc(before["coverage"]) if before else "—")
-        cells += [f"{pc(st['below'])} / {pc(st['above'])}", unfair,
-                  f"{st['median_width']:.3g}", f"{st['median_lower']:.3g}"]
+        cells += [f"{pc(st['below'])} / {pc(st['above'])}", unfair]
+        if old:
+            cells.append(pc(before["unfair_rate"]) if before and metric in ("balance", "wd")
+                         else "—")
+        cells.append(f"{st['median_width']:.3g}")
+        if old:
+            cells.append(f"{before['median_width']:.3g}" if before else "—")
+        cells.append(f"{st['median_lower']:.3g}")
         print("| " + " | ".join(cells) + " |")
 
 
@@ -98,9 +107,10 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=2026)
     ap.add_argument("--boot", type=int, default=200)
     ap.add_argument("--markdown", nargs="+", metavar="TSV")
+    ap.add_argument("--metrics", help="comma-separated metrics of the --markdown table")
     a = ap.parse_args()
     if a.markdown:
-        markdown(*a.markdown)
+        markdown(*a.markdown, metrics=tuple(a.metrics.split(",")) if a.metrics else SHOWN)
     else:
         simulate(a.regimes, a.sims, a.seed, a.boot)
 

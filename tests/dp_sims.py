@@ -41,6 +41,9 @@ class Regime:
     attribute: str
     """The table judged: an attribute, or ``a|b`` for the intersection."""
     about: str
+    domain: str = "public"
+    """``--dp-domain``: public (every cell noised) or private (cells below a threshold not
+    released)."""
 
 
 def _dense() -> np.ndarray:
@@ -89,6 +92,10 @@ REGIMES: dict[str, Regime] = {r.name: r for r in [
            "2,000 rows, epsilon 1"),
     Regime("rare-cell-e0.5", _rare_cell(), 6_000, 0.5, "race",
            "a 100-person group with ~5 people in one of 4 segments, 6,000 rows, epsilon 0.5"),
+    Regime("private-20k-e1", _dense(), 20_000, 1.0, "race",
+           "dense-20k-e1 with --dp-domain private (threshold 16 at delta 1e-7)", "private"),
+    Regime("private-100k-e1", _dense(), 100_000, 1.0, "race",
+           "the same with 100,000 rows (cells of the 1 % group 100-400)", "private"),
 ]}
 
 NAMES = (("race",), ("race", "sex"))
@@ -142,13 +149,14 @@ def published_results(release: Release, attribute: str, n_boot: int, seed, *,
     for comp in _components():
         out.extend(run_counting_auditor(comp, "seg", joint, {attribute: tables[attribute]},
                                         boot, min_cell=min_cell, level=0.95,
+                                        unreleased=release.unreleased("seg"),
                                         **release.interval_options("seg")))
     return out
 
 
-def release_of(counts: np.ndarray, epsilon: float) -> Release:
-    return Release([LAB], {"seg": joint_of(counts)}, PrivacySpec(publish=True, epsilon=epsilon),
-                   {})
+def release_of(counts: np.ndarray, epsilon: float, domain: str = "public") -> Release:
+    return Release([LAB], {"seg": joint_of(counts)},
+                   PrivacySpec(publish=True, epsilon=epsilon, domain=domain), {})
 
 
 def coverage(regime: Regime | str, sims: int, seed: int, n_boot: int = 200) -> dict:
@@ -162,7 +170,7 @@ def coverage(regime: Regime | str, sims: int, seed: int, n_boot: int = 200) -> d
     p = reg.cube.reshape(-1)
     for s in range(sims):
         x = rng.multinomial(reg.n, p / p.sum()).reshape(reg.cube.shape)
-        rel = release_of(x, reg.epsilon)
+        rel = release_of(x, reg.epsilon, reg.domain)
         for r in published_results(rel, reg.attribute, n_boot, [seed, s]):
             st = stats.get(r.metric)
             if st is None:
