@@ -4,6 +4,7 @@ simulation is ``tests/dp_sims.py`` (also run, smaller, by ``tests/test_publish_i
 
     python benchmarks/dp_coverage.py [--sims 400] [--seed 2026] [--boot 200] [REGIME ...] > new.tsv
     python benchmarks/dp_coverage.py --markdown new.tsv [old.tsv] [--metrics balance,wd]
+    python benchmarks/dp_coverage.py --pivot new.tsv old.tsv [--metrics balance,wd]
 
 Prints one tab-separated row per regime and metric: true value, draws judged, coverage, its
 binomial sd, missed below / above, 'unfair' verdicts, draws without a value (too little data),
@@ -100,6 +101,36 @@ def markdown(new_path: str, old_path: str | None = None,
         print("| " + " | ".join(cells) + " |")
 
 
+def pivot(new_path: str, old_path: str, metrics: tuple[str, ...] = SHOWN) -> None:
+    """One row per regime: coverage now (before) of every metric, the 'unfair' rates of
+    balance and wd, and balance's and wd's median widths, now (before)."""
+    new, old = load(new_path), load(old_path)
+    regimes = list(dict.fromkeys(r for r, _ in new))
+
+    def pc(x: float) -> str:
+        return f"{100 * x:.1f}".rstrip("0").rstrip(".")
+
+    head = [*metrics, "'unfair' balance", "'unfair' wd", "width balance", "width wd"]
+    print("| regime | " + " | ".join(f"`{m}`" if "'" not in m and " " not in m else m
+                                       for m in head) + " |")
+    print("|---|" + "---|" * len(head))
+    for regime in regimes:
+        cells = []
+        for m in metrics:
+            st, before = new.get((regime, m)), old.get((regime, m))
+            cells.append("—" if st is None else f"**{pc(st['coverage'])}**"
+                         + (f" ({pc(before['coverage'])})" if before else ""))
+        for m in ("balance", "wd"):
+            st, before = new[(regime, m)], old.get((regime, m))
+            cells.append(pc(st["unfair_rate"]) + (f" ({pc(before['unfair_rate'])})"
+                                                  if before else ""))
+        for m in ("balance", "wd"):
+            st, before = new[(regime, m)], old.get((regime, m))
+            cells.append(f"{st['median_width']:.3g}" + (f" ({before['median_width']:.3g})"
+                                                        if before else ""))
+        print(f"| {regime} | " + " | ".join(cells) + " |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("regimes", nargs="*")
@@ -108,9 +139,14 @@ def main() -> None:
     ap.add_argument("--boot", type=int, default=200)
     ap.add_argument("--markdown", nargs="+", metavar="TSV")
     ap.add_argument("--metrics", help="comma-separated metrics of the --markdown table")
+    ap.add_argument("--pivot", nargs=2, metavar=("NEW", "OLD"),
+                    help="one row per regime: every metric's coverage now (before)")
     a = ap.parse_args()
-    if a.markdown:
-        markdown(*a.markdown, metrics=tuple(a.metrics.split(",")) if a.metrics else SHOWN)
+    metrics = tuple(a.metrics.split(",")) if a.metrics else SHOWN
+    if a.pivot:
+        pivot(*a.pivot, metrics=metrics)
+    elif a.markdown:
+        markdown(*a.markdown, metrics=metrics)
     else:
         simulate(a.regimes, a.sims, a.seed, a.boot)
 

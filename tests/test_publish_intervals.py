@@ -231,10 +231,19 @@ BALANCE_FAMILY = ("balance", "balance_mean", "fairness_cce", "balance_prime", "c
 DISTANCES = ("ed", "ed_max", "ed_sum", "wd", "wd_max", "wd_sum")
 
 
+def seeded_stream(monkeypatch, seed: int):
+    """Every release's noise from one seeded stream (OpenDP's distribution and scale): the
+    coverage tests are reproducible; the benchmark uses OpenDP's own noise."""
+    rng = np.random.default_rng(seed)
+    monkeypatch.setattr(dp, "add_noise", lambda mech, counts: np.asarray(counts, np.int64)
+                        + dp.discrete_laplace(rng, mech.scale, np.shape(counts)))
+
+
 @pytest.mark.parametrize("regime", ["null-12x8-e0.5", "rare-cell-e0.5"])
-def test_coverage_quick(regime):
+def test_coverage_quick(regime, monkeypatch):
     """60 releases: random labels are not called unfair, and the balance family and the
     distances cover (a quick check; the figures come from the slow test and the benchmark)."""
+    seeded_stream(monkeypatch, 5)
     stats = dp_sims.coverage(regime, sims=60, seed=5, n_boot=100)
     log.info("%s: %s", regime, {m: round(s["coverage"], 3) for m, s in stats.items()})
     for m in BALANCE_FAMILY + DISTANCES:
@@ -243,20 +252,47 @@ def test_coverage_quick(regime):
         assert stats["balance"]["unfair"] <= 1 and stats["wd"]["unfair"] == 0
 
 
+PUBLIC = [name for name, r in dp_sims.REGIMES.items() if r.domain == "public"]
+FLOOR = 0.95 - 2.5 * 0.011
+"""95 % less 2.5 binomial sd of 400 draws."""
+WEAK_DISTANCES = {("null-48x6", "wd"): 0.87, ("null-48x6", "wd_sum"): 0.87,
+                  ("null-48x6", "wd_max"): 0.89, ("sparse", "wd"): 0.78,
+                  ("sparse", "wd_sum"): 0.78, ("sparse", "wd_max"): 0.86}
+"""The weighted distances in many-cell random-label tables: the triangle bounds over a
+multinomial bootstrap undercover there in exact tables too (docs/privacy.md)."""
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("regime", list(dp_sims.REGIMES))
-def test_coverage_by_regime(regime):
+@pytest.mark.parametrize("regime", PUBLIC)
+def test_coverage_by_regime(regime, monkeypatch):
     """400 releases per regime (binomial sd about 1.1 points at 95 %): every metric of the
-    balance and CCE families and every distance covers at least 95 % less 2.5 sd (except the
-    weighted distances wd / wd_sum in sparse tables, a limit of the triangle bounds that the
-    exact tables share: docs/privacy.md), and random labels are called unfair in at most 3 %
-    of releases."""
+    balance and CCE families and every distance covers at least 95 % less 2.5 sd (the weighted
+    distances of many-cell random-label tables: WEAK_DISTANCES), and random labels are called
+    unfair in at most 2 % of releases."""
+    seeded_stream(monkeypatch, 2026)
     stats = dp_sims.coverage(regime, sims=400, seed=2026)
-    log.info("%s: %s", regime, {m: round(s["coverage"], 3) for m, s in stats.items()})
-    sparse = regime.startswith(("sparse", "null-48"))
+    log.info("%s: %s", regime, {m: round(s["coverage"], 4) for m, s in stats.items()})
+    family = regime.rsplit("-", 1)[0]
     for m in BALANCE_FAMILY + DISTANCES:
-        floor = 0.80 if sparse and m in ("wd", "wd_sum") else 0.95 - 2.5 * 0.011
+        floor = WEAK_DISTANCES.get((family, m), FLOOR)
         assert stats[m]["coverage"] >= floor, (m, stats[m]["coverage"])
-    if dp_sims.REGIMES[regime].cube.ndim and math.isclose(stats["balance"]["truth"], 1.0):
-        assert stats["balance"]["unfair_rate"] <= 0.03
-        assert stats["wd"]["unfair_rate"] <= 0.03
+    if math.isclose(stats["balance"]["truth"], 1.0):  # random labels
+        assert stats["balance"]["unfair_rate"] <= 0.02
+        assert stats["wd"]["unfair_rate"] <= 0.02
+
+
+PRIVATE_FLOOR = {"private-20k-e1": 0.70, "private-100k-e1": 0.89}
+"""Measured (400 releases, docs/privacy.md): 79 % and 94 %."""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("regime", list(PRIVATE_FLOOR))
+def test_private_domain_coverage(regime, monkeypatch):
+    """--dp-domain private: the distances cover; the balance family covers the population value
+    only as often as the 1 % group's cells are all released (a group with an unreleased cell is
+    left out as too small to judge: docs/privacy.md)."""
+    stats = dp_sims.coverage(regime, sims=200, seed=2026)
+    log.info("%s: %s", regime, {m: round(s["coverage"], 4) for m, s in stats.items()})
+    for m in DISTANCES:
+        assert stats[m]["coverage"] >= 0.95 - 2.5 * 0.016, (m, stats[m]["coverage"])
+    assert stats["balance"]["coverage"] >= PRIVATE_FLOOR[regime], stats["balance"]["coverage"]
