@@ -13,6 +13,8 @@ import dp_sims
 import numpy as np
 import polars as pl
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 import fairaudit
 from fairaudit.privacy import dp
@@ -300,3 +302,44 @@ def test_private_domain_coverage(regime, monkeypatch):
     for m in DISTANCES:
         assert stats[m]["coverage"] >= 0.95 - 2.5 * 0.016, (m, stats[m]["coverage"])
     assert stats["balance"]["coverage"] >= PRIVATE_FLOOR[regime], stats["balance"]["coverage"]
+
+
+# ---------------------------------------------------------------------------- properties
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 60), min_size=2, max_size=5), min_size=2, max_size=5)
+       .filter(lambda t: len({len(r) for r in t}) == 1),
+       st.sampled_from([0.0, 1.8, 7.9, 200.0, 20_000.0]))
+def test_noisy_intervals_contain_the_estimate_and_widen_with_noise(rows, s2):
+    """Every released-table interval contains its estimate and starts at 0 or above (the host
+    clips the upper end to the metric's range, as for the exact tables); more noise never
+    narrows the conservative ones."""
+    from fairaudit.metrics import counting, noisy_intervals
+
+    T = np.array(rows, dtype=np.float64)
+    assume(np.all(T.sum(axis=0) > 0) and np.all(T.sum(axis=1) > 0))
+    est = {"balance": counting.balance_min(T), "fairness_cce": counting.fairness_cce(T),
+           "balance_prime": counting.balance_prime(T), "cce": counting.cce(T),
+           "fce_fair": counting.fce_fair(T)}
+    ivs = {"balance": noisy_intervals.balance_interval(T, 0.95, None, s2),
+           "fairness_cce": noisy_intervals.fairness_cce_interval(T, 0.95, None, s2),
+           "balance_prime": noisy_intervals.balance_prime_interval(T, 0.95, None, s2),
+           "cce": noisy_intervals.cce_interval(T, 0.95, s2),
+           "fce_fair": noisy_intervals.fce_fair_interval(T, 0.95, s2)}
+    for m, iv in ivs.items():
+        v = float(np.asarray(est[m]).reshape(-1)[0])
+        assert -1e-9 <= iv.lower <= v + 1e-9 <= iv.upper + 2e-9, (m, iv, v)
+    scale = 1.0 if s2 == 0 else math.sqrt(s2 / 2)  # replicates of a release of that noise
+    reps = dp.parametric_replicates(T.ravel(), scale, 40, np.random.default_rng(0))
+    for m, fn in (("balance", noisy_intervals.balance_interval),
+                  ("fairness_cce", noisy_intervals.fairness_cce_interval),
+                  ("balance_prime", noisy_intervals.balance_prime_interval)):
+        iv = fn(T, 0.95, reps.reshape(40, *T.shape), s2)
+        v = float(np.asarray(est[m]).reshape(-1)[0])
+        assert -1e-9 <= iv.lower <= v + 1e-9 <= iv.upper + 2e-9, (m, iv, v)
+        assert iv.method == noisy_intervals.CALIBRATED_METHOD
+    quiet = noisy_intervals.balance_interval(T, 0.95, None, 0.0)
+    assert ivs["balance"].lower <= quiet.lower + 1e-9
+    assert ivs["balance"].upper >= quiet.upper - 1e-9
+    mean = noisy_intervals.balance_mean_interval(T, 0.95, s2)
+    v = float(np.asarray(counting.balance_mean(T)).reshape(-1)[0])
+    assert mean.lower <= v + 1e-9 <= mean.upper + 2e-9
