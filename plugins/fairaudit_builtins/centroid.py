@@ -116,7 +116,7 @@ class FFCMClusterer(Clusterer):
         "variant": Options(("targeted", "paper")),
         "eta": AnyOf((Interval(float, 0.0, None), Options(("auto",)))),
         "eta_scale": Options(("auto", "gap", "variance", "none")),
-        "acceleration": Options(("anderson", "none")),
+        "acceleration": Options(("adaptive", "anderson", "none")),
     }
     param_docs = {
         **_FCM_DOCS,
@@ -127,9 +127,10 @@ class FFCMClusterer(Clusterer):
         "eta_scale": "unit of eta: 'gap' (mean gap between a row's squared distances to its two "
         "nearest centres), 'variance' (total variance), 'none' (raw, as the paper's 1e2..1e7); "
         "'auto' = gap (targeted) / variance (paper)",
-        "acceleration": "targeted form: 'none' (default) = the damped fair sweeps; 'anderson' "
-        "extrapolates them from the last few (fewer sweeps on most data, but it can settle in "
-        "a less fair fixed point)",
+        "acceleration": "targeted form: 'adaptive' (default) = damped fair sweeps, full steps "
+        "once they contract (the same fixed points in fewer sweeps); 'none' = damped "
+        "throughout; 'anderson' extrapolates them from the last few (it can settle in a less "
+        "fair fixed point)",
     }
 
     def __init__(
@@ -145,7 +146,7 @@ class FFCMClusterer(Clusterer):
         tol: float = 1e-6,
         init: str = "k-means++",
         random_state: int | None = None,
-        acceleration: str = "none",
+        acceleration: str = "adaptive",
     ) -> None:
         self.n_clusters = n_clusters
         self.fair = fair
@@ -173,7 +174,7 @@ class FFCMClusterer(Clusterer):
             tol=float(self.tol),
             init=self.init,
             random_state=self.random_state,
-            acceleration=getattr(self, "acceleration", "none"),
+            acceleration=getattr(self, "acceleration", "adaptive"),
         )
 
     def _finish(self, est: Any, method: str) -> None:
