@@ -13,9 +13,9 @@ with two columns). Fits:
 * LOFKM: ``variant="targeted"`` (default) vs ``"paper"`` vs ``fair=False``.
 * FCE (10 k-means bases): ``lambda2="auto"`` with its escalation vs one explicit weight (the same
   auto value, no escalation) vs ``fair=False``.
-* FFCM: default (targeted, ``acceleration="adaptive"``) vs ``variant="paper"`` vs
-  ``fair=False``; ``FFCM-damped``: the targeted form with ``acceleration="none"`` (the default
-  until 2026-11-27); ``FFCM-anderson``: with ``acceleration="anderson"``.
+* FFCM: default (targeted, damped sweeps) vs ``variant="paper"`` vs ``fair=False``;
+  ``FFCM-adaptive``: the targeted form with ``acceleration="adaptive"`` (full table steps once
+  the damped sweeps contract); ``FFCM-anderson``: with ``acceleration="anderson"``.
 """
 
 from __future__ import annotations
@@ -87,8 +87,8 @@ def _runs(X: np.ndarray, s: np.ndarray, k: int, seed: int, n: int) -> dict:
             lambda: FairFuzzyCMeans(k, random_state=seed, variant="paper").fit(X, sensitive=s),
             lambda: FairFuzzyCMeans(k, random_state=seed, fair=False).fit(X, sensitive=s),
         ),
-        "FFCM-damped": (
-            lambda: FairFuzzyCMeans(k, random_state=seed, acceleration="none").fit(
+        "FFCM-adaptive": (
+            lambda: FairFuzzyCMeans(k, random_state=seed, acceleration="adaptive").fit(
                 X, sensitive=s),
             None,
             lambda: FairFuzzyCMeans(k, random_state=seed, fair=False).fit(X, sensitive=s),
@@ -122,8 +122,8 @@ def main() -> None:
                     help="the synthetic table even when Adult is available (no duplicate rows: "
                     "Adult drawn with replacement beyond 32,561 rows has many, which slows "
                     "FairDen's k-NN)")
-    ap.add_argument("--methods", default="FairDen,LOFKM,FFCM,FFCM-damped,FFCM-anderson,FCE",
-                    help="comma-separated subset of FairDen, LOFKM, FFCM, FFCM-damped, "
+    ap.add_argument("--methods", default="FairDen,LOFKM,FFCM,FFCM-adaptive,FFCM-anderson,FCE",
+                    help="comma-separated subset of FairDen, LOFKM, FFCM, FFCM-adaptive, "
                     "FFCM-anderson, FCE")
     ap.add_argument("--threads", type=int, default=0,
                     help="cap the BLAS / OpenMP thread pools (threadpoolctl); 0 = no cap. On a "

@@ -249,15 +249,15 @@ class FairFuzzyCMeans(ClusterMixin, BaseEstimator):
         term. ``"random"``: random memberships (rows of a uniform Dirichlet), as in the paper.
         An array: initial centres.
     random_state : int, RandomState or None
-    acceleration : {"adaptive", "none", "anderson"}, default="adaptive"
-        Targeted form only (soft table): how the fair sweeps move the penalty table.
-        ``"adaptive"``: the damped step (``TABLE_STEP``) until the damped iteration is seen
+    acceleration : {"none", "adaptive", "anderson"}, default="none"
+        Targeted form only: how the fair sweeps move the penalty table. ``"none"``: the damped
+        sweeps. ``"adaptive"`` (soft table): the damped step until the damped iteration is seen
         contracting near a fixed point, then full steps (safeguarded, back to damped when the
-        residual grows): the same fixed points as ``"none"`` in fewer sweeps
-        (docs/methods/ffcm.md, "Iteration and convergence"). ``"none"``: the damped sweeps
-        throughout (the default until 2026-11-27). ``"anderson"`` extrapolates them (centres
-        and penalty table) from the last few sweeps (Anderson acceleration): a fixed point of
-        the same equations, but it can settle in another, less fair one than the damped path.
+        residual grows): the same fixed points as ``"none"`` on real data, in fewer sweeps, but
+        it can change which η candidate step 4 keeps (docs/methods/ffcm.md, "Iteration and
+        convergence"). ``"anderson"`` extrapolates the damped sweeps (centres and penalty table)
+        from the last few (Anderson acceleration): a fixed point of the same equations, but it
+        can settle in another, less fair one than the damped path.
 
     Attributes
     ----------
@@ -285,7 +285,7 @@ class FairFuzzyCMeans(ClusterMixin, BaseEstimator):
         tol: float = 1e-6,
         init: str | np.ndarray = "k-means++",
         random_state: int | np.random.RandomState | None = None,
-        acceleration: str = "adaptive",
+        acceleration: str = "none",
     ) -> None:
         self.n_clusters = n_clusters
         self.fair = fair

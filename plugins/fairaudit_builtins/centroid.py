@@ -127,10 +127,10 @@ class FFCMClusterer(Clusterer):
         "eta_scale": "unit of eta: 'gap' (mean gap between a row's squared distances to its two "
         "nearest centres), 'variance' (total variance), 'none' (raw, as the paper's 1e2..1e7); "
         "'auto' = gap (targeted) / variance (paper)",
-        "acceleration": "targeted form: 'adaptive' (default) = damped fair sweeps, full steps "
-        "once they contract (the same fixed points in fewer sweeps); 'none' = damped "
-        "throughout; 'anderson' extrapolates them from the last few (it can settle in a less "
-        "fair fixed point)",
+        "acceleration": "targeted form: 'none' (default) = the damped fair sweeps; 'adaptive' "
+        "takes full table steps once they contract (the same fixed points on real data in "
+        "fewer sweeps; it can change which eta candidate is kept); 'anderson' extrapolates "
+        "them from the last few (it can settle in a less fair fixed point)",
     }
 
     def __init__(
@@ -146,7 +146,7 @@ class FFCMClusterer(Clusterer):
         tol: float = 1e-6,
         init: str = "k-means++",
         random_state: int | None = None,
-        acceleration: str = "adaptive",
+        acceleration: str = "none",
     ) -> None:
         self.n_clusters = n_clusters
         self.fair = fair
@@ -174,7 +174,7 @@ class FFCMClusterer(Clusterer):
             tol=float(self.tol),
             init=self.init,
             random_state=self.random_state,
-            acceleration=getattr(self, "acceleration", "adaptive"),
+            acceleration=getattr(self, "acceleration", "none"),
         )
 
     def _finish(self, est: Any, method: str) -> None:

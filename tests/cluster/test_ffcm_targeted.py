@@ -516,12 +516,13 @@ def test_table_step_takes_full_steps_only_where_the_damped_iteration_contracts()
 
 @pytest.mark.parametrize("seed", [1, 3])
 def test_adaptive_fit_matches_loop_oracle(seed):
-    # the default acceleration="adaptive": the same two phases as the damped oracle, with the
-    # table's full steps and the two-small-changes stop written out in the loop oracle
+    # acceleration="adaptive": the same two phases as the damped oracle, with the table's full
+    # steps and the two-small-changes stop written out in the loop oracle
     X, s = _correlated(seed, n=40)
     init = np.array([[0.2, 0.5], [0.8, 0.5], [0.5, 0.9]])
-    est = FairFuzzyCMeans(3, eta=3.0, init=init, max_iter=60, tol=1e-8).fit(X, sensitive=s)
-    assert est.acceleration == "adaptive" and est.fair_table_ == "soft"
+    est = FairFuzzyCMeans(3, eta=3.0, init=init, max_iter=60, tol=1e-8,
+                          acceleration="adaptive").fit(X, sensitive=s)
+    assert est.fair_table_ == "soft"
     factor = est.eta_reductions_[-1]
     U, C, hist, n_full = oracle_targeted(
         X, s, 3, 3.0 * factor, init - X.mean(0), 60, 1e-8, adaptive=True)
@@ -533,7 +534,8 @@ def test_adaptive_fit_matches_loop_oracle(seed):
     # run to a tight tolerance, it ends where the damped iteration ends (the same fixed point)
     damped = FairFuzzyCMeans(3, eta=3.0, init=init, max_iter=3000, tol=1e-10,
                              acceleration="none").fit(X, sensitive=s)
-    tight = FairFuzzyCMeans(3, eta=3.0, init=init, max_iter=3000, tol=1e-10).fit(X, sensitive=s)
+    tight = FairFuzzyCMeans(3, eta=3.0, init=init, max_iter=3000, tol=1e-10,
+                            acceleration="adaptive").fit(X, sensitive=s)
     assert damped.converged_ and tight.converged_
     assert tight.eta_reductions_ == damped.eta_reductions_
     np.testing.assert_array_equal(tight.labels_, damped.labels_)
