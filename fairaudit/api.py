@@ -44,6 +44,9 @@ def audit(
     ci_method: str | None = None,
     on_null: str | None = None,
     on_nonfinite: str | None = None,
+    separator: str | None = None,
+    null_values: Sequence[str] | str | None = None,
+    default_nulls: bool | None = None,
     timing: bool | None = None,
     chain: str | Path | ChainSpec | None = None,
     disabled_plugins: Sequence[str] = (),
@@ -107,6 +110,12 @@ def audit(
     accepts publishing clusterings fitted on the same rows; ``dp_domain="private"`` chooses the
     released cells privately (a threshold; ``delta``, default 1e-7). They override a chain's
     ``[privacy]`` table; bad values raise ``ConfigError`` naming the parameter.
+    ``separator`` (a CSV's field separator), ``null_values`` (cell texts read as missing, added
+    to the defaults ``""``, ``NA``, ``N/A``, ``#N/A``, ``<NA>``, ``NULL``, ``null``, ``NaN``,
+    ``nan``, ``?``; in Parquet and in-memory tables they apply to text columns) and
+    ``default_nulls=False`` (only empty cells and ``null_values`` are missing in a CSV, e.g.
+    where ``NA`` is Namibia) are reader options, as ``--separator``, ``--null-values`` and
+    ``--no-default-nulls``.
     ``progress=True`` shows the progress of long steps on stderr while it runs (bars on a
     terminal, a line every 10 s otherwise; :func:`fairaudit.core.progress.show_progress`).
     """
@@ -128,7 +137,8 @@ def audit(
         "warn_under": warn_under, "warn_over": warn_over, "tolerance": tolerance,
         "cluster": cluster, "audit": audit, "skip_audit": skip_audit,
         "disabled_plugins": disabled_plugins, "chain": chain, "engine": engine,
-        "scheduler": scheduler, "workers": workers,
+        "scheduler": scheduler, "workers": workers, "separator": separator,
+        "null_values": null_values, "default_nulls": default_nulls,
     })
     if not isinstance(progress, bool):
         raise ConfigError(f"progress: expected True or False; got {progress!r}")
@@ -160,6 +170,8 @@ def audit(
                  "clusters": None if dp_clusters is None else tuple(str(c) for c in dp_clusters),
                  "fitted": dp_fitted, "domain": dp_domain, "delta": delta},
         privacy_names=API_NAMES, surface="api",
+        reader_options={"separator": v["separator"], "null_values": v["null_values"],
+                        "default_nulls": v["default_nulls"]},
     )
     from fairaudit.ops.baseline import BaselineOptions, attach_comparison, resolve
 

@@ -41,7 +41,7 @@ def test_console_gives_the_verdict_and_the_deciding_cell_by_name(run_cli, segmen
                   "--summary-md", md, "--out", tmp_path / "r.html", "--json", tmp_path / "r.json")
     assert res.exit_code == 0, res.output
     out = res.output
-    assert "verdicts (no thresholds set" in out
+    assert "verdicts (no threshold set" in out
     race = next(line for line in out.splitlines() if line.strip().startswith("race \u2014"))
     assert race.strip().startswith("race \u2014 unfair: ")
     assert LINE in race
@@ -199,14 +199,14 @@ def test_console_says_not_judged_in_words_and_the_json_keeps_the_enum(run_cli, s
     res = run_cli("audit", segments, "--sensitive", "race,sex", "--labels", "segment",
                   "--out", tmp_path / "r.html", "--json", tmp_path / "r.json")
     first = res.output.splitlines()[0]
-    assert first.startswith("fairaudit: NOT JUDGED: no thresholds set  (3,000 rows"), first
+    assert first.startswith("fairaudit: NOT JUDGED: no threshold set  (3,000 rows"), first
     assert "NOT_EVALUATED" not in res.output and "not_evaluated" not in res.output
     doc = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
     assert doc["status"] == "not_evaluated"
     html = (tmp_path / "r.html").read_text(encoding="utf-8")
     assert "not_evaluated" not in re.sub(r"<script.*?</script>", "", html, flags=re.S)
-    assert markdown(doc).startswith("### fairaudit: NOT JUDGED: no thresholds set\n")
+    assert markdown(doc).startswith("### fairaudit: NOT JUDGED: no threshold set\n")
     twins = _doc_with_twins()
-    assert headline(twins).startswith("fairaudit: NOT JUDGED: no thresholds set  (100 rows")
+    assert headline(twins).startswith("fairaudit: NOT JUDGED: no threshold set  (100 rows")
     lines = answer_lines(twins)
     assert any(line.strip().startswith("ffcm-unfair (twin)  unfair") for line in lines), lines

@@ -110,3 +110,92 @@ def test_none_stays_a_group(tmp_path, run_cli):
     assert res.exit_code == 0, res.output
     doc = json.loads((tmp_path / "r.json").read_text())
     assert {g["group"] for g in doc["input"]["groups"]["religious"]} == {"a", "None"}
+
+
+def _countries(path, extra=()):
+    """Namibia ('NA'), Botswana and South Africa, and the ``extra`` cells (in segment 1)."""
+    lines = ["country,seg"] + [f"{['NA', 'ZA', 'BW'][i % 3]},{i % 4}" for i in range(300)]
+    lines += [f"{m},1" for m in extra]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_null_values_are_added_to_the_defaults(tmp_path, run_cli):
+    _countries(tmp_path / "t.csv", extra=["-"] * 5 + ["unknown"] * 5 + ["N/A"] * 5)
+    res = run_cli("audit", "t.csv", "--sensitive", "country", "--labels", "seg",
+                  "--null-values", "-, unknown", "-o", "r.html")
+    assert res.exit_code == 0, res.output
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert {g["group"] for g in doc["input"]["groups"]["country"]} == {"ZA", "BW"}  # NA missing
+    assert doc["input"]["rows"] == 315
+
+
+def test_no_default_nulls_keeps_namibia(tmp_path, run_cli):
+    _countries(tmp_path / "t.csv", extra=["-"] * 5 + ["", ""])
+    res = run_cli("audit", "t.csv", "--sensitive", "country", "--labels", "seg",
+                  "--no-default-nulls", "--null-values", "-", "-o", "r.html")
+    assert res.exit_code == 0, res.output
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert {g["group"] for g in doc["input"]["groups"]["country"]} == {"NA", "ZA", "BW"}
+
+
+def test_reader_options_from_the_chain_and_the_api_agree_with_the_flags(tmp_path, run_cli):
+    import fairaudit
+
+    path = _countries(tmp_path / "t.csv", extra=["?"] * 4 + ["unknown"] * 6)
+    (tmp_path / "c.toml").write_text(
+        '[data]\nsensitive = ["country"]\nlabels = "seg"\ndefault_nulls = false\n'
+        'null_values = ["unknown"]\n\n[[audit]]\nuse = "balance"\n')
+    res = run_cli("audit", "t.csv", "--chain", "c.toml", "-o", "c.html")
+    assert res.exit_code == 0, res.output
+    res = run_cli("audit", "t.csv", "--sensitive", "country", "--labels", "seg",
+                  "--no-default-nulls", "--null-values", "unknown", "-o", "f.html")
+    assert res.exit_code == 0, res.output
+    run = fairaudit.audit(path, sensitive="country", labels="seg", default_nulls=False,
+                          null_values=["unknown"])
+    want = {"NA", "ZA", "BW", "?"}
+    for doc in (json.loads((tmp_path / "c.json").read_text()),
+                json.loads((tmp_path / "f.json").read_text()), run.doc):
+        assert {g["group"] for g in doc["input"]["groups"]["country"]} == want
+
+
+def test_null_values_apply_to_text_columns_of_parquet_and_frames(tmp_path):
+    import polars as pl
+
+    import fairaudit
+
+    frame = pl.DataFrame({
+        "country": ["NA", "ZA", "BW"] * 100 + ["unknown"] * 6,
+        "seg": [str(i % 3) for i in range(306)],
+    }).with_columns(pl.col("country").cast(pl.Categorical))
+    frame.write_parquet(tmp_path / "t.parquet")
+    before = (tmp_path / "t.parquet").read_bytes()
+    for data in (tmp_path / "t.parquet", frame):
+        run = fairaudit.audit(data, sensitive="country", labels="seg", null_values="unknown")
+        assert ({g["group"] for g in run.doc["input"]["groups"]["country"]}
+                == {"NA", "ZA", "BW"})
+    assert (tmp_path / "t.parquet").read_bytes() == before
+    assert frame["country"].to_list().count("unknown") == 6  # the caller's frame untouched
+
+
+@pytest.mark.parametrize("surface, value, named", [
+    ("api", 5, "null_values"), ("api", "yes", "default_nulls"),
+])
+def test_bad_reader_options_name_the_parameter(tmp_path, surface, value, named):
+    import fairaudit
+    from fairaudit.errors import ConfigError
+
+    path = _countries(tmp_path / "t.csv")
+    with pytest.raises(ConfigError, match=named):
+        fairaudit.audit(path, sensitive="country", labels="seg", **{named: value})
+
+
+def test_bad_reader_option_in_the_chain_exits_2(tmp_path, run_cli):
+    _countries(tmp_path / "t.csv")
+    (tmp_path / "c.toml").write_text(
+        '[data]\nsensitive = ["country"]\nlabels = "seg"\nnull_values = "-"\n'
+        'default_nulls = "no"\n\n[[audit]]\nuse = "balance"\n')
+    res = run_cli("audit", "t.csv", "--chain", "c.toml", "-o", "c.html")
+    assert res.exit_code == 2
+    assert "data.default_nulls" in res.output
+    assert not (tmp_path / "c.html").exists()

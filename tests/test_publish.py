@@ -768,3 +768,56 @@ def test_published_summary_and_explanations_speak_of_the_release(small_path, tmp
     assert any("parametric bootstrap of the release" in t for t in texts)
     assert all("covers sampling and the noise" in t for t in texts
                if "interval" in t), texts
+
+
+def test_a_renamed_copy_of_the_data_does_not_start_a_fresh_budget(small_path, tmp_path,
+                                                                  run_cli):
+    """The budget follows the data: the fingerprint hashes a file's bytes, not its name (a
+    copy under another name was a new source with a fresh budget)."""
+    import shutil
+
+    ledger = tmp_path / "l.json"
+    copy = tmp_path / "renamed.parquet"
+    shutil.copyfile(small_path, copy)
+    args = ["-s", "race,sex", "--labels", "segment", "--publish", "--ledger", ledger,
+            "--privacy-budget", "1", "--epsilon", "1", "-q", "--bootstrap", "50"]
+    assert run_cli("audit", small_path, *args).exit_code == 0
+    res = run_cli("audit", copy, *args, "-o", tmp_path / "copy.html")
+    assert res.exit_code == 2, res.output
+    assert repr(str(small_path)) in res.output
+    assert not (tmp_path / "copy.html").exists()
+    assert list(json.loads(ledger.read_text())["sources"]) == [str(small_path)]
+
+
+def test_changing_only_the_budget_returns_the_stored_release(small_path, tmp_path, run_cli):
+    """The budget is not part of what a release is: the same data and options with a budget
+    added give the stored release at no cost (was a second noisy draw, spending again)."""
+    ledger = tmp_path / "l.json"
+    args = ["-s", "race,sex", "--labels", "segment", "--publish", "--ledger", ledger,
+            "--epsilon", "1", "--bootstrap", "50"]
+    assert run_cli("audit", small_path, *args, "-o", tmp_path / "a.html").exit_code == 0
+    res = run_cli("audit", small_path, *args, "--privacy-budget", "5", "-o", tmp_path / "b.html")
+    assert res.exit_code == 0, res.output
+    assert "at no cost" in " ".join(res.output.split())
+    (src,) = json.loads(ledger.read_text())["sources"].values()
+    assert len(src["releases"]) == 1
+    a = json.loads((tmp_path / "a.json").read_text())
+    b = json.loads((tmp_path / "b.json").read_text())
+    assert a["results"] == b["results"]
+
+
+def test_fingerprint_follows_the_bytes_and_the_paths_below_a_folder(tmp_path):
+    from fairaudit.core.io import fingerprint
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "x.csv").write_text("g,s\n1,2\n")
+    (tmp_path / "y.csv").write_text("g,s\n1,2\n")
+    assert fingerprint(str(tmp_path / "a" / "x.csv")) == fingerprint(str(tmp_path / "y.csv"))
+    for top in ("d1", "d2"):  # a folder of hive parts: its name is not data, the keys are
+        for year in (2023, 2024):
+            part = tmp_path / top / f"year={year}"
+            part.mkdir(parents=True)
+            pl.DataFrame({"g": ["a", "b"], "s": [1, 2]}).write_parquet(part / "p.parquet")
+    assert fingerprint(str(tmp_path / "d1")) == fingerprint(str(tmp_path / "d2"))
+    (tmp_path / "d2" / "year=2024").rename(tmp_path / "d2" / "year=2025")
+    assert fingerprint(str(tmp_path / "d1")) != fingerprint(str(tmp_path / "d2"))

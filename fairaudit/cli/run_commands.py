@@ -85,6 +85,13 @@ from fairaudit.cli.base import (
               "[default: error]. Without clusterers, feature auditors skip such rows.")
 @click.option("--separator", metavar="CHAR", default=None,
               help="CSV field separator [default: ',' (tab for .tsv)].")
+@click.option("--null-values", metavar="TEXT,...", default=None,
+              help="Cell texts read as missing, added to the defaults (empty, NA, N/A, #N/A, "
+              "<NA>, NULL, null, NaN, nan, ?), e.g. '-,unknown'. In Parquet and in-memory "
+              "tables they apply to text columns.")
+@click.option("--default-nulls/--no-default-nulls", default=None,
+              help="With --no-default-nulls only empty cells (and --null-values) are missing in "
+              "a CSV, e.g. where 'NA' is Namibia [default: on].")
 @click.option("--bootstrap", type=int, default=None,
               help="Bootstrap replicates for confidence intervals, 0 = off, at most 10,000 "
               "[default: 200].")
@@ -107,8 +114,8 @@ from fairaudit.cli.base import (
 def audit(data: str, sensitive, labels, features, exclude, chain_file, clusters, k, seed,
           sample, out, json_out, fail_under, fail_over, warn_under, warn_over, audits,
           skip_audits, summary_md, timing, min_cell, no_suppress, on_null, on_nonfinite,
-          separator, bootstrap, ci_method, engine_name, scheduler, workers, twins, baseline,
-          tolerances, quiet, debug, disabled, publish, epsilon, privacy_budget, ledger,
+          separator, null_values, default_nulls, bootstrap, ci_method, engine_name, scheduler,
+          workers, twins, baseline, tolerances, quiet, debug, disabled, publish, epsilon, privacy_budget, ledger,
           privacy_source, dp_categories, dp_clusters, dp_fitted, dp_domain, delta) -> int:
     """Audit DATA (Parquet file, directory or glob of Parquet files, or CSV)."""
     from fairaudit.core.build import chain_from_flags
@@ -120,7 +127,8 @@ def audit(data: str, sensitive, labels, features, exclude, chain_file, clusters,
     _setup_logging(debug, quiet)
     # every option checked in one place (fairaudit.core.params) before any work
     opts = check_all({"k": k, "seed": seed, "sample": sample, "min_cell": min_cell,
-                      "bootstrap": bootstrap, "separator": separator, "workers": workers},
+                      "bootstrap": bootstrap, "separator": separator, "workers": workers,
+                      "null_values": null_values},
                      "cli")
     k, seed, sample, min_cell, bootstrap = (opts[n] for n in ("k", "seed", "sample", "min_cell",
                                                                 "bootstrap"))
@@ -145,13 +153,9 @@ def audit(data: str, sensitive, labels, features, exclude, chain_file, clusters,
         skip_audits=_split(skip_audits), timing=timing, base=base, twins=twins,
         privacy=_privacy_flags(publish, epsilon, privacy_budget, ledger, privacy_source,
                                dp_categories, dp_clusters, dp_fitted, dp_domain, delta),
+        reader_options={"separator": opts["separator"], "null_values": opts["null_values"],
+                        "default_nulls": default_nulls},
     )
-    if separator is not None:
-        import dataclasses
-
-        spec = dataclasses.replace(
-            spec, data=dataclasses.replace(spec.data, reader_options={"separator": separator})
-        )
     engine = _make_engine(spec, engine_name, scheduler, workers)
     try:
         return _run_and_write(spec, host, data, Path(out),

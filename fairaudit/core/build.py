@@ -81,6 +81,7 @@ def chain_from_flags(
     privacy: Mapping[str, Any] | None = None,
     privacy_names: Mapping[str, str] = FLAG_NAMES,
     surface: str = "cli",
+    reader_options: Mapping[str, Any] | None = None,
 ) -> ChainSpec:
     """Build a chain from ``fairaudit audit`` flags (optionally over a ``--chain`` file).
 
@@ -93,7 +94,8 @@ def chain_from_flags(
     ``privacy`` holds the privacy parameters given as flags (``PrivacySpec`` field -> value; a
     ``None`` value is not given): they override the chain file's ``[privacy]`` table and are
     checked by :func:`check_privacy`, the parameter named as in ``privacy_names``.
-    ``surface`` is who calls: ``"cli"`` (steps named ``--cluster[0]``, ``source = "flags"``) or
+    ``reader_options`` (``separator``, ``null_values``, ``default_nulls``; a ``None`` value is not
+    given) override the chain file's. ``surface`` is who calls: ``"cli"`` (steps named ``--cluster[0]``, ``source = "flags"``) or
     ``"api"`` (keywords of ``fairaudit.audit``: ``cluster[0]``, ``source = "api"``), so that every
     problem names what the user wrote.
     """
@@ -136,6 +138,7 @@ def chain_from_flags(
             StepSpec("cluster", name, places[i], params, label or f"{name}-{i + 1}")
         )
     source = "flags" if cli else "api"
+    reader = {k: v for k, v in (reader_options or {}).items() if v is not None}
     if base is not None:
         data = base.data
         data = replace(
@@ -148,6 +151,7 @@ def chain_from_flags(
             sample=_given(sample, data.sample),
             on_null=_given(on_null, data.on_null),
             on_nonfinite=_given(on_nonfinite, data.on_nonfinite),
+            reader_options={**data.reader_options, **reader},
         )
         o = base.options
         opts = replace(
@@ -200,6 +204,7 @@ def chain_from_flags(
             sample=sample,
             on_null=_given(on_null, "exclude"),
             on_nonfinite=_given(on_nonfinite, "error"),
+            reader_options=reader,
         ),
         options=Options(
             min_cell=_given(min_cell, 10),

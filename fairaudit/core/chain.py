@@ -26,6 +26,7 @@ from fairaudit.core.spec import (
     _TOP_KEYS,
     ENGINE_NAMES,
     ON_VALUES,
+    READER_OPTIONS,
     ChainSpec,
     DataSpec,
     EngineSpec,
@@ -239,10 +240,12 @@ def _parse_data(d: Mapping[str, Any], problems: _Problems) -> DataSpec:
             kw["ordinal"] = {k: tuple(str(x) for x in v) for k, v in o.items()}
         else:
             problems.add("data.ordinal", "must be a table: attribute = [ordered groups]")
-    sep: dict[str, Any] = {}
-    _checked(d, "separator", "separator", "data.separator", problems, sep)
-    if sep.get("separator") is not None:
-        kw["reader_options"] = {"separator": sep["separator"]}
+    reader: dict[str, Any] = {}
+    for key in READER_OPTIONS:
+        _checked(d, key, key, f"data.{key}", problems, reader)
+    reader = {k: v for k, v in reader.items() if v is not None}
+    if reader:
+        kw["reader_options"] = reader
     return DataSpec(**kw)
 
 

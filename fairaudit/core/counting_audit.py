@@ -51,11 +51,12 @@ class Judgeable:
 
 def judgeable(table: GroupTable, min_cell: int, keep_small: bool = False,
               unknown: Collection[str] = ()) -> Judgeable:
-    """Drop groups with fewer than ``min_cell`` rows (noise included), groups in ``unknown``
-    (a cell of theirs was not released: their counts are unknown, not zero) and clusters left
-    empty."""
-    sizes = table.counts.sum(axis=1) + table.noise
-    keep = np.ones(len(table.groups), dtype=bool) if keep_small else sizes >= max(min_cell, 0)
+    """Drop groups with fewer than ``min_cell`` people in clusters (the people the metrics
+    judge: noise rows do not count), groups in ``unknown`` (a cell of theirs was not released:
+    their counts are unknown, not zero) and clusters left empty."""
+    judged = table.counts.sum(axis=1)
+    sizes = judged + table.noise
+    keep = np.ones(len(table.groups), dtype=bool) if keep_small else judged >= max(min_cell, 0)
     unknown_mask = np.array([g in unknown for g in table.groups], dtype=bool)
     keep &= ~unknown_mask
     keep_l = keep.tolist()
@@ -214,7 +215,9 @@ def run_counting_auditor(
                     if widened:
                         detail["interval"]["widened_to_estimate"] = True
             if ci is not None and m.range is not None:  # the value cannot leave its range
-                ci = (max(ci[0], float(m.range[0])), min(ci[1], float(m.range[1])))
+                lo_r, hi_r = m.range  # either end may be None (open)
+                ci = (ci[0] if lo_r is None else max(ci[0], float(lo_r)),
+                      ci[1] if hi_r is None else min(ci[1], float(hi_r)))
             if j.too_small:
                 detail["too_small"] = _too_small_detail(j, min_cell)
                 notes.append(_too_small_note(j, min_cell))

@@ -13,7 +13,7 @@ import logging
 import os
 import re
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -122,6 +122,31 @@ def _sniff(path: Path) -> str:
 #: ``?``). ``None`` is left out on purpose: it is a real answer ("religion: None") too often.
 CSV_NULL_VALUES = ("", "NA", "N/A", "n/a", "#N/A", "<NA>", "NULL", "null", "NaN", "nan", "?")
 
+
+def csv_null_values(options: Mapping[str, Any]) -> list[str]:
+    """The cells a CSV reads as missing: :data:`CSV_NULL_VALUES` (only the empty cell with
+    ``default_nulls=False``, e.g. where ``NA`` is Namibia) and the user's ``null_values``."""
+    base = CSV_NULL_VALUES if options.get("default_nulls", True) else ("",)
+    return list(dict.fromkeys((*base, *options.get("null_values", ()))))
+
+
+def with_null_markers(lf: pl.LazyFrame, markers: Sequence[str]) -> pl.LazyFrame:
+    """Text cells (string and categorical columns) equal to one of ``markers`` become null: the
+    user's ``null_values`` for inputs that have real nulls already (Parquet, in-memory tables),
+    where a CSV applies them while reading."""
+    import polars as pl
+
+    if not markers:
+        return lf
+    schema = lf.collect_schema()
+    cols = [c for c, t in schema.items() if t == pl.String or isinstance(t, pl.Categorical | pl.Enum)]
+    if not cols:
+        return lf
+    wanted = list(markers)
+    return lf.with_columns(
+        pl.when(pl.col(c).cast(pl.String).is_in(wanted)).then(None).otherwise(pl.col(c)).alias(c)
+        for c in cols)
+
 #: Rows a CSV column's type is inferred from; a later cell that does not parse makes the runner
 #: read that column as text (see :func:`csv_parse_failure`).
 CSV_INFER_ROWS = 10_000
@@ -163,10 +188,11 @@ def scan_builtin(spec: str, options: Mapping[str, Any]) -> pl.LazyFrame:
             schema = lf.collect_schema()
         except Exception as exc:  # polars raises ComputeError / OSError variants
             raise InputError(f"{spec}: cannot be read as Parquet: {_first_line(exc)}") from exc
+        lf = with_null_markers(lf, options.get("null_values", ()))
     else:
         path = inp.files[0]
         sep = options.get("separator") or ("\t" if path.suffix.lower() == ".tsv" else ",")
-        nulls = list(options.get("null_values", CSV_NULL_VALUES))
+        nulls = csv_null_values(options)
         text = {c: pl.String for c in options.get("text_columns", ())}
         for f in inp.files:
             _check_utf8(f)
@@ -309,16 +335,22 @@ def _first_line(exc: BaseException) -> str:
 
 
 def fingerprint(spec: str) -> str:
-    """A content hash of the input files (sha256). Large files hash their size, head and tail."""
+    """A content hash of the input files (sha256). Large files hash their size, head and tail.
+
+    The hash follows the data, not its name: a single file hashes its bytes only (a renamed copy
+    has the same fingerprint, so the privacy ledger knows it); a directory or glob also hashes
+    each file's path below their common folder (hive keys such as ``year=2024`` are data)."""
     try:
         inp = resolve_input(spec)
     except InputError:
         return "unavailable"
     h = hashlib.sha256()
     partial = False
+    root = Path(os.path.commonpath([str(f.parent) for f in inp.files])) if inp.files else None
     for f in inp.files:
         size = f.stat().st_size
-        h.update(f.name.encode())
+        if len(inp.files) > 1 and root is not None:
+            h.update(f.relative_to(root).as_posix().encode())
         h.update(size.to_bytes(8, "little"))
         with open(f, "rb") as fh:
             if size <= _FULL_HASH_LIMIT:

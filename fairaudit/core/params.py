@@ -125,6 +125,14 @@ def names(v: Any) -> tuple[str, ...]:
     return tuple(str(x) for x in out)
 
 
+def markers(v: Any) -> tuple[str, ...]:
+    """Cell texts: ``"a, b"`` (each stripped; ``""`` alone is the empty cell) or a list of strings
+    (kept as given: ``[" "]`` is a marker too)."""
+    if isinstance(v, str):
+        return tuple(x.strip() for x in v.split(",") if x.strip()) or ("",)
+    return names(v)
+
+
 def bounds(v: Any) -> dict[str, float]:
     """``{METRIC[@ci][[ATTR]]: number}``."""
     if not isinstance(v, Mapping):
@@ -200,6 +208,10 @@ PARAMS: dict[str, Param] = {p.name: p for p in (
     Param("allow_sensitive_features", None, "data.allow_sensitive_features", "true or false",
           boolean),
     Param("separator", "--separator", "data.separator", "one character", optional(one_char)),
+    Param("null_values", "--null-values", "data.null_values",
+          "cell texts read as missing: 'a,b' or a list of strings", optional(markers)),
+    Param("default_nulls", "--default-nulls", "data.default_nulls", "true or false",
+          optional(boolean)),
     Param("k", "--k", "options.k", "an int >= 2", optional(integer(2))),
     Param("min_cell", "--min-cell", "options.min_cell",
           "an int >= 1 (groups with fewer rows are too small to judge)", optional(integer(1))),

@@ -71,6 +71,7 @@ def run_chain(
 
 def _run_chain(spec: ChainSpec, host: Any, *, data_path: Any, engine: Any) -> AuditRun:
     from fairaudit.core.engines import LocalEngine
+    from fairaudit.core.io import with_null_markers
 
     engine = engine if engine is not None else LocalEngine()
     import polars as pl
@@ -85,7 +86,7 @@ def _run_chain(spec: ChainSpec, host: Any, *, data_path: Any, engine: Any) -> Au
 
     def _load():
         if in_memory:
-            return path.lazy()
+            return with_null_markers(path.lazy(), spec.data.reader_options.get("null_values", ()))
         lf = host.read_table(path, dict(spec.data.reader_options))
         if lf is None:
             raise InputError(f"{path}: no installed reader handles this input")

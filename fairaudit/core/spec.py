@@ -70,7 +70,13 @@ _DATA_KEYS = {
     "on_nonfinite": "'error' or 'drop' for NaN / inf feature values",
     "allow_sensitive_features": "also give sensitive columns to clusterers as features",
     "separator": "CSV separator",
+    "null_values": "list of cell texts read as missing, added to the defaults",
+    "default_nulls": "false: only empty cells (and null_values) are missing, not NA, NULL, ...",
 }
+READER_OPTIONS = ("separator", "null_values", "default_nulls")
+"""The ``[data]`` keys (and ``fairaudit.audit`` keywords, ``--separator`` ... flags) that are
+reader options: they go to the table reader (``DataSpec.reader_options``)."""
+
 _OPTION_KEYS = {
     "min_cell": "groups with fewer rows are too small to judge (listed as such)",
     "suppress": "retired (cell suppression); false is accepted and ignored",

@@ -437,8 +437,11 @@ def run_published(spec: Any, path: Any, fingerprint: Any, compute: Any) -> Any:
     privacy = spec.privacy
     path_of_ledger = ledger.default_path() if privacy.ledger is None else privacy.ledger
     key = privacy.source or source_key(path)
+    # what makes the release: the budget and where the ledger lives do not (a run that only
+    # adds --privacy-budget gets the stored release, at no cost)
+    release = {k: v for k, v in privacy.to_json().items() if k != "budget"}
     options = ledger.options_hash({
-        "chain": spec.to_json(), "privacy": privacy.to_json(), "fairaudit": __version__,
+        "chain": spec.to_json(), "privacy": release, "fairaudit": __version__,
         "reader": dict(spec.data.reader_options), "input": str(path),
     })
     with ledger.open_ledger(path_of_ledger, create_folder=privacy.ledger is None) as book:

@@ -62,14 +62,14 @@ def _num(x: Any) -> str:
 
 STATUS_WORDS = {
     "pass": "PASS", "warn": "WARN", "fail": "FAIL",
-    "not_evaluated": "NOT JUDGED: no thresholds set",
+    "not_evaluated": "NOT JUDGED: no threshold set",
     "not_applicable": "NOT JUDGED: no threshold applies",
 }
 """The run's status in words (the JSON keeps the enum, ``status: "not_evaluated"``)."""
 
 
 def status_words(status: Any) -> str:
-    """``PASS`` / ``FAIL`` / ``NOT JUDGED: no thresholds set`` for a status of the JSON."""
+    """``PASS`` / ``FAIL`` / ``NOT JUDGED: no threshold set`` for a status of the JSON."""
     s = str(status)
     return STATUS_WORDS.get(s, s.replace("_", " ").upper())
 
@@ -80,7 +80,7 @@ def headline(doc: Mapping[str, Any]) -> str:
         counts[g["status"]] = counts.get(g["status"], 0) + 1
     inp = doc["input"]
     gates = (f"{counts['fail']} failed, {counts['warn']} warned, {counts['pass']} passed"
-             if doc.get("gates") else "no thresholds set")
+             if doc.get("gates") else "no threshold set")
     return (f"fairaudit: {status_words(doc['status'])}  ({inp['rows_audited']:,} rows, "
             f"{len(doc['labellings'])} labelling(s), attributes: "
             f"{', '.join(inp['attributes'])}; gates: {gates})")
@@ -95,7 +95,7 @@ def answer_lines(doc: Mapping[str, Any]) -> list[str]:
     total = overall_text(doc)
     if total is None:
         return []
-    lines = [f"verdicts (no thresholds set; each metric's default bound): {total}"]
+    lines = [f"verdicts (no threshold set; each metric's default bound): {total}"]
     for a in answers(doc):
         lines.append(f"  {a['line']}")
         if a["n"] > 1:
