@@ -354,9 +354,8 @@ class FairFuzzyCMeans(ClusterMixin, BaseEstimator):
             raise ValueError(f"The 'tol' parameter of {name} must be a float >= 0; got {tol!r}.")
         if self.acceleration not in ACCELERATIONS:
             raise ValueError(
-                f"The 'acceleration' parameter of {name} must be 'adaptive', 'anderson' or "
-                f"'none'; "
-                f"got {self.acceleration!r}."
+                f"The 'acceleration' parameter of {name} must be 'none', 'adaptive' or "
+                f"'anderson'; got {self.acceleration!r}."
             )
         if isinstance(self.init, str):
             if self.init not in ("k-means++", "random"):

@@ -540,3 +540,12 @@ def test_adaptive_fit_matches_loop_oracle(seed):
     assert tight.eta_reductions_ == damped.eta_reductions_
     np.testing.assert_array_equal(tight.labels_, damped.labels_)
     np.testing.assert_allclose(tight.memberships_, damped.memberships_, atol=1e-6)
+
+
+def test_acceleration_values_and_bad_value():
+    X, s = _correlated(4, n=120)
+    for acc in ("none", "adaptive", "anderson"):
+        est = FairFuzzyCMeans(2, random_state=0, acceleration=acc).fit(X, sensitive=s)
+        assert est.converged_
+    with pytest.raises(ValueError, match="'acceleration' parameter.*'adaptive'.*'fast'"):
+        FairFuzzyCMeans(2, acceleration="fast").fit(X, sensitive=s)
