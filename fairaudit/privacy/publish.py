@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from fairaudit.core.contingency import NOISE_NAME, BootstrapReplicates, JointTable
+from fairaudit.core.data import GroupTable
 from fairaudit.errors import ConfigError
 from fairaudit.privacy import dp
 
@@ -143,12 +144,15 @@ def _joint_of(cube: _Cube, dense: np.ndarray) -> tuple[JointTable, np.ndarray]:
     return joint, flat[order]
 
 
-def _prune(cube: _Cube, dense: np.ndarray) -> tuple[_Cube, np.ndarray]:
-    """The cube without the groups and clusters that have no released cell (their names would
-    say that someone holds them); cluster ids of a labels column of names renumbered."""
+def _prune(cube: _Cube, dense: np.ndarray, clusters_kept: Sequence[int]
+           ) -> tuple[_Cube, np.ndarray]:
+    """The cube without the groups that have no released cell and the clusters not in
+    ``clusters_kept`` (positions; their names would say that someone holds them); cluster ids
+    of a labels column of names renumbered."""
     arr = dense.reshape(cube.shape)
-    keep = [np.flatnonzero(arr.sum(axis=tuple(a for a in range(arr.ndim) if a != d)) > 0)
-            for d in range(arr.ndim)]
+    keep = [np.asarray(clusters_kept, dtype=np.int64)] + [
+        np.flatnonzero(arr.sum(axis=tuple(a for a in range(arr.ndim) if a != d)) > 0)
+        for d in range(1, arr.ndim)]
     arr = arr[np.ix_(*keep)] if all(k.size for k in keep) else np.zeros((0,) * arr.ndim,
                                                                          np.int64)
     clusters = [cube.clusters[i] for i in keep[0]]
@@ -172,8 +176,91 @@ def _prune(cube: _Cube, dense: np.ndarray) -> tuple[_Cube, np.ndarray]:
     return pruned, arr.reshape(-1)
 
 
+def separate_attributes(sizes: Sequence[int]) -> tuple[int, ...]:
+    """Which attributes of a cube of ``sizes`` groups each get a cube of their own (cluster x
+    that attribute) beside the joint cube: the set S that minimises the summed noise variance
+    per cell of every attribute's table and the intersection's, (1 + |S|)² (|S| + 1 + Σ_{a∉S}
+    m_a), m_a the joint cells summed into one cell of a's table (the product of the other
+    attributes' group counts): each cube more multiplies every cell's noise sd by (1 + |S|) / |S|
+    (the epsilon is split over more cubes), each attribute in S is read from 1 cell instead of
+    m_a. A function of the domain alone (public: declared or assumed-public groups), so the
+    choice reveals nothing about the rows. Ties go to fewer cubes."""
+    import itertools
+
+    A = len(sizes)
+    if A < 2:
+        return ()
+    total = int(np.prod(sizes))
+    m = [total // int(s) for s in sizes]
+    best, cost = (), float("inf")
+    for k in range(A + 1):
+        for S in itertools.combinations(range(A), k):
+            c = (1 + k) ** 2 * (k + 1 + sum(m[a] for a in range(A) if a not in S))
+            if c < cost:
+                best, cost = S, c
+    return best
+
+
+def _marginal(joint: JointTable, j: int) -> JointTable:
+    """The exact counts of ``joint`` by cluster and its ``j``-th attribute alone (cells may
+    repeat: :func:`_dense` adds them up)."""
+    a = joint.attributes[j]
+    return dataclasses.replace(
+        joint, attributes=(a,), categories=(joint.categories[j],), codes=joint.codes[:, [j]],
+        ordinal={k: v for k, v in joint.ordinal.items() if k == a})
+
+
+@dataclasses.dataclass(frozen=True)
+class ReleasedJoint(JointTable):
+    """A labelling's released counts: the joint cube (its cells are this table's, for the
+    intersection), and for the attributes released in a cube of their own (``margins``) their
+    tables and group sizes from that cube. ``reference``: the cube with the fewest cells (the
+    least noisy total), which gives the labelling's row count and cluster sizes."""
+
+    margins: Mapping[str, JointTable] = dataclasses.field(default_factory=dict)
+    reference: JointTable | None = None
+
+    @property
+    def n(self) -> int:
+        ref = self.reference
+        return int(ref.counts.sum()) if ref is not None else int(self.counts.sum())
+
+    def table(self, attribute: str) -> GroupTable:
+        m = self.margins.get(attribute)
+        return m.table(attribute) if m is not None else super().table(attribute)
+
+    def group_sizes(self, attribute: str) -> dict[str, int]:
+        m = self.margins.get(attribute)
+        return m.group_sizes(attribute) if m is not None else super().group_sizes(attribute)
+
+
+class _ReleaseReplicates(BootstrapReplicates):
+    """The parametric replicates of a labelling's cubes: the joint cube's for the
+    intersection (and the attributes read from it), each own cube's for its attribute."""
+
+    def __init__(self, joint: JointTable, cells: np.ndarray,
+                 margins: Mapping[str, tuple[JointTable, np.ndarray]]) -> None:
+        super().__init__(joint, cells)
+        self._margins = dict(margins)
+
+    def tables(self, attribute: str, groups: Sequence[int] | None = None,
+               clusters: Sequence[int] | None = None) -> np.ndarray:
+        own = self._margins.get(attribute)
+        if own is None:
+            return super().tables(attribute, groups, clusters)
+        key = (attribute, None if groups is None else tuple(groups),
+               None if clusters is None else tuple(clusters))
+        if key not in self._tables:
+            arr = own[0].bootstrap_counts(attribute, own[1], groups, clusters)
+            arr.flags.writeable = False
+            self._tables[key] = arr
+        return self._tables[key]
+
+
 class Release:
-    """The noisy, post-processed count cubes of one published run."""
+    """The noisy, post-processed count cubes of one published run: per labelling the joint cube
+    (clusters x every attribute) and, where :func:`separate_attributes` says so, one cube per
+    attribute (clusters x that attribute)."""
 
     def __init__(self, labellings: Sequence[Any], joints: Mapping[str, JointTable],
                  privacy: Any, ordinal: Mapping[str, Sequence[str]]) -> None:
@@ -181,7 +268,20 @@ class Release:
         if not names:
             raise ConfigError("--publish: nothing to release (no labelling was counted)")
         by_name = {lab.name: lab for lab in labellings}
-        self.cubes = [_domain(by_name[n], joints[n], privacy, ordinal) for n in names]
+        cubes: list[_Cube] = []
+        exact: list[np.ndarray] = []
+        for n in names:
+            joint_cube = _domain(by_name[n], joints[n], privacy, ordinal)
+            cubes.append(joint_cube)
+            exact.append(_dense(joint_cube, joints[n]))
+            for j in separate_attributes([len(c) for c in joint_cube.categories]):
+                a = joint_cube.attributes[j]
+                own = dataclasses.replace(
+                    joint_cube, attributes=(a,), categories=(joint_cube.categories[j],),
+                    domain={a: joint_cube.domain[a], "clusters": joint_cube.domain["clusters"]})
+                cubes.append(own)
+                exact.append(_dense(own, _marginal(joints[n], j)))
+        self.cubes = cubes
         cells = sum(c.size for c in self.cubes)
         if cells > dp.MAX_CELLS:
             raise ConfigError(
@@ -190,21 +290,50 @@ class Release:
                 "too sparse to publish with useful accuracy; audit fewer attributes, groups or "
                 "labellings per release")
         self.private_domain = privacy.domain == "private"
-        exact = [_dense(c, joints[c.labelling]) for c in self.cubes]
         parts = self._noisy_threshold(exact, privacy) if self.private_domain else \
             self._noisy_public(exact, privacy)  # the only noise, once
+        if self.private_domain:  # names of groups and clusters with no released cell go
+            parts = self._pruned(parts)
+        self.parts = parts
+        """Per cube (in :attr:`cubes` order), its released cells (dense, cube order)."""
+        self._tables = [_joint_of(c, p) for c, p in zip(self.cubes, parts, strict=True)]
         self.dense: dict[str, np.ndarray] = {}
         self.joints: dict[str, JointTable] = {}
-        self._support: dict[str, np.ndarray] = {}
-        cubes = []
         for cube, part in zip(self.cubes, parts, strict=True):
-            if self.private_domain:  # names of groups and clusters with no released cell go
-                cube, part = _prune(cube, part)
-            cubes.append(cube)
-            self.dense[cube.labelling] = part
-            self.joints[cube.labelling], self._support[cube.labelling] = _joint_of(cube, part)
-        self.cubes = cubes
+            self.dense.setdefault(cube.labelling, part)  # the labelling's joint cube is first
+        for lab in self.dense:
+            self.joints[lab] = self._released_joint(lab)
         self.privacy = privacy
+
+    def _of(self, labelling: str) -> list[int]:
+        """Positions of ``labelling``'s cubes: its joint cube first, then its own cubes."""
+        return [i for i, c in enumerate(self.cubes) if c.labelling == labelling]
+
+    def _released_joint(self, labelling: str) -> JointTable:
+        first, *own = self._of(labelling)
+        joint = self._tables[first][0]
+        if not own:
+            return joint
+        margins = {self.cubes[i].attributes[0]: self._tables[i][0] for i in own}
+        ref = min(own, key=lambda i: self.cubes[i].size)
+        return ReleasedJoint(**{f.name: getattr(joint, f.name)
+                                for f in dataclasses.fields(JointTable)},
+                             margins=margins, reference=self._tables[ref][0])
+
+    def _pruned(self, parts: list[np.ndarray]) -> list[np.ndarray]:
+        """Private domain: each cube without the groups that have no released cell, and a
+        labelling's cubes without the clusters that have none in any of them (one numbering
+        of the clusters for all the labelling's tables)."""
+        out = list(parts)
+        for lab in dict.fromkeys(c.labelling for c in self.cubes):
+            idx = self._of(lab)
+            kept = set()
+            for i in idx:
+                arr = parts[i].reshape(self.cubes[i].shape)
+                kept |= set(np.flatnonzero(arr.reshape(arr.shape[0], -1).sum(axis=1) > 0))
+            for i in idx:
+                self.cubes[i], out[i] = _prune(self.cubes[i], parts[i], sorted(kept))
+        return out
 
     def _noisy_public(self, exact: list[np.ndarray], privacy: Any) -> list[np.ndarray]:
         """Every cell of the (declared or public) domain gets discrete Laplace noise."""
@@ -228,45 +357,61 @@ class Release:
         return out
 
     def unreleased(self, labelling: str) -> dict[str, frozenset[str]]:
-        """attribute (and the ``a|b`` intersection) -> groups with a cell of this labelling's
-        cube that a private-domain release did not publish: that cell's count is unknown (below
-        the threshold), not zero, so every margin of the group is unknown and the group is too
-        small to judge for this labelling. Empty for a public domain (every cell released)."""
+        """attribute (and the ``a|b`` intersection) -> groups with a cell of the cube this
+        labelling's table of the attribute is read from that a private-domain release did not
+        publish: that cell's count is unknown (below the threshold), not zero, so every margin
+        of the group is unknown and the group is too small to judge for this labelling. A
+        cluster with no released cell in that cube is not in its table. Empty for a public
+        domain (every cell released)."""
         from fairaudit.core.contingency import INTERSECTION_SEP
 
         if not self.private_domain:
             return {}
-        cube = next(c for c in self.cubes if c.labelling == labelling)
-        arr = self.dense[labelling].reshape(cube.shape)
-        if arr.size == 0:
-            return {}
-        zero = arr <= 0
         out: dict[str, frozenset[str]] = {}
-        for j, a in enumerate(cube.attributes):
-            axes = tuple(d for d in range(arr.ndim) if d != j + 1)
-            out[a] = frozenset(cube.categories[j][i] for i in np.flatnonzero(zero.any(axis=axes)))
-        if len(cube.attributes) > 1:
-            partial = zero.any(axis=0) & (arr.sum(axis=0) > 0)
-            out[INTERSECTION_SEP.join(cube.attributes)] = frozenset(
-                INTERSECTION_SEP.join(cube.categories[j][int(i)] for j, i in enumerate(idx))
-                for idx in zip(*np.nonzero(partial), strict=True))
+        for i in self._of(labelling):  # the joint cube first: own cubes override it
+            cube = self.cubes[i]
+            arr = self.parts[i].reshape(cube.shape)
+            if arr.size == 0:
+                continue
+            arr = arr[arr.reshape(arr.shape[0], -1).sum(axis=1) > 0]  # clusters in the table
+            zero = arr <= 0
+            for j, a in enumerate(cube.attributes):
+                axes = tuple(d for d in range(arr.ndim) if d != j + 1)
+                out[a] = frozenset(cube.categories[j][g]
+                                   for g in np.flatnonzero(zero.any(axis=axes)))
+            if len(cube.attributes) > 1:
+                partial = zero.any(axis=0) & (arr.sum(axis=0) > 0)
+                out[INTERSECTION_SEP.join(cube.attributes)] = frozenset(
+                    INTERSECTION_SEP.join(cube.categories[j][int(g)] for j, g in enumerate(idx))
+                    for idx in zip(*np.nonzero(partial), strict=True))
         return out
 
     @property
     def joint_full(self) -> JointTable:
-        """Group sizes of the release: the first labelling's cube (no extra noise spent)."""
+        """Group sizes of the release: the first labelling's cubes (no extra noise spent)."""
         return self.joints[self.cubes[0].labelling]
+
+    def _replicates(self, i: int, n_boot: int, rng: np.random.Generator) -> np.ndarray:
+        """Parametric replicates of cube ``i``, on the cells of its released table."""
+        if self.private_domain:
+            reps = dp.thresholded_replicates(self.parts[i], self.mechanism.scale,
+                                             self.mechanism.threshold, n_boot, rng)
+        else:
+            reps = dp.parametric_replicates(self.parts[i], self.mechanism.scale, n_boot, rng)
+        return reps[:, self._tables[i][1]]
 
     def replicates(self, labelling: str, n_boot: int, rng: np.random.Generator
                    ) -> BootstrapReplicates:
-        """Parametric bootstrap replicates of one released cube, laid out on its joint cells."""
-        if self.private_domain:
-            reps = dp.thresholded_replicates(self.dense[labelling], self.mechanism.scale,
-                                             self.mechanism.threshold, n_boot, rng)
-        else:
-            reps = dp.parametric_replicates(self.dense[labelling], self.mechanism.scale, n_boot,
-                                            rng)
-        return BootstrapReplicates(self.joints[labelling], reps[:, self._support[labelling]])
+        """Parametric bootstrap replicates of one labelling's released cubes (the joint cube's
+        first, then each own cube's, from the one stream), laid out on their cells."""
+        first, *own = self._of(labelling)
+        cells = self._replicates(first, n_boot, rng)
+        margins = {self.cubes[i].attributes[0]: (self._tables[i][0],
+                                                 self._replicates(i, n_boot, rng))
+                   for i in own}
+        if not margins:
+            return BootstrapReplicates(self.joints[labelling], cells)
+        return _ReleaseReplicates(self.joints[labelling], cells, margins)
 
     def interval_options(self, labelling: str) -> dict[str, Any]:
         """How the auditors' intervals of ``labelling`` are computed from this release (keyword
@@ -281,9 +426,11 @@ class Release:
         import hashlib
 
         h = hashlib.sha256(repr(self.mechanism.epsilon).encode())
-        for cube in self.cubes:
+        for cube, part in zip(self.cubes, self.parts, strict=True):
             h.update(cube.labelling.encode())
-            h.update(np.ascontiguousarray(self.dense[cube.labelling], dtype="<i8").tobytes())
+            if len(cube.attributes) == 1 and cube is not self.cubes[self._of(cube.labelling)[0]]:
+                h.update(b"own cube:" + cube.attributes[0].encode())
+            h.update(np.ascontiguousarray(part, dtype="<i8").tobytes())
         return "dp-release:" + h.hexdigest()
 
     def block(self) -> dict[str, Any]:
@@ -306,10 +453,12 @@ class Release:
             "noise_scale": m.scale,
             **extra,
             "d_in": m.d_in[1] if private else m.d_in,
-            "split": (f"the epsilon falls equally on the {m.n_cubes} count cube(s), one per "
-                      f"labelling: {m.epsilon / m.n_cubes:.6g} each"),
+            "split": (f"the epsilon falls equally on the {m.n_cubes} count cube(s) (per "
+                      "labelling: clusters x every attribute, and clusters x each attribute "
+                      "released in a cube of its own): "
+                      f"{m.epsilon / m.n_cubes:.6g} each"),
             "cubes": [
-                {"labelling": c.labelling, "cells": c.size,
+                {"labelling": c.labelling, "attributes": list(c.attributes), "cells": c.size,
                  "domain": {k: v.replace("{t}", str(extra.get("threshold")))
                             for k, v in c.domain.items()},
                  "scope": c.scope}
@@ -372,6 +521,9 @@ class Release:
             lab["notes"], lab["extras"], lab["fit"] = [], {}, None
             lab["params"] = {k: v for k, v in lab.get("params", {}).items()
                              if k != "n_clusters_fitted"}
+            ref = getattr(self.joints.get(lab.get("name")), "reference", None)
+            if ref is not None:  # the least noisy of the labelling's cubes
+                _cluster_sizes(lab, ref)
             sizes = {int(c["cluster"]): int(c["n"]) for c in lab.get("cluster_sizes", [])}
             lab["warnings"] = degenerate_warnings(sizes, params=lab["params"],
                                                   component=lab.get("component"))
@@ -379,6 +531,17 @@ class Release:
         doc.pop("timing", None)
         doc["privacy"] = self.block()
         return doc
+
+
+def _cluster_sizes(lab: dict[str, Any], joint: JointTable) -> None:
+    """A labelling's row count and cluster sizes in the document, from ``joint``."""
+    clean = joint.cluster >= 0
+    sizes = np.bincount(joint.cluster[clean], weights=joint.counts[clean]).astype(np.int64) \
+        if clean.any() else np.zeros(0, np.int64)
+    lab["n_rows"] = int(joint.counts.sum())
+    lab["n_noise"] = int(joint.counts[~clean].sum())
+    lab["cluster_sizes"] = [{"cluster": c, "n": int(n)} for c, n in enumerate(sizes) if n > 0]
+    lab["n_clusters"] = len(lab["cluster_sizes"])
 
 
 def published_notes() -> list[str]:
