@@ -74,6 +74,11 @@ def _rare_cell() -> np.ndarray:
     return (g[:, None] * spread).T
 
 
+H4 = np.array([61, 259, 1898, 2782], dtype=float)
+"""Four health groups with the shares of the lead's reproduction (edge.parquet: 1.2 % ... 56 %)."""
+I2 = np.array([0.6, 0.4])
+
+
 REGIMES: dict[str, Regime] = {r.name: r for r in [
     Regime("dense-20k-e1", _dense(), 20_000, 1.0, "race",
            "1 % group, 4 segments, 20,000 rows, epsilon 1 (docs/privacy.md's table)"),
@@ -92,17 +97,25 @@ REGIMES: dict[str, Regime] = {r.name: r for r in [
            "2,000 rows, epsilon 1"),
     Regime("rare-cell-e0.5", _rare_cell(), 6_000, 0.5, "race",
            "a 100-person group with ~5 people in one of 4 segments, 6,000 rows, epsilon 0.5"),
+    Regime("zip200-e1", _null(4, H4, I2, np.ones(200)), 5_000, 1.0, "race",
+           "random labels, 4 segments; attributes of 4 (1.2 % ... 56 %), 2 and 200 equal "
+           "groups (a 6,400-cell cube); the 4-group attribute judged; 5,000 rows, epsilon 1"),
+    Regime("zip200-e0.5", _null(4, H4, I2, np.ones(200)), 5_000, 0.5, "race",
+           "the same at epsilon 0.5"),
+    Regime("zip20-e1", _null(4, H4, I2, np.ones(20)), 5_000, 1.0, "race",
+           "the same with 20 groups in the third attribute (640 cells), epsilon 1"),
     Regime("private-20k-e1", _dense(), 20_000, 1.0, "race",
            "dense-20k-e1 with --dp-domain private (threshold 16 at delta 1e-7)", "private"),
     Regime("private-100k-e1", _dense(), 100_000, 1.0, "race",
            "the same with 100,000 rows (cells of the 1 % group 100-400)", "private"),
 ]}
 
-NAMES = (("race",), ("race", "sex"))
+NAMES = (("race",), ("race", "sex"), ("race", "sex", "zip"))
 
 
 def joint_of(counts: np.ndarray) -> JointTable:
-    """A clusters x groups (x groups) count cube as a joint table (attributes race[, sex])."""
+    """A clusters x groups (x groups ...) count cube as a joint table (attributes race[, sex[,
+    zip]])."""
     shape = counts.shape
     idx = np.indices(shape).reshape(len(shape), -1)
     c = counts.reshape(-1)
@@ -198,3 +211,21 @@ def coverage(regime: Regime | str, sims: int, seed: int, n_boot: int = 200) -> d
         st["median_width"] = float(np.median(st["widths"])) if st["widths"] else float("nan")
         st["median_lower"] = float(np.median(st["lowers"])) if st["lowers"] else float("nan")
     return stats
+
+
+def group_size_bias(regime: Regime | str, sims: int, seed: int) -> dict[str, dict[str, float]]:
+    """Per group of the judged attribute: mean and sd of (published group size − exact), over
+    ``sims`` releases of fresh samples (no bootstrap: the release alone)."""
+    reg = REGIMES[regime] if isinstance(regime, str) else regime
+    rng = np.random.default_rng(seed)
+    p = reg.cube.reshape(-1)
+    errs: dict[str, list[float]] = {}
+    for _ in range(sims):
+        x = rng.multinomial(reg.n, p / p.sum()).reshape(reg.cube.shape)
+        exact = joint_of(x).group_sizes(reg.attribute)
+        published = release_of(x, reg.epsilon, reg.domain).joints["seg"].group_sizes(
+            reg.attribute)
+        for g, n in exact.items():
+            errs.setdefault(g, []).append(published.get(g, 0) - n)
+    return {g: {"bias": float(np.mean(e)), "sd": float(np.std(e, ddof=1)), "n": len(e)}
+            for g, e in errs.items()}

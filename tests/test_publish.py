@@ -487,7 +487,8 @@ def test_too_sparse_a_cube_is_refused_naming_the_cells():
     g = tuple(f"g{i:03d}" for i in range(250))
     joint = JointTable(("a", "b"), (g, g), np.zeros(1, np.int64), np.zeros((1, 2), np.int64),
                        np.ones(1, np.int64))
-    with pytest.raises(ConfigError, match="62,500 cells"):
+    # the joint cube (62,500 cells) and each attribute's own (250 each)
+    with pytest.raises(ConfigError, match="63,000 cells"):
         Release([LAB], {"seg": joint}, PrivacySpec(publish=True), {})
 
 
