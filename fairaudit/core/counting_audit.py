@@ -132,6 +132,32 @@ def _interval_detail(iv: Any, level: float, table: GroupTable) -> dict[str, Any]
     return out
 
 
+HIDDEN_NOTE = ("most cells of this table can be hidden by the release's noise: the interval "
+               "reaches the lowest value (the noise alone would make a distance this large)")
+
+
+def _bottom(spec: MetricSpec) -> float:
+    """The lowest value of a metric (0 for the distances, whose range may depend on the
+    data)."""
+    lo = spec.range[0] if spec.range is not None else None
+    return 0.0 if lo is None else float(lo)
+
+
+def _open_hidden(own: Mapping[str, Any], specs: Mapping[str, MetricSpec], table: GroupTable,
+                 noise: float | None) -> tuple[Mapping[str, Any], set[str]]:
+    """A release: the lower ends of the triangle bounds (the distances, Ed and Wd) go to the
+    bottom of their range where most cells can be hidden by the noise
+    (:func:`fairaudit.metrics.noisy_intervals.open_below`)."""
+    if noise is None or not own:
+        return own, set()
+    from fairaudit.metrics.noisy_intervals import open_below
+
+    own = dict(own)
+    lowest = {m: _bottom(specs[m]) for m, iv in own.items()
+              if m in specs and "triangle" in str(getattr(iv, "method", ""))}
+    return own, (open_below(own, table.counts, noise, lowest) if lowest else set())
+
+
 def run_counting_auditor(
     comp: CountingAuditor,
     labelling: str,
@@ -181,11 +207,13 @@ def run_counting_auditor(
         table = j.table
         values = comp.compute(table)
         own: Mapping[str, Any] = {}
+        opened: set[str] = set()
         batch = None
         if replicates is not None and any(specs[m].bootstrap for m in values if m in specs):
             counts = replicates.tables(attribute, j.group_rows, j.cluster_cols)
             own = (_own_intervals(comp, table, level, counts, ci_method, noise)
                    if own_intervals else {})
+            own, opened = _open_hidden(own, specs, table, noise)
             wanted = [m for m in values if m in specs and specs[m].bootstrap and m not in own]
             if wanted:
                 batch = _compute_batch(comp, table, counts, wanted)
@@ -210,6 +238,9 @@ def run_counting_auditor(
                 detail["interval"] = _interval_detail(iv, level, table)
                 if "bootstrap" in detail["interval"]["method"]:
                     detail["interval"]["replicates"] = replicates.n_boot
+                if metric in opened:
+                    detail["interval"]["hidden_by_noise"] = True
+                    notes.append(HIDDEN_NOTE)
             elif m.bootstrap and batch is not None and metric in batch:
                 lo, hi = percentile_interval(np.asarray(batch[metric]), level)
                 if not (math.isnan(lo) and math.isnan(hi)):

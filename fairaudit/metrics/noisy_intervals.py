@@ -48,7 +48,8 @@ from fairaudit.metrics.intervals import (  # the constructions, shared with the 
 from fairaudit.metrics.noisy_cells import BalanceCells, ShareCells, noisy_wilson_interval
 
 __all__ = ["CALIBRATED_METHOD", "METHOD", "NOISE_SDS", "balance_interval", "balance_mean_interval", "balance_prime_interval",
-           "cce_interval", "fairness_cce_interval", "fce_fair_interval"]
+           "cce_interval", "fairness_cce_interval", "fce_fair_interval", "hidden_by_noise",
+           "open_below"]
 
 METHOD = "release-score-intersection"
 """The conservative construction on released counts (``detail.interval.method``)."""
@@ -216,3 +217,32 @@ def cce_interval(N: ArrayLike, level: float, s2: float) -> Interval:
     est = float(sizes.min() / sizes.max())
     return Interval(lower=float(min(lower, est)), upper=float(max(upper, est)),
                     level=float(level), method=METHOD, contact_cells=int(sizes.size))
+
+
+# -------------------------------------------------------------------------------- distances
+def hidden_by_noise(N: ArrayLike, s2: float) -> bool:
+    """Most cells of the released table can be hidden by the noise: more than half expect
+    fewer than SPARSE_EXPECTED people under independence plus NOISE_SDS noise sds (the rule
+    that makes a single cell sparse, above). In such a table the released shares are mostly
+    noise, and the projection onto non-negative counts pushes the small cells up: a distance
+    (Ed, Wd: sums of |share − mean share|) of the release is biased up by about its own size,
+    a bias the triangle bounds around the release cannot see."""
+    T = np.asarray(N, dtype=np.float64)
+    if T.ndim != 2 or T.size == 0 or s2 <= 0:
+        return False
+    return bool(np.mean(_sparse_expected(T, s2) < SPARSE_EXPECTED) > 0.5)
+
+
+def open_below(intervals: dict, N: ArrayLike, s2: float, lowest: dict[str, float]) -> set[str]:
+    """Where :func:`hidden_by_noise`: each interval of ``lowest`` (metric -> the lowest value of
+    its range) goes down to that value — the release cannot tell its distance from none.
+    Changes ``intervals`` in place; returns the metrics opened."""
+    if not hidden_by_noise(N, s2):
+        return set()
+    opened = set()
+    for m, lo in lowest.items():
+        iv = intervals.get(m)
+        if iv is not None and float(iv.lower) > lo:
+            intervals[m] = dataclasses.replace(iv, lower=float(lo), lower_cell=None)
+            opened.add(m)
+    return opened
