@@ -79,6 +79,14 @@ def test_a_200_group_attribute_leaves_the_others_group_sizes_and_balance_right(
                      ("insurance",): 8, ("zip3",): 800}
     assert run.doc["privacy"]["d_in"] == 4
     assert run.doc["privacy"]["epsilon"] == pytest.approx(1.0, rel=1e-6)
+    # the 1,600-group intersection (cells of ~1 person, noise sd ~5.6) cannot be judged: its
+    # distances reach 0 (before this rule, wd was 'unfair' on random labels in 30 % of releases)
+    inter = {r["metric"]: r for r in run.doc["results"]
+             if r["attribute"] == "health|insurance|zip3"}
+    for m in ("ed", "wd", "ed_max", "wd_max"):
+        assert inter[m]["ci"][0] == 0.0
+    assert inter["wd"]["detail"]["interval"]["hidden_by_noise"] is True
+    assert not any(v["verdict"] == "unfair" for v in run.doc["verdicts"])
     lab = run.doc["labellings"][0]  # cluster sizes from the smallest cube (insurance's)
     assert sum(c["n"] for c in lab["cluster_sizes"]) == lab["n_rows"] == run.doc["input"]["rows"]
 
@@ -149,3 +157,36 @@ def test_private_domain_with_own_cubes_numbers_clusters_once():
     assert t.counts.shape[1] == 4 and len(t.groups) >= 3  # the 1.2 % group may fall below
     assert abs(int(t.counts.sum()) - 20000) < 500
     assert set(rel.unreleased("seg")) == {"race", "sex", "zip", "race|sex|zip"}
+
+
+def test_a_table_the_noise_can_hide_opens_its_distances_below():
+    """hidden_by_noise: more than half the cells expect fewer than 5 people plus two noise sds;
+    open_below then takes the distances' lower ends to 0, and nothing else."""
+    from fairaudit.metrics.intervals import Interval
+    from fairaudit.metrics.noisy_intervals import hidden_by_noise, open_below
+
+    dense = np.full((3, 4), 400)
+    sparse = np.full((48, 8), 5)
+    s2 = 1.84  # epsilon 1, one cube
+    assert not hidden_by_noise(dense, s2)
+    assert hidden_by_noise(sparse, s2)
+    assert not hidden_by_noise(sparse, 0.0)  # the exact table: the analyst's rules
+    ivs = {"wd": Interval(0.2, 0.6, 0.95, "bootstrap-triangle"),
+           "ed": Interval(0.1, 0.3, 0.95, "bootstrap-triangle")}
+    assert open_below(dict(ivs), dense, s2, {"wd": 0.0}) == set()
+    out = dict(ivs)
+    assert open_below(out, sparse, s2, {"wd": 0.0}) == {"wd"}
+    assert out["wd"].lower == 0.0 and out["wd"].upper == 0.6 and out["ed"] == ivs["ed"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("regime", ["zip200-e1", "zip200-e0.5", "zip20-e1"])
+def test_group_sizes_beside_a_many_group_attribute_are_unbiased(regime, monkeypatch):
+    """200 releases of fresh samples, noise from one seeded stream: the mean error of every
+    published group size of the 4-group attribute is within 5 people (before: +434 ... −507 at
+    200 groups, +50 ... −35 at 20, docs/privacy.md) and its sd below 30 (measured 11-24)."""
+    rng = np.random.default_rng(2026)
+    monkeypatch.setattr(dp, "add_noise", lambda mech, counts: np.asarray(counts, np.int64)
+                        + dp.discrete_laplace(rng, mech.scale, np.shape(counts)))
+    for g, b in dp_sims.group_size_bias(regime, 200, 2026).items():
+        assert abs(b["bias"]) <= 5 and b["sd"] < 30, (g, b)
