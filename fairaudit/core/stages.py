@@ -364,13 +364,20 @@ def gate(s: RunState) -> RunState:
     """Judge every threshold on the whole scope the chain promised (see fairaudit.ops.gates)."""
     from fairaudit.ops.gates import evaluate_gates, scopes_for
 
-    scopes = scopes_for(s.classes("auditor", "audit"), [lab.name for lab in s.labellings],
+    # the fair = false twins (--twins) are there for comparison, the price of fairness: no gate
+    # judges them (to gate a plain method, name it with --cluster / a [[cluster]] step)
+    twins = {step.label for step in s.spec.cluster if step.twin_of is not None}
+    gated = [lab for lab in s.labellings if lab.name not in twins]
+    scopes = scopes_for(s.classes("auditor", "audit"), [lab.name for lab in gated],
                         s.joint_full.attribute_names, data_labelling=DATA_LABELLING)
     reasons = {
         lab.name: "every row of this labelling is noise (label -1), so no group metric exists"
-        for lab in s.labellings if _all_noise(s.joints.get(lab.name))
+        for lab in gated if _all_noise(s.joints.get(lab.name))
     }
-    results, gates = evaluate_gates(list(s.results), s.spec.thresholds, scopes, reasons=reasons)
+    judged, gates = evaluate_gates([r for r in s.results if r.labelling not in twins],
+                                   s.spec.thresholds, scopes, reasons=reasons)
+    it = iter(judged)
+    results = [r if r.labelling in twins else next(it) for r in s.results]
     notes = list(s.notes)
     if s.release is not None:  # the data's own notes quote exact counts
         from fairaudit.privacy.publish import published_notes

@@ -168,6 +168,14 @@ def validate_chain(
             problems.add(th.source or "threshold",
                          f"unknown labelling {th.labelling!r}; the chain's labellings are "
                          + (", ".join(repr(x) for x in seen) or "none"))
+        twin = next((st for st in spec.cluster
+                     if st.twin_of is not None and st.label == th.labelling), None)
+        if twin is not None:
+            problems.add(th.source or "threshold",
+                         f"labelling {th.labelling!r} is the fair = false twin of "
+                         f"{twin.twin_of!r}, fitted for comparison: twins are not gated; to gate "
+                         f"the plain method, add it as a clusterer step of its own "
+                         f"({twin.use}:fair=false, with another name)")
 
     _check_roles(spec, problems)
     if columns is not None:

@@ -81,9 +81,30 @@ def headline(doc: Mapping[str, Any]) -> str:
     inp = doc["input"]
     gates = (f"{counts['fail']} failed, {counts['warn']} warned, {counts['pass']} passed"
              if doc.get("gates") else "no threshold set")
+    g = gating(doc)
+    if g["twins"]:
+        gates += f"; twins not gated: {', '.join(g['twins'])}"
     return (f"fairaudit: {status_words(doc['status'])}  ({inp['rows_audited']:,} rows, "
             f"{len(doc['labellings'])} labelling(s), attributes: "
             f"{', '.join(inp['attributes'])}; gates: {gates})")
+
+
+def ungated_twins(doc: Mapping[str, Any]) -> list[str]:
+    """The ``fair = false`` twins of the document (``--twins``), which no gate judges: they are
+    fitted for comparison (the price of fairness), in labelling order."""
+    from fairaudit.report.answer import twin_names
+
+    twins = twin_names(doc)
+    return [str(lab["name"]) for lab in doc.get("labellings") or () if lab.get("name") in twins]
+
+
+def gating(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """What judged the run besides its thresholds, for the console headline and the report:
+    ``twins`` (the twins no gate judged, when there are gates) and ``baseline`` (``None``, or the
+    ``--baseline`` comparison that failed or warned: ``status``, ``worse`` = the headline metrics
+    significantly worse, ``file``, ``text``)."""
+    baseline = None
+    return {"twins": ungated_twins(doc) if doc.get("gates") else [], "baseline": baseline}
 
 
 def answer_lines(doc: Mapping[str, Any]) -> list[str]:
