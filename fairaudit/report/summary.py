@@ -84,6 +84,8 @@ def headline(doc: Mapping[str, Any]) -> str:
     g = gating(doc)
     if g["twins"]:
         gates += f"; twins not gated: {', '.join(g['twins'])}"
+    if g["baseline"]:
+        gates += f"; {g['baseline']['text']}"
     return (f"fairaudit: {status_words(doc['status'])}  ({inp['rows_audited']:,} rows, "
             f"{len(doc['labellings'])} labelling(s), attributes: "
             f"{', '.join(inp['attributes'])}; gates: {gates})")
@@ -103,7 +105,18 @@ def gating(doc: Mapping[str, Any]) -> dict[str, Any]:
     ``twins`` (the twins no gate judged, when there are gates) and ``baseline`` (``None``, or the
     ``--baseline`` comparison that failed or warned: ``status``, ``worse`` = the headline metrics
     significantly worse, ``file``, ``text``)."""
+    cmp = doc.get("comparison") or {}
     baseline = None
+    if cmp.get("status") in ("fail", "warn"):
+        worse = int((cmp.get("summary") or {}).get("gate_failures") or 0)
+        file = (cmp.get("baseline") or {}).get("file")
+        than = f" than {file}" if file else ""
+        text = (f"baseline comparison failed: {worse} headline metric"
+                f"{'' if worse == 1 else 's'} significantly worse{than}"
+                if cmp["status"] == "fail" else
+                "baseline comparison warned: headline results of the baseline are missing or "
+                "undefined in this run")
+        baseline = {"status": cmp["status"], "worse": worse, "file": file, "text": text}
     return {"twins": ungated_twins(doc) if doc.get("gates") else [], "baseline": baseline}
 
 
