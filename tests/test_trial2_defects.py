@@ -55,3 +55,54 @@ def test_a_threshold_naming_a_twin_is_a_config_error(run_cli, small_parquet, tmp
     assert res.exit_code == 2, res.output
     assert "twins are not gated" in res.output and "fair=false" in res.output
     assert not (tmp_path / "r.html").exists()
+
+
+# ------------------------------------------- 3. group names that differ in case or spaces only
+def test_names_differing_in_case_or_spaces_warn_native_and_gx_alike():
+    import polars as pl
+
+    from fairaudit.core.checks import run_input_checks as native
+    from fairaudit.gx.checks import run_input_checks as via_gx
+
+    frame = pl.DataFrame({"health": ["EXCELLENT", "Excellent", "excellent", "poor"] * 5,
+                          "insurance": ["deductible", "deductible  ", "none", "none"] * 5})
+    counts = {c: dict(zip(*[frame[c].value_counts()[k].to_list() for k in (c, "count")],
+                          strict=True)) for c in frame.columns}
+    kwargs = dict(sensitive=["health", "insurance"], labels=None, features=[],
+                  group_counts=counts, min_cell=1, n_rows=frame.height)
+    mine = {r.name: r for r in native(frame, **kwargs)}
+    assert mine == {r.name: r for r in via_gx(frame, **kwargs)}
+    health = mine["sensitive_names_distinct[health]"]
+    assert not health.success and health.severity == "warning"
+    assert "'EXCELLENT', 'Excellent', 'excellent'" in health.observed and "poor" not in \
+        health.observed
+    ins = mine["sensitive_names_distinct[insurance]"]
+    assert "'deductible', 'deductible  '" in ins.observed  # repr: the spaces show
+    assert "upstream" in ins.observed and "does not change the data" in ins.observed
+    clean = native(frame.with_columns(pl.col("health").str.to_lowercase().str.strip_chars()),
+                   **{**kwargs, "sensitive": ["health"],
+                      "group_counts": {"health": {"excellent": 15, "poor": 5}}})
+    assert next(r for r in clean if r.name == "sensitive_names_distinct[health]").success
+
+
+def test_names_differing_in_spaces_console_and_html(run_cli, tmp_path):
+    import polars as pl
+
+    n = 400
+    frame = pl.DataFrame({
+        "insurance": ["deductible", "deductible  ", "none", "Excellent"] * (n // 4),
+        "segment": [i % 3 for i in range(n)],
+    })
+    frame.write_csv(tmp_path / "messy.csv")
+    before = (tmp_path / "messy.csv").read_bytes()
+    res = run_cli("audit", "messy.csv", "--sensitive", "insurance", "--labels", "segment",
+                  "--out", "m.html", "--bootstrap", "20")
+    assert res.exit_code == 0, res.output
+    assert "warning: 'insurance': 2 group names differ only in case or surrounding spaces" \
+        in res.output and "'deductible', 'deductible  '" in res.output
+    html = (tmp_path / "m.html").read_text()
+    assert "\u201cdeductible\u2423\u2423\u201d" in html  # the trailing spaces are visible
+    doc = json.loads((tmp_path / "m.json").read_text())
+    groups = doc["labellings"][0]["composition"]["insurance"]["groups"]
+    assert "deductible" in groups and "deductible  " in groups  # the data are not changed
+    assert (tmp_path / "messy.csv").read_bytes() == before
