@@ -106,3 +106,47 @@ def test_names_differing_in_spaces_console_and_html(run_cli, tmp_path):
     groups = doc["labellings"][0]["composition"]["insurance"]["groups"]
     assert "deductible" in groups and "deductible  " in groups  # the data are not changed
     assert (tmp_path / "messy.csv").read_bytes() == before
+
+
+# ------------------------------ 5. a clusterer's own warnings reach the labelling; fit vs sample
+@pytest.mark.filterwarnings("ignore:an old keyword:DeprecationWarning")
+def test_clusterer_warnings_reach_the_labelling_and_fit_notes_name_the_sample(
+        run_cli, small_parquet, tmp_path, monkeypatch):
+    from fixture_plugins import FakeEntryPoint, install_fake_entry_points
+
+    install_fake_entry_points(monkeypatch, FakeEntryPoint("warner", "warning_clusterer"))
+    res = run_cli("audit", small_parquet, "--sensitive", "sex", "--features", "x1,x2",
+                  "--cluster", "warner", "--sample", "100", "--bootstrap", "20",
+                  "--skip-audit", "proxy", "--out", "r.html")
+    assert res.exit_code == 0, res.output
+    assert "UserWarning" not in res.stderr  # in the labelling, not only on stderr
+    doc = json.loads((tmp_path / "r.json").read_text())
+    lab = doc["labellings"][0]
+    raised = [w for w in lab["warnings"] if w["code"] == "clusterer_warning"]
+    assert [w["message"] for w in raised] == [
+        "warner warned while fitting: warner: fit emptied 1 of the 2 clusters",
+        "warner warned while assigning every row (predict): warner: the labels break 40 of the "
+        "bounds",
+    ]  # distinct messages only (fit warned twice); the DeprecationWarning is not one
+    assert lab["fit"]["warnings"] and lab["fit"]["predict_warnings"]
+    assert "warning: warner: warner warned while assigning every row (predict)" in res.output
+    # the clusterer's note is about its fit on the sample, and says so
+    assert lab["notes"][0] == ("(fit on the 100-row sample) Every one of the 100 fitted rows "
+                               "meets the bounds.")
+    html = (tmp_path / "r.html").read_text()
+    assert "warned while assigning every row (predict)" in html
+    # a saved document with these warnings is valid (re-render)
+    assert run_cli("render", "r.json", "-o", "again.html", "-q").exit_code == 0
+
+
+def test_bera_notes_speak_of_the_fitted_rows():
+    from fairaudit_builtins.field import BeraClusterer
+
+    from fairaudit.testing import make_data
+
+    data = make_data(n=300, with_labels=False)
+    comp = BeraClusterer(3, random_state=0).fit(data)
+    notes = " ".join(comp.notes_)
+    assert "of the 300 fitted rows" in notes and "of them moved" not in notes
+    if comp.estimator_.repaired_rows_ and not comp.estimator_.bound_violations_:
+        assert "in the 300 fitted rows every cluster's group shares meet" in notes

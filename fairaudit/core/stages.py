@@ -38,6 +38,7 @@ from fairaudit.core.document import (
     jsonable,
     publish_document,
 )
+from fairaudit.core.fit_quality import recording_warnings
 from fairaudit.core.inputs import (
     DEFAULT_MAX_ROWS,
     check_groups,
@@ -59,7 +60,7 @@ from fairaudit.core.steps import (
     run_counting,
 )
 from fairaudit.errors import FairauditError, InputError
-from fairaudit.report.results import AuditRun, MetricResult, overall_status
+from fairaudit.report.results import TARGET_NOTE, AuditRun, MetricResult, overall_status
 
 log = logging.getLogger(__name__)
 
@@ -229,7 +230,8 @@ def cluster(s: RunState) -> RunState:
             view = data if "sensitive" in cls.requires else data.without_sensitive()
             fair_steps[step.label] = (dict(comp.get_params()), view)
         try:
-            fitted = guard(step, s.clock.run, "clusterer", step.label, step.label, comp.fit, view)
+            fitted, raised = guard(step, s.clock.run, "clusterer", step.label, step.label,
+                                   recording_warnings, comp.fit, view)
         except FairauditError as exc:
             if default_chain and labellings:
                 notes.append(f"{step.use} was skipped in the default comparison: {exc}")
@@ -238,6 +240,8 @@ def cluster(s: RunState) -> RunState:
                 continue
             raise
         lab = labelling_from(fitted, cls, step, data, s.clock.timings[-1].seconds)
+        if raised:  # the clusterer's own warnings.warn: into the labelling's warnings
+            lab = dataclasses.replace(lab, fit={**(lab.fit or {}), "warnings": raised})
         fitted_clu.append(FittedStep(lab.name, fitted, "sensitive" in cls.requires, step.use))
         if chosen_k is None and "n_clusters" in lab.params:
             chosen_k = lab.n_clusters if lab.n_clusters >= 2 else None
@@ -269,8 +273,15 @@ def assign(s: RunState) -> RunState:
     joints = dict(s.joints)
     out = []
     for lab in s.labellings:
+        if res.warnings.get(lab.name):  # predict's own warnings.warn, as fit's
+            lab = dataclasses.replace(lab, fit={**(lab.fit or {}),
+                                                "predict_warnings": res.warnings[lab.name]})
         if lab.name in res.joints:
             joints[lab.name] = res.joints[lab.name]
+            # the clusterer's own notes describe its fit, on the sample, not every row audited
+            lab = dataclasses.replace(lab, notes=tuple(
+                n if n.startswith(TARGET_NOTE) else f"(fit on the {fitted_rows:,}-row sample) {n}"
+                for n in lab.notes))
             note = (f"fitted on a seeded sample of {fitted_rows:,} rows, then every one of the "
                     f"{res.rows_assigned:,} rows was assigned with predict: its counting "
                     "metrics use every row")
