@@ -150,3 +150,22 @@ def test_bera_notes_speak_of_the_fitted_rows():
     assert "of the 300 fitted rows" in notes and "of them moved" not in notes
     if comp.estimator_.repaired_rows_ and not comp.estimator_.bound_violations_:
         assert "in the 300 fitted rows every cluster's group shares meet" in notes
+
+
+# ------------------------------------------------ 6a. API steps shaped as a chain's [[cluster]]
+def test_api_cluster_steps_as_mappings(small_parquet):
+    import fairaudit
+    from fairaudit.errors import ConfigError
+
+    run = fairaudit.audit(str(small_parquet), sensitive="sex", features=["x1", "x2"],
+                          cluster=[{"use": "kmeans", "params": {"n_clusters": 3},
+                                    "name": "km-3"}, {"use": "kmeans"}],
+                          skip_audit=["proxy"], bootstrap=0)
+    assert [lab["name"] for lab in run.labellings] == ["km-3", "kmeans-2"]
+    assert run.labellings[0]["params"]["n_clusters"] == 3
+    with pytest.raises(ConfigError, match=r"element \[0\] is .*unknown key\(s\) \['param'\]"):
+        fairaudit.audit(str(small_parquet), sensitive="sex", features=["x1", "x2"],
+                        cluster=[{"use": "kmeans", "param": {"n_clusters": 3}}])
+    with pytest.raises(ConfigError, match=r"element \[1\] is 3 \(int\)"):
+        fairaudit.audit(str(small_parquet), sensitive="sex", features=["x1", "x2"],
+                        cluster=["kmeans", 3])
