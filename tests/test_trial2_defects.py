@@ -169,3 +169,17 @@ def test_api_cluster_steps_as_mappings(small_parquet):
     with pytest.raises(ConfigError, match=r"element \[1\] is 3 \(int\)"):
         fairaudit.audit(str(small_parquet), sensitive="sex", features=["x1", "x2"],
                         cluster=["kmeans", 3])
+
+
+# ---------------------------------------------------- 6b. --k without a clusterer is not silent
+def test_k_without_a_clusterer_warns(run_cli, small_parquet, tmp_path):
+    import fairaudit
+
+    res = run_cli("audit", small_parquet, "--sensitive", "sex", "--labels", "segment",
+                  "--k", "5", "--bootstrap", "0", "--skip-audit", "proxy", "--out", "r.html")
+    assert res.exit_code == 0, res.output
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert any(n.startswith("--k 5 has no effect: no clusterer runs") for n in doc["notes"])
+    run = fairaudit.audit(str(small_parquet), sensitive="sex", labels="segment", k=5,
+                          bootstrap=0, skip_audit=["proxy"])
+    assert any(n.startswith("k=5 has no effect") for n in run.doc["notes"])

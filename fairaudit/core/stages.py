@@ -215,6 +215,17 @@ def cluster(s: RunState) -> RunState:
             data = data.with_labelling(lab)
 
     chosen_k: int | None = spec.options.k
+    if spec.options.k is not None and not spec.cluster:
+        from fairaudit.core.params import PARAMS
+
+        p = PARAMS["k"]
+        given = (f"{p.flag} {spec.options.k}" if spec.source.startswith("flags") else
+                 f"{p.name}={spec.options.k}" if spec.source.startswith("api")
+                 or spec.source == "python" else f"{p.key} = {spec.options.k}")
+        msg = (f"{given} has no effect: no clusterer runs (the labels column "
+               f"{roles.labels!r} is audited as it is); add a clusterer to fit k clusters")
+        log.warning("%s", msg)
+        notes.append(msg)
     default_chain = spec.source.endswith(":default")
     fair_steps: dict[str, tuple[dict[str, Any], AuditData]] = {}
     fitted_clu: list[FittedStep] = []
