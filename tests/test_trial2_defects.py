@@ -183,3 +183,22 @@ def test_k_without_a_clusterer_warns(run_cli, small_parquet, tmp_path):
     run = fairaudit.audit(str(small_parquet), sensitive="sex", labels="segment", k=5,
                           bootstrap=0, skip_audit=["proxy"])
     assert any(n.startswith("k=5 has no effect") for n in run.doc["notes"])
+
+
+# -------------------------------------- 6e. a numeric attribute of many values: suggest bands
+def test_numeric_attribute_with_many_values_gets_a_binning_note(run_cli, tmp_path):
+    import numpy as np
+    import polars as pl
+
+    rng = np.random.default_rng(0)
+    n = 2000
+    pl.DataFrame({"age": rng.integers(18, 80, n), "sex": rng.choice(["f", "m"], n),
+                  "band": rng.integers(1, 5, n), "seg": rng.integers(0, 3, n)}
+                 ).write_csv(tmp_path / "ages.csv")
+    res = run_cli("audit", "ages.csv", "--sensitive", "age,sex,band", "--labels", "seg",
+                  "--bootstrap", "0", "--out", "a.html")
+    assert res.exit_code == 0, res.output
+    notes = json.loads((tmp_path / "a.json").read_text())["notes"]
+    binning = [n for n in notes if "bin it" in n]
+    assert len(binning) == 1  # age (62 values), not band (4 values) nor sex
+    assert binning[0].startswith("sensitive column 'age' is numeric with 62 distinct values")

@@ -41,6 +41,7 @@ from fairaudit.core.document import (
 from fairaudit.core.fit_quality import recording_warnings
 from fairaudit.core.inputs import (
     DEFAULT_MAX_ROWS,
+    binning_notes,
     check_groups,
     label_ids,
     materialise_rows,
@@ -169,7 +170,10 @@ def check(s: RunState) -> RunState:
         lambda: run_checks(s.lf, s.data, s.roles, s.joint_full, s.spec, s.n_input),
     )
     feature_notes = tuple(s.data.notes) if s.data is not None else ()
-    notes = (*feature_notes, *([s.skipped_note] if s.skipped_note else []))
+    bins = binning_notes(s.joint_full, s.roles, s.lf)
+    for note in bins:
+        log.warning("%s", note)
+    notes = (*feature_notes, *([s.skipped_note] if s.skipped_note else []), *bins)
     return dataclasses.replace(s, checks=tuple(checks), feature_notes=feature_notes, notes=notes)
 
 
