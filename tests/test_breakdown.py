@@ -63,3 +63,22 @@ def test_two_metric_plugin_in_a_run_shows_each_metrics_own_values(two, parquet_p
     m = per_cluster_matrix(run.results_for(auditor="legacy_two", attribute="sex"), run)
     by_metric = {row["metric"]: row["values"] for row in m["rows"]}
     assert by_metric["half"] == [v / 2 for v in by_metric["size"]]
+
+
+def test_metrics_with_an_open_end_of_their_range_run_and_render(parquet_path):
+    """docs/writing_plugins.md allows ``None`` for one end of a metric's range: the interval is
+    clipped at the closed end only, and the glossary and report render (was exit 3)."""
+    from fairaudit.report.render import render_html
+
+    pm = make_plugin_manager(entrypoints=False)
+    pm.register(load_fixture_plugin("open_range"), name="open_range")
+    host = Host(pm)
+    spec = parse_chain({"data": {"sensitive": ["sex"], "labels": "segment"},
+                        "audit": [{"use": "open_range"}]})
+    run = run_chain(spec, host, data_path=str(parquet_path))
+    ratio = run.results_for(metric="ratio", attribute="sex")[0]
+    gap = run.results_for(metric="neg_gap", attribute="sex")[0]
+    assert ratio["value"] >= 1.0 and ratio["ci"][0] >= 1.0
+    assert ratio["ci"][0] <= ratio["value"] <= ratio["ci"][1]
+    assert gap["value"] <= 0.0 and gap["ci"][1] <= 0.0
+    assert "open_range" in render_html(run, host)

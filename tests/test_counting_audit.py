@@ -41,6 +41,21 @@ def test_small_group_is_left_out_and_listed():
     assert "too_small" not in run0.results_for(metric="balance", attribute="race")[0]["detail"]
 
 
+def test_min_cell_counts_the_people_in_clusters_not_noise_rows():
+    """A group of 12 rows, 4 of them noise (-1): the metrics would judge 8 people, below
+    --min-cell 10, so the group is too small (noise rows counted towards it before)."""
+    df = _table(tiny=0).with_columns(pl.col("race").cast(pl.String))
+    rare = pl.DataFrame({"race": ["rare"] * 12, "sex": ["f", "m"] * 6,
+                         "segment": [-1] * 4 + [0, 1, 2, 0, 1, 2, 0, 1]})
+    df = pl.concat([df, rare.with_columns(pl.col("segment").cast(df["segment"].dtype))])
+    run = fairaudit.audit(df, sensitive=["race"], labels="segment")
+    res = run.results_for(metric="balance", attribute="race")[0]
+    assert res["detail"]["too_small"]["groups"] == ["rare"]
+    assert res["detail"]["too_small"]["rows"] == 12  # the rows left out, noise included
+    run8 = fairaudit.audit(df, sensitive=["race"], labels="segment", min_cell=8)
+    assert "too_small" not in run8.results_for(metric="balance", attribute="race")[0]["detail"]
+
+
 def test_every_interval_contains_its_estimate_and_names_its_method():
     for seed in range(3):
         run = fairaudit.audit(_table(seed, n=800, tiny=12), sensitive=["race", "sex"],

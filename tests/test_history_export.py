@@ -52,6 +52,25 @@ def test_history_orders_runs_and_marks_failures(tmp_path):
     assert len(rows) == 45 and rows[0]["date"] == dates[0]
 
 
+def test_a_date_in_the_file_name_dates_a_run_without_timing(tmp_path):
+    """The README's nightly recipe writes runs/$(date +%F).json without --timing: such runs are
+    dated by their names, not by modification times a copy can reorder."""
+    from fairaudit.ops.audit_json import run_date
+
+    doc: dict = {}
+    late = tmp_path / "2026-11-22.json"
+    early = tmp_path / "nightly-2026-11-20.json"
+    for p in (late, early):
+        p.write_text("{}")
+    os.utime(early, (1_795_900_000, 1_795_900_000))  # copied later: a newer mtime
+    assert run_date(doc, early) == ("2026-11-20T00:00:00Z", "file name")
+    assert run_date(doc, late) == ("2026-11-22T00:00:00Z", "file name")
+    bad = tmp_path / "run-2026-13-45.json"
+    bad.write_text("{}")
+    assert run_date(doc, bad)[1] == "file mtime"  # not a date
+    assert run_date({"timing": {"created": "2026-11-21T05:00:00Z"}}, late)[1] == "timing.created"
+
+
 def test_history_cli_renders_from_several_audits(run_cli, tmp_path):
     _runs(tmp_path)
     (tmp_path / "diff.json").write_text(json.dumps({"kind": "fairaudit-comparison"}))

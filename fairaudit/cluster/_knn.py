@@ -13,7 +13,7 @@ import numpy as np
 
 from fairaudit.cluster._progress import Progress
 
-__all__ = ["kd_tree", "leaf_rank", "leafsize_for", "query_rows", "self_knn"]
+__all__ = ["kd_tree", "leaf_rank", "leafsize_for", "query_rows", "self_knn", "tree_sqdist"]
 
 _CHUNK = 65_536  # rows per query call: the reordered copy stays small
 
@@ -60,6 +60,27 @@ def self_knn(tree, X: np.ndarray, k: int, workers: int = -1) -> tuple[np.ndarray
         progress.update(lo + rows.size)
     progress.close()
     return dist, idx
+
+
+def tree_sqdist(A: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """Squared Euclidean distances between the paired rows of A and B (both (n, d) float64),
+    bit-identical to ``cKDTree``'s (its ``sqeuclidean_distance_double``: four running sums over
+    the columns 4i + j, added in order, then the remaining columns one by one; tested), so
+    that ``np.sqrt`` of them equals the distances a ``cKDTree`` query returns."""
+    sq = A - B
+    sq *= sq
+    d = sq.shape[1]
+    n4 = d - d % 4
+    if n4:
+        acc = sq[:, 0:4].copy()
+        for i in range(4, n4, 4):
+            acc += sq[:, i : i + 4]
+        s = ((acc[:, 0] + acc[:, 1]) + acc[:, 2]) + acc[:, 3]
+    else:
+        s = np.zeros(sq.shape[0])
+    for i in range(n4, d):
+        s = s + sq[:, i]
+    return s
 
 
 def leaf_rank(tree) -> np.ndarray:

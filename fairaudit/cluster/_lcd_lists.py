@@ -47,11 +47,16 @@ import numpy as np
 from scipy.spatial import cKDTree
 
 from fairaudit.cluster._knn import kd_tree, leaf_rank, query_rows
+from fairaudit.cluster._lcd_sample import SampleLists
 from fairaudit.metrics.local_connectivity import TIE_RTOL
 
 __all__ = ["ClusterLists", "build", "list_bytes", "point_values", "touched", "update"]
 
 PARALLEL_ROWS = 2048
+TERM_MAX = 0.5 + 1e-6
+"""An upper bound of one term Dev · ND (eq. 3-5) of a qualifying neighbour: with r =
+dist(X, s) / dist(X, c) < 1 and dist(s, c) <= dist(X, c) (1 + 1e-9), the term is at most
+r (r + 1e-9) / (1 + 1e-9 + r) < 1/2 + 1e-9; the margin covers rounding."""
 """A query of fewer rows runs on one thread whatever ``workers`` says (same result)."""
 DEEP = 4
 """Lists are stored up to the second round (4 (2t + 2) entries plus one for the horizon), with
@@ -71,7 +76,8 @@ class ClusterLists:
     ``queried`` (m,): the size of the query the list came from.
     ``tree`` (over the members, the leaf size of :func:`fairaudit.cluster._knn.leafsize_for`;
     ``rank``: its leaf order) and ``exact`` (scipy's default tree, the metric's) are built when
-    needed."""
+    needed. ``sample``: the sample's own lists, asked before the tree
+    (:mod:`fairaudit.cluster._lcd_sample`); ``mask``: the members as a mask over the rows."""
 
     members: np.ndarray
     nb: np.ndarray
@@ -83,6 +89,8 @@ class ClusterLists:
     tree: cKDTree | None = None
     rank: np.ndarray | None = None
     exact: cKDTree | None = None
+    sample: SampleLists | None = None
+    mask: np.ndarray | None = None
 
 
 def _width(t: int) -> int:
@@ -101,11 +109,15 @@ def _tree(X: np.ndarray, cl: ClusterLists) -> cKDTree:
     return cl.tree
 
 
-def _knn(X: np.ndarray, cl: ClusterLists, pos: np.ndarray, q: int,
-         workers: int) -> tuple[np.ndarray, np.ndarray]:
-    """The q nearest members (global indices, distances) of the members at ``pos``, from a
-    tree with larger leaves asked in its leaf order (faster; the order of equally distant
-    members may differ from the metric's tree, which the clean length accounts for)."""
+def _mask(X: np.ndarray, cl: ClusterLists) -> np.ndarray:
+    if cl.mask is None:
+        cl.mask = np.zeros(X.shape[0], dtype=bool)
+        cl.mask[cl.members] = True
+    return cl.mask
+
+
+def _tree_knn(X: np.ndarray, cl: ClusterLists, pos: np.ndarray, q: int,
+              workers: int) -> tuple[np.ndarray, np.ndarray]:
     tree = _tree(X, cl)
     # threads only for large batches: starting them costs more than a few hundred queries
     w = workers if len(pos) >= PARALLEL_ROWS else 1
@@ -129,19 +141,31 @@ def _metric_knn(X: np.ndarray, cl: ClusterLists, pos: np.ndarray, q: int,
 
 
 def _query(X: np.ndarray, cl: ClusterLists, pos: np.ndarray, q: int, workers: int) -> tuple:
-    """Lists of the members at ``pos`` from a query of q (capped at m): global indices,
-    distances, trusted and clean lengths, horizon."""
+    """Lists of the members at ``pos`` from a query of q (capped at m) — or, where the sample's
+    lists hold them, from those (:mod:`fairaudit.cluster._lcd_sample`: the same entries, often
+    with more of them trusted): global indices, distances, trusted and clean lengths, horizon."""
     m = cl.members.size
     q = min(q, m)
-    g, d = _knn(X, cl, pos, q, workers)
-    if q == m:  # the whole cluster: every entry there, any membership change touches it
-        tr, h = np.full(len(pos), m, dtype=np.int64), np.full(len(pos), np.inf)
+    pos = np.asarray(pos, dtype=np.intp)
+    if cl.sample is not None:
+        g, d, tr, h, ok = cl.sample.lists(_mask(X, cl), cl.members[pos], q, m)
+        rest = np.flatnonzero(~ok)
     else:
-        h = d[:, -1].copy()
-        tr = (d < h[:, None]).sum(axis=1)
+        g, d = np.empty((pos.size, q), dtype=np.intp), np.empty((pos.size, q))
+        tr, h = np.empty(pos.size, dtype=np.int64), np.empty(pos.size)
+        rest = np.arange(pos.size)
+    if rest.size:
+        gt, dt = _tree_knn(X, cl, pos[rest], q, workers)
+        g[rest], d[rest] = gt, dt
+        if q == m:  # the whole cluster: every entry there, any membership change touches it
+            tr[rest], h[rest] = m, np.inf
+        else:
+            h[rest] = dt[:, -1]
+            tr[rest] = (dt < dt[:, -1:]).sum(axis=1)
     clean = tr.copy()
     if q > 1:
-        tie = d[:, 1:] == d[:, :-1]  # entry i + 1 as far as entry i
+        # entry i + 1 as far as entry i (padding, -1 / inf, lies beyond the trusted entries)
+        tie = (d[:, 1:] == d[:, :-1]) & (g[:, 1:] >= 0)
         r = np.flatnonzero(tie.any(axis=1))
         if r.size:
             gr = g[r]
@@ -168,17 +192,22 @@ def _store(cl: ClusterLists, pos: np.ndarray, g, d, tr, clean, h) -> None:
 
 
 def _empty(members: np.ndarray, W: int) -> ClusterLists:
+    """Lists not yet asked (trusted and queried 0); a row's entries are written whole (by
+    :func:`_store` or a copy) before they are read."""
     m = members.size
-    return ClusterLists(members, np.full((m, W), -1, dtype=np.int64), np.full((m, W), np.inf),
+    return ClusterLists(members, np.empty((m, W), dtype=np.int64), np.empty((m, W)),
                         np.zeros(m, dtype=np.int64), np.zeros(m, dtype=np.int64), np.zeros(m),
                         np.zeros(m, dtype=np.int64))
 
 
-def build(X: np.ndarray, members: np.ndarray, t: int, workers: int) -> ClusterLists:
-    """Lists of every member of the cluster ``members`` (first round: 2t + 3 entries)."""
+def build(X: np.ndarray, members: np.ndarray, t: int, workers: int,
+          sample: SampleLists | None = None) -> ClusterLists:
+    """Lists of every member of the cluster ``members`` (first round: 2t + 3 entries);
+    ``sample``: the sample's lists to take them from (:mod:`fairaudit.cluster._lcd_sample`)."""
     members = np.asarray(members, dtype=np.int64)
     m = members.size
     cl = _empty(members, _width(t))
+    cl.sample = sample
     if m:
         pos = np.arange(m)
         _store(cl, pos, *_query(X, cl, pos, 2 * t + 3, workers))
@@ -190,8 +219,18 @@ def touched(X: np.ndarray, cl: ClusterLists, pos: np.ndarray, moved: np.ndarray)
     join or leave) strictly inside their horizon."""
     if moved.size == 0 or pos.size == 0:
         return np.zeros(pos.size, dtype=bool)
-    d, _ = cKDTree(X[moved]).query(X[cl.members[pos]], k=1)
-    return d < cl.horizon[pos]
+    pos = np.asarray(pos, dtype=np.intp)
+    if cl.sample is None:
+        hit, known = np.zeros(pos.size, dtype=bool), np.zeros(pos.size, dtype=bool)
+    else:
+        mv = np.zeros(X.shape[0], dtype=bool)
+        mv[moved] = True
+        hit, known = cl.sample.touched(cl.members[pos], cl.horizon[pos], mv)
+    rest = np.flatnonzero(~known)
+    if rest.size:
+        d, _ = cKDTree(X[moved]).query(X[cl.members[pos[rest]]], k=1)
+        hit[rest] = d < cl.horizon[pos[rest]]
+    return hit
 
 
 def update(X: np.ndarray, cl: ClusterLists, members: np.ndarray, t: int,
@@ -203,6 +242,7 @@ def update(X: np.ndarray, cl: ClusterLists, members: np.ndarray, t: int,
         return cl
     m = members.size
     new = _empty(members, cl.nb.shape[1])
+    new.sample = cl.sample
     if m == 0:
         return new
     moved = np.setxor1d(members, cl.members, assume_unique=True)
@@ -229,10 +269,18 @@ def update(X: np.ndarray, cl: ClusterLists, members: np.ndarray, t: int,
 
 def point_values(X: np.ndarray, cl: ClusterLists, c: np.ndarray, t: int, workers: int,
                  pos: np.ndarray | None = None, scratch: np.ndarray | None = None,
-                 size: int | None = None) -> np.ndarray:
+                 size: int | None = None, prune: bool = False) -> np.ndarray:
     """LCD(X, C) of the members at ``pos`` (default: all, in member order) for prototype ``c``:
     the metric's values (module docstring). Deepens lists as needed. ``scratch``: an n-vector
     reused for dist(s, c) by global index.
+
+    ``prune``: for the cluster's maximum only (eq. 7) — NaN for the points that cannot attain
+    it, which are not computed past the first round: a point the first round leaves unfinished
+    has its found qualifying terms summed, and each of its at most t - found further terms is
+    below 1/2 (:data:`TERM_MAX`), so when that upper bound is below a finished point's value
+    the point is not the maximum. Only points whose first-round list is clean are pruned (their
+    first terms are then those of every later round). The maximum, the first member attaining
+    it and every value given are the metric's.
 
     ``size``: look-up only, for a trial in which the cluster has ``size`` members and no row
     that joins or leaves it lies inside the lists at ``pos`` (:func:`touched`): the values of
@@ -291,6 +339,12 @@ def point_values(X: np.ndarray, cl: ClusterLists, c: np.ndarray, t: int, workers
             contrib = (denom / dX - 1.0) * (d / denom)
         contrib = np.where(take, contrib, 0.0)
         out[at[done]] = contrib[done].sum(axis=1)
+        if prune and k == 2 * t + 2 and done.any() and not done.all():
+            rest = ~done
+            ub = contrib[rest].sum(axis=1) + (t - found[rest]) * TERM_MAX
+            cut = ready[rest] & (ub < out[at[done]].max())
+            out[at[rest][cut]] = np.nan
+            done[np.flatnonzero(rest)[cut]] = True
         at = at[~done]
         k = kk * 4
     return out

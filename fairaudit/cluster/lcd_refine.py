@@ -28,7 +28,10 @@ bound cannot reject has every member's LCD computed. Same decisions, same result
 CPU on Adult's 20,000-row refinement sample (issue 25; docs/benchmarks.md). Those point LCDs come
 from neighbour lists kept per cluster across moves (:data:`INCREMENTAL`,
 :mod:`fairaudit.cluster._lcd_lists`): a move re-queries only the members whose lists a row that
-changed cluster enters; the values are the metric's bit for bit.
+changed cluster enters; the values are the metric's bit for bit. Those lists are filtered from
+the refinement sample's own nearest rows, queried once (:data:`SAMPLE_LISTS`,
+:mod:`fairaudit.cluster._lcd_sample`), and a cluster's maximum skips the deeper rounds of the
+members that cannot attain it (:data:`PRUNE`); same values, same result (issue 25, fifth pass).
 """
 
 from __future__ import annotations
@@ -54,6 +57,15 @@ list is queried again only when a row that joins or leaves its cluster lies insi
 prototype move recomputes the arithmetic alone. The metric's values bit for bit, so the same
 decisions and result (tested against ``False``: every member's LCD from a fresh k-d tree per
 cluster, as :func:`fairaudit.metrics.lcd` computes it)."""
+SAMPLE_LISTS = True
+"""The clusters' lists are filtered from the sample's own nearest rows, queried once
+(:mod:`fairaudit.cluster._lcd_sample`) instead of asked of a tree per cluster after every move:
+the same lists, so the same values and result (tested against ``False``)."""
+PRUNE = True
+"""LCD(C) from the lists computes past the first round only the points that can attain the
+maximum (:func:`fairaudit.cluster._lcd_lists.point_values`, ``prune``): the same maximum and
+worst point; the members kept for the lower bounds are the highest computed ones (the bounds
+stay bounds, so the decisions are the same; tested against ``False``)."""
 LIST_BYTES = 256 * 2**20
 """The lists hold 2 × 2 × (8t + 9) numbers per row (31 MB at 20,000 rows, t = 5); beyond this
 budget (``refine_rows`` raised past ~160,000) the refinement recomputes instead (same result)."""
@@ -92,6 +104,7 @@ def refine_prototypes(
     nearest-prototype labels of ``X``. ``lists``: a dict left by an earlier call on the same
     ``X`` and ``t`` (its neighbour lists are reused where they still hold; filled in place)."""
     from fairaudit.cluster import _lcd_lists as ll
+    from fairaudit.cluster import _lcd_sample as ls
     from fairaudit.cluster import nearest_centre
     from fairaudit.cluster._progress import Progress
     from fairaudit.metrics.local_connectivity import _cluster_lcd
@@ -105,7 +118,9 @@ def refine_prototypes(
     scratch = np.empty(n)  # dist(s, c) by row, reused by every list evaluation
 
     def _summary(rows: np.ndarray, vals: np.ndarray) -> tuple[float, int, np.ndarray]:
-        i = int(np.argmax(vals))
+        # NaN: a point that cannot attain the maximum (point_values(prune=True)); argsort puts
+        # them last
+        i = int(np.nanargmax(vals))
         top = rows[np.argsort(-vals, kind="stable")[:BOUND_ROWS]] if BOUND_ROWS else rows[:0]
         return float(vals[i]), int(rows[i]), top
 
@@ -113,7 +128,7 @@ def refine_prototypes(
         """Cluster j's lists for the members ``rows``, from ``base[j]`` when there is one."""
         if j in base:
             return ll.update(X, base[j], rows, t, workers)
-        return ll.build(X, rows, t, workers)
+        return ll.build(X, rows, t, workers, sample)
 
     def cluster_lcd(lab: np.ndarray, cent: np.ndarray, j: int,
                     base: dict | None = None) -> tuple[float, int, np.ndarray]:
@@ -125,7 +140,8 @@ def refine_prototypes(
             cl = base[j] = lists_for(j, rows, base)
             if rows.size == 0:
                 return 0.0, -1, rows
-            return _summary(rows, ll.point_values(X, cl, cent[j], t, workers, scratch=scratch))
+            return _summary(rows, ll.point_values(X, cl, cent[j], t, workers, scratch=scratch,
+                                                  prune=PRUNE))
         if rows.size == 0:
             return 0.0, -1, rows
         vals, _ = _cluster_lcd(X[rows], cent[j], t, workers)
@@ -168,9 +184,15 @@ def refine_prototypes(
     free = np.ones(k, dtype=bool)
     free[fixed] = False
     movable = int(free.sum()) >= 2  # one free cluster alone can only trade rows with frozen ones
+    sample = None
     if INCREMENTAL and n * ll.list_bytes(t) <= LIST_BYTES:
         # cluster -> its neighbour lists (for the current labels once computed)
         lists = {} if lists is None else lists
+        if SAMPLE_LISTS and n * ls.sample_bytes(t) <= LIST_BYTES:
+            # the sample's own lists, queried once; the clusters' lists are filtered from them
+            sample = lists.get("sample")
+            if sample is None:
+                sample = lists["sample"] = ls.SampleLists(X, t, workers)
     else:
         lists = None
     per = [cluster_lcd(lab, C, j, lists) for j in range(k)]

@@ -335,16 +335,22 @@ def _first_line(exc: BaseException) -> str:
 
 
 def fingerprint(spec: str) -> str:
-    """A content hash of the input files (sha256). Large files hash their size, head and tail."""
+    """A content hash of the input files (sha256). Large files hash their size, head and tail.
+
+    The hash follows the data, not its name: a single file hashes its bytes only (a renamed copy
+    has the same fingerprint, so the privacy ledger knows it); a directory or glob also hashes
+    each file's path below their common folder (hive keys such as ``year=2024`` are data)."""
     try:
         inp = resolve_input(spec)
     except InputError:
         return "unavailable"
     h = hashlib.sha256()
     partial = False
+    root = Path(os.path.commonpath([str(f.parent) for f in inp.files])) if inp.files else None
     for f in inp.files:
         size = f.stat().st_size
-        h.update(f.name.encode())
+        if len(inp.files) > 1 and root is not None:
+            h.update(f.relative_to(root).as_posix().encode())
         h.update(size.to_bytes(8, "little"))
         with open(f, "rb") as fh:
             if size <= _FULL_HASH_LIMIT:

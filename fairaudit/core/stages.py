@@ -361,7 +361,7 @@ def audit(s: RunState) -> RunState:
             if issubclass(cls, CountingAuditor):
                 produced = s.clock.run(
                     "auditor", step.label, lab.name, run_counting, comp, lab, joint, tables,
-                    boot, spec, release.unreleased(lab.name) if release is not None else None,
+                    boot, spec, release,
                 )
             else:
                 if data is None or lab.labels.size == 0:

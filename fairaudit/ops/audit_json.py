@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import json
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -77,8 +78,9 @@ def _short(value: Any) -> str:
 
 
 def run_date(doc: Mapping[str, Any], path: Path | None) -> tuple[str, str]:
-    """When an audit ran: ``timing.created`` if the document has it, else the file's
-    modification time; and which of the two it is."""
+    """When an audit ran: ``timing.created`` if the document has it, else a date in the file's
+    name (``runs/2026-11-22.json``, as the README's nightly recipe writes them; midnight UTC),
+    else the file's modification time; and which of the three it is."""
     created = (doc.get("timing") or {}).get("created")
     if isinstance(created, str) and created:
         try:
@@ -88,5 +90,12 @@ def run_date(doc: Mapping[str, Any], path: Path | None) -> tuple[str, str]:
             pass
     if path is None:
         raise InputError("an audit document without timing.created and without a file: no date")
+    named = re.search(r"(?<!\d)(\d{4})-(\d{2})-(\d{2})(?!\d)", path.name)
+    if named:
+        try:
+            day = dt.date(*map(int, named.groups()))
+            return f"{day.isoformat()}T00:00:00Z", "file name"
+        except ValueError:  # 2026-13-45: not a date
+            pass
     ts = dt.datetime.fromtimestamp(path.stat().st_mtime, tz=dt.UTC).replace(microsecond=0)
     return ts.isoformat().replace("+00:00", "Z"), "file mtime"

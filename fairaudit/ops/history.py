@@ -1,7 +1,8 @@
 """The history of many audits: ``fairaudit history AUDIT.json… [--out] [--json] [--csv]``.
 
-Each run's date is its ``timing.created`` when the audit has one, else the file's modification
-time (UTC); ``runs[i].date_source`` says which. Runs are ordered by date. For every headline
+Each run's date is its ``timing.created`` when the audit has one, else a date in the file's name
+(``2026-11-22.json``), else the file's modification time (UTC); ``runs[i].date_source`` says
+which. Runs are ordered by date. For every headline
 result (labelling, metric, attribute) the history holds its value, interval, threshold and status
 in every run that has it; runs whose status is ``fail`` (a threshold or, with ``--baseline``, the
 comparison failed) are marked. Changes of fairaudit/plugin version, interval method or audited

@@ -268,6 +268,12 @@ class Release:
                                             rng)
         return BootstrapReplicates(self.joints[labelling], reps[:, self._support[labelling]])
 
+    def interval_options(self, labelling: str) -> dict[str, Any]:
+        """How the auditors' intervals of ``labelling`` are computed from this release (keyword
+        arguments of :func:`fairaudit.core.counting_audit.run_counting_auditor`)."""
+        del labelling  # one mechanism for every cube of the release
+        return {"noise": dp.discrete_laplace_variance(self.mechanism.scale)}
+
     # ------------------------------------------------------------------ the document
     def release_id(self) -> str:
         """A hash of the released cubes and epsilon (post-processing: it identifies the release
@@ -319,9 +325,13 @@ class Release:
                 "remainder; every margin, metric, interval, verdict and gate is computed from "
                 "these cubes alone"),
             "intervals": (
-                "parametric bootstrap: rows drawn again from the released cube (multinomial), "
-                "fresh noise of the release's distribution, the same post-processing; "
-                "percentile intervals cover sampling and the noise"),
+                "from the released counts and the mechanism's public noise variance only: the "
+                "balance and CCE families by per-cell score bounds whose variance is sampling's "
+                "plus the noise's (a cell the noise can hide bounds nothing from above), one "
+                "critical value calibrated by the parametric bootstrap (rows drawn again from "
+                "the released cube, fresh noise of the release's distribution, the same "
+                "post-processing); the distances by triangle bounds over those replicates; the "
+                "other metrics by their percentiles"),
             "left_out": list(LEFT_OUT),
             "outside_declared": self.outside_declared(),
             "spent": None,
@@ -437,8 +447,11 @@ def run_published(spec: Any, path: Any, fingerprint: Any, compute: Any) -> Any:
     privacy = spec.privacy
     path_of_ledger = ledger.default_path() if privacy.ledger is None else privacy.ledger
     key = privacy.source or source_key(path)
+    # what makes the release: the budget and where the ledger lives do not (a run that only
+    # adds --privacy-budget gets the stored release, at no cost)
+    release = {k: v for k, v in privacy.to_json().items() if k != "budget"}
     options = ledger.options_hash({
-        "chain": spec.to_json(), "privacy": privacy.to_json(), "fairaudit": __version__,
+        "chain": spec.to_json(), "privacy": release, "fairaudit": __version__,
         "reader": dict(spec.data.reader_options), "input": str(path),
     })
     with ledger.open_ledger(path_of_ledger, create_folder=privacy.ledger is None) as book:

@@ -215,8 +215,8 @@ def _good_default(spec: MetricSpec | None, direction: str | None) -> str:
     higher = direction == "higher_is_better"
     text = "higher is better" if higher else "lower is better"
     rng = spec.range if spec is not None else None
-    if rng:
-        best = rng[1] if higher else rng[0]
+    best = (rng[1] if higher else rng[0]) if rng else None
+    if best is not None:  # an open end (None) has no best value
         text += f"; the best possible value is {best:g}"
     return capitalize(text) + "."
 

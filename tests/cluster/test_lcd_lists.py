@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fairaudit.cluster import _lcd_lists as ll
+from fairaudit.cluster._lcd_sample import SampleLists
 from fairaudit.metrics.local_connectivity import _cluster_lcd
 
 
@@ -26,25 +27,30 @@ def _data(kind: int, n: int, d: int, rng: np.random.Generator) -> np.ndarray:
     return np.vstack([X, X[rng.integers(0, n, size=n // 2)]])
 
 
-def _check(X, cl, members, c, t):
+def _check(X, cl, members, c, t, sample=None):
     got = ll.point_values(X, cl, c, t, 1)
     ref, _ = _cluster_lcd(X[members], c, t, 1)
     np.testing.assert_array_equal(got, ref)
-    np.testing.assert_array_equal(ll.point_values(X, ll.build(X, members, t, 1), c, t, 1), ref)
+    fresh = ll.build(X, members, t, 1, sample)
+    np.testing.assert_array_equal(ll.point_values(X, fresh, c, t, 1), ref)
 
 
+@pytest.mark.parametrize("from_sample", [False, True])
 @settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 2**31 - 1), kind=st.integers(0, 2), n=st.integers(8, 300),
        d=st.integers(1, 4), t=st.integers(1, 6), steps=st.integers(1, 6))
-def test_incremental_values_are_the_metrics_bit_for_bit(seed, kind, n, d, t, steps):
+def test_incremental_values_are_the_metrics_bit_for_bit(from_sample, seed, kind, n, d, t, steps):
+    # from_sample: the lists are filtered from the sample's own (one query over all rows,
+    # issue 25), the tree over the members asked only where those are too short
     rng = np.random.default_rng(seed)
     X = _data(kind, n, d, rng)
     n = X.shape[0]
     lab = rng.integers(0, 2, n)
     members = np.flatnonzero(lab == 0)
     c = X.mean(axis=0) + rng.normal(size=d) * 0.2
-    cl = ll.build(X, members, t, 1)
-    _check(X, cl, members, c, t)
+    sample = SampleLists(X, t, 1) if from_sample else None
+    cl = ll.build(X, members, t, 1, sample)
+    _check(X, cl, members, c, t, sample)
     for _ in range(steps):
         flip = rng.choice(n, size=int(rng.integers(1, max(2, n // 5))), replace=False)
         lab[flip] = rng.integers(0, 2, flip.size)
@@ -53,7 +59,7 @@ def test_incremental_values_are_the_metrics_bit_for_bit(seed, kind, n, d, t, ste
         members = np.flatnonzero(lab == 0)
         cl = ll.update(X, cl, members, t, 1)
         np.testing.assert_array_equal(cl.members, members)
-        _check(X, cl, members, c, t)
+        _check(X, cl, members, c, t, sample)
 
 
 def test_values_for_a_subset_and_small_clusters():
@@ -89,16 +95,26 @@ def _tables():
     return {"continuous": cont, "ties": ties, "copies": dup}
 
 
+@pytest.mark.parametrize("from_sample", [False, True])
 @pytest.mark.parametrize("name", ["continuous", "ties", "copies"])
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_refinement_with_lists_equals_full_recomputation(name, seed, monkeypatch):
+def test_refinement_with_lists_equals_full_recomputation(name, seed, from_sample, monkeypatch):
     import fairaudit.cluster.lcd_refine as lr
 
     X = _tables()[name]
     rng = np.random.default_rng(seed)
     C = X[rng.choice(X.shape[0], size=4, replace=False)]
+    monkeypatch.setattr(lr, "SAMPLE_LISTS", from_sample)
+    _same_refinement(X, C, monkeypatch, INCREMENTAL=False)
+
+
+def _same_refinement(X, C, monkeypatch, **switch):
+    """The refinement of C on X gives the same result with the module's ``switch`` settings."""
+    import fairaudit.cluster.lcd_refine as lr
+
     fast = lr.refine_prototypes(X, C, t=5, min_size=8)
-    monkeypatch.setattr(lr, "INCREMENTAL", False)
+    for name, value in switch.items():
+        monkeypatch.setattr(lr, name, value)
     full = lr.refine_prototypes(X, C, t=5, min_size=8)
     np.testing.assert_array_equal(fast.centres, full.centres)
     np.testing.assert_array_equal(fast.labels, full.labels)
@@ -133,10 +149,11 @@ def test_over_the_memory_budget_the_refinement_recomputes(monkeypatch):
                                                             slow.evaluations)
 
 
+@pytest.mark.parametrize("from_sample", [False, True])
 @settings(max_examples=30, deadline=None)
 @given(seed=st.integers(0, 2**31 - 1), kind=st.integers(0, 2), n=st.integers(8, 300),
        t=st.integers(1, 6))
-def test_look_up_values_of_a_trial_are_its_values_or_nan(seed, kind, n, t):
+def test_look_up_values_of_a_trial_are_its_values_or_nan(from_sample, seed, kind, n, t):
     # the cheap bound's values: lists of the current members, prototype and size of a trial;
     # every value it gives is the trial's own (the metric's), the rest are NaN (not computed)
     rng = np.random.default_rng(seed)
@@ -144,7 +161,7 @@ def test_look_up_values_of_a_trial_are_its_values_or_nan(seed, kind, n, t):
     n = X.shape[0]
     lab = rng.integers(0, 2, n)
     cur = np.flatnonzero(lab == 0)
-    cl = ll.build(X, cur, t, 1)
+    cl = ll.build(X, cur, t, 1, SampleLists(X, t, 1) if from_sample else None)
     ll.point_values(X, cl, X.mean(axis=0), t, 1)  # deepen some lists, as the refinement does
     flip = rng.choice(n, size=int(rng.integers(1, max(2, n // 6))), replace=False)
     lab2 = lab.copy()
@@ -160,3 +177,67 @@ def test_look_up_values_of_a_trial_are_its_values_or_nan(seed, kind, n, t):
     want = ref[np.searchsorted(trial, cur[pos])]
     ok = ~np.isnan(got)
     np.testing.assert_array_equal(got[ok], want[ok])
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), kind=st.integers(0, 2), n=st.integers(8, 300),
+       t=st.integers(1, 6))
+def test_sample_lists_answer_as_a_query_over_the_members(seed, kind, n, t):
+    # oracle: brute-force distances. Every answered list holds, in order, the members nearer
+    # than its horizon (all of them: its trusted entries), with the tree's distances; the
+    # look-up "a moved row inside the horizon" is the brute-force answer where it is known
+    rng = np.random.default_rng(seed)
+    X = _data(kind, n, 2, rng)
+    n = X.shape[0]
+    sample = SampleLists(X, t, 1)
+    members = np.flatnonzero(rng.random(n) < 0.6)
+    if members.size < 2:
+        return
+    mask = np.zeros(n, dtype=bool)
+    mask[members] = True
+    q = min(2 * t + 3, members.size)
+    g, d, tr, h, ok = sample.lists(mask, members, q, members.size)
+    D = np.sqrt(((X[:, None, :] - X[None, :, :]) ** 2).sum(axis=2))
+    for i in np.flatnonzero(ok):
+        x = members[i]
+        near = members[D[x, members] < h[i]]
+        assert tr[i] >= (members.size if q == members.size else q - 1)
+        assert set(g[i, :tr[i]].tolist()) == set(near.tolist()) and tr[i] == near.size
+        np.testing.assert_allclose(d[i, :tr[i]], D[x, g[i, :tr[i]]], rtol=1e-12, atol=1e-12)
+        assert np.all(np.diff(d[i, :tr[i]]) >= 0)
+    moved = np.zeros(n, dtype=bool)
+    moved[rng.choice(n, size=max(1, n // 10), replace=False)] = True
+    hit, known = sample.touched(members, h, moved)
+    want = np.array([(D[x, moved] < hh).any() for x, hh in zip(members, h, strict=True)])
+    np.testing.assert_array_equal(hit[known], want[known])
+
+
+@pytest.mark.parametrize("from_sample", [False, True])
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), kind=st.integers(0, 2), n=st.integers(8, 300),
+       d=st.integers(1, 4), t=st.integers(1, 6))
+def test_pruned_values_give_the_metrics_maximum(from_sample, seed, kind, n, d, t):
+    # prune=True (the cluster's maximum only): every value given is the metric's, the maximum
+    # and the first member attaining it are the metric's, and a pruned point is below it
+    rng = np.random.default_rng(seed)
+    X = _data(kind, n, d, rng)
+    members = np.flatnonzero(rng.random(X.shape[0]) < 0.7)
+    c = X[members].mean(axis=0) + rng.normal(size=d) * rng.choice([0.0, 0.5, 2.0])
+    cl = ll.build(X, members, t, 1, SampleLists(X, t, 1) if from_sample else None)
+    got = ll.point_values(X, cl, c, t, 1, prune=True)
+    ref, _ = _cluster_lcd(X[members], c, t, 1)
+    if members.size == 0:
+        return
+    kept = ~np.isnan(got)
+    np.testing.assert_array_equal(got[kept], ref[kept])
+    assert np.nanmax(got) == ref.max()
+    assert int(np.nanargmax(got)) == int(np.argmax(ref))
+    assert (ref[~kept] < ref.max()).all()
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_refinement_with_pruning_equals_without(seed, monkeypatch):
+    X = _tables()["ties" if seed == 1 else "copies"]
+    rng = np.random.default_rng(seed)
+    C = X[rng.choice(X.shape[0], size=4, replace=False)]
+    _same_refinement(X, C, monkeypatch, PRUNE=False)

@@ -168,3 +168,25 @@ def test_properties(seed, t, dup):
     assert np.isfinite(est.weights_).all() and (est.weights_ >= 1).all()
     assert np.isfinite(est.cluster_centers_).all()
     assert set(est.labels_) <= {0, 1, 2}
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), n=st.integers(1, 300), d=st.integers(1, 8),
+       levels=st.integers(1, 5), collide=st.booleans())
+def test_distinct_rows_is_np_unique_over_row_bytes(seed, n, d, levels, collide):
+    # the hash-sorted duplicate check gives np.unique's first occurrences (in the rows' byte
+    # order) and inverse exactly; with every hash equal (collide) it falls back to np.unique
+    import fairaudit.cluster.lofkm as lk
+
+    rng = np.random.default_rng(seed)
+    X = rng.integers(-levels, levels + 1, size=(n, d)) * rng.choice([0.5, 1e-3, 7.0])
+    X = np.ascontiguousarray(np.where(rng.random((n, d)) < 0.1, rng.normal(size=(n, d)), X))
+    X = X + 0.0
+    with pytest.MonkeyPatch.context() as mp:
+        if collide:
+            mp.setattr(lk, "_MIX", np.zeros(6, dtype=np.uint64))
+        first, inverse = lk.distinct_rows(X)
+    view = X.view(np.dtype((np.void, 8 * d))).ravel()
+    _, f_ref, i_ref = np.unique(view, return_index=True, return_inverse=True)
+    np.testing.assert_array_equal(first, f_ref)
+    np.testing.assert_array_equal(inverse, i_ref.ravel())
