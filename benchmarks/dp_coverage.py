@@ -6,10 +6,12 @@ simulation is ``tests/dp_sims.py`` (also run, smaller, by ``tests/test_publish_i
     python benchmarks/dp_coverage.py --markdown new.tsv [old.tsv] [--metrics balance,wd]
     python benchmarks/dp_coverage.py --pivot new.tsv old.tsv [--metrics balance,wd]
     python benchmarks/dp_coverage.py --timing
+    python benchmarks/dp_coverage.py --bias [--sims 200] zip200-e1 zip200-e0.5 zip20-e1
 
 Prints one tab-separated row per regime and metric: true value, draws judged, coverage, its
 binomial sd, missed below / above, 'unfair' verdicts, draws without a value (too little data),
-median width, median lower end. With ``--markdown``: the table of docs/privacy.md (the old
+median width, median lower end. With ``--bias``: per group of the judged attribute, the mean and sd of (published group size −
+exact) over ``--sims`` releases (no bootstrap). With ``--markdown``: the table of docs/privacy.md (the old
 file's coverage beside the new one's, when given).
 """
 
@@ -160,6 +162,16 @@ def timing() -> None:
     print(f"# load {os.getloadavg()[0]:.1f}")
 
 
+def bias(regimes: list[str], sims: int, seed: int) -> None:
+    mod = _sims()
+    print(f"# {sims} releases, seed {seed}; load {os.getloadavg()[0]:.1f}; "
+          f"{time.strftime('%Y-%m-%d')}")
+    print("# regime\tgroup\tmean error\tsd\treleases")
+    for name in regimes or [r for r in mod.REGIMES if r.startswith("zip")]:
+        for g, b in mod.group_size_bias(name, sims, seed).items():
+            print(f"{name}\t{g}\t{b['bias']:.3g}\t{b['sd']:.3g}\t{b['n']}", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("regimes", nargs="*")
@@ -170,12 +182,16 @@ def main() -> None:
     ap.add_argument("--metrics", help="comma-separated metrics of the --markdown table")
     ap.add_argument("--timing", action="store_true",
                     help="CPU time of the intervals of one release, before and now")
+    ap.add_argument("--bias", action="store_true",
+                    help="the published group sizes' error per group (mean, sd)")
     ap.add_argument("--pivot", nargs=2, metavar=("NEW", "OLD"),
                     help="one row per regime: every metric's coverage now (before)")
     a = ap.parse_args()
     metrics = tuple(a.metrics.split(",")) if a.metrics else SHOWN
     if a.timing:
         timing()
+    elif a.bias:
+        bias(a.regimes, a.sims, a.seed)
     elif a.pivot:
         pivot(*a.pivot, metrics=metrics)
     elif a.markdown:

@@ -266,6 +266,15 @@ WEAK_DISTANCES = {("null-48x6", "wd"): 0.87, ("null-48x6", "wd_sum"): 0.87,
                   ("sparse-48x8", "wd_sum"): 0.78, ("sparse-48x8", "wd_max"): 0.86}
 """The weighted distances in many-cell random-label tables: the triangle bounds over a
 multinomial bootstrap undercover there in exact tables too (docs/privacy.md)."""
+WEAK_SMALL_GROUP = {("zip200", "balance"): 0.84, ("zip200", "fairness_cce"): 0.80,
+                    ("zip20", "balance"): 0.82, ("zip20", "fairness_cce"): 0.82,
+                    ("zip200", "ed_max"): 0.89, ("zip200", "wd_max"): 0.89}
+"""A 4-group attribute with a group of 61 people, random labels, 5,000 rows (beside a 200- or
+20-group attribute): balance and fairness_cce cover 85-92 % (400 releases; the largest
+distances 92-92.5 %), as they do for a
+release of that attribute alone at epsilon 1 (88 %) and without noise (epsilon 100: 88-89 %,
+300 draws): the sampling side of the score bounds at 4 cells of about 15 people, not the
+release (docs/privacy.md)."""
 
 
 @pytest.mark.slow
@@ -280,7 +289,7 @@ def test_coverage_by_regime(regime, monkeypatch):
     log.info("%s: %s", regime, {m: round(s["coverage"], 4) for m, s in stats.items()})
     family = regime.rsplit("-", 1)[0]
     for m in BALANCE_FAMILY + DISTANCES:
-        floor = WEAK_DISTANCES.get((family, m), FLOOR)
+        floor = WEAK_DISTANCES.get((family, m), WEAK_SMALL_GROUP.get((family, m), FLOOR))
         assert stats[m]["coverage"] >= floor, (m, stats[m]["coverage"])
     if math.isclose(stats["balance"]["truth"], 1.0):  # random labels
         assert stats["balance"]["unfair_rate"] <= 0.02

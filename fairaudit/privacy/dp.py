@@ -4,12 +4,13 @@ bootstrap that puts sampling and noise into the intervals (docs/privacy.md, "Pub
 differential privacy").
 
 Privacy unit: one row = one person; neighbouring tables differ by adding or removing one row.
-A row adds 1 to exactly one cell of each labelling's count cube (OpenDP's
-``make_count_by_categories`` is 1-stable from the symmetric distance to the L1 distance), so the
-concatenation of ``L`` cubes moves by at most ``L`` in L1. One ``make_laplace`` measurement on the
-concatenated integer vector, scale found by ``binary_search_param`` for ``d_in = L``, releases every
-cube at once; the epsilon recorded is that measurement's own privacy map at ``d_in = L`` (the
-budget falls equally on the ``L`` cubes: each gets ``epsilon / L``).
+A row adds 1 to exactly one cell of each count cube (OpenDP's ``make_count_by_categories`` is
+1-stable from the symmetric distance to the L1 distance) — a labelling's joint cube and each
+attribute's own cube alike (:mod:`fairaudit.privacy.cubes`) — so the concatenation of ``C``
+cubes moves by at most ``C`` in L1. One ``make_laplace`` measurement on the concatenated integer
+vector, scale found by ``binary_search_param`` for ``d_in = C``, releases every cube at once; the
+epsilon recorded is that measurement's own privacy map at ``d_in = C`` (the budget falls
+equally on the ``C`` cubes: each gets ``epsilon / C``).
 
 Noise comes only from OpenDP's sampler (operating-system randomness). The bootstrap's simulated
 noise (numpy, seeded by the published seed) is post-processing of the release: it never touches

@@ -1,6 +1,7 @@
-"""A published release (``--publish``): every labelling's count cube noised once, and the
-document built from those noisy counts alone (docs/privacy.md, "Publishing with differential
-privacy").
+"""A published release (``--publish``): every labelling's count cubes (:mod:`fairaudit.privacy.
+cubes`: the joint cube and, where it would make an attribute's table a sum of many cells, the
+attribute's own) noised once, and the document built from those noisy counts alone
+(docs/privacy.md, "Publishing with differential privacy").
 
 The runner builds the exact document as always, but from the post-processed noisy cubes
 (:meth:`Release.joints`) with intervals from :meth:`Release.replicates`; :meth:`Release.document`
