@@ -6,6 +6,7 @@ simulation: tests/dp_sims.py (regimes zip200-*, zip20-*), benchmarks/dp_coverage
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from types import SimpleNamespace
 
 import dp_sims
@@ -89,6 +90,13 @@ def test_a_200_group_attribute_leaves_the_others_group_sizes_and_balance_right(
     assert not any(v["verdict"] == "unfair" for v in run.doc["verdicts"])
     lab = run.doc["labellings"][0]  # cluster sizes from the smallest cube (insurance's)
     assert sum(c["n"] for c in lab["cluster_sizes"]) == lab["n_rows"] == run.doc["input"]["rows"]
+    import jsonschema
+
+    schema = json.loads((Path(fairaudit.__file__).parent / "schema" / "audit.schema.json")
+                        .read_text())
+    jsonschema.validate(json.loads(json.dumps(run.to_json())), schema)
+    html = fairaudit.write_report(run, tmp_path / "r.html")[0].read_text()
+    assert "Published release (differential privacy)" in html
 
 
 def test_which_attributes_get_a_cube_of_their_own():
