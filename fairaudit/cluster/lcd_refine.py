@@ -278,3 +278,45 @@ def point_lcd(Y: np.ndarray, c: np.ndarray, rows: np.ndarray, t: int, workers: i
     from fairaudit.metrics.local_connectivity import _cluster_lcd
 
     return _cluster_lcd(Y, c, t, workers, rows=rows)[0]
+
+
+
+@dataclass(frozen=True)
+class TableChoice:
+    """The whole-table comparison of a refined result with the twin's solution: which is kept
+    (``"refined"`` or ``"twin"``) and the exact AvgLCD of each on the table."""
+
+    kept: str
+    avg_lcd: float
+    twin_avg_lcd: float
+
+
+def whole_table_choice(X: np.ndarray, centres: np.ndarray, labels: np.ndarray,
+                       twin_centres: np.ndarray, twin_labels: np.ndarray, *, t: int = 5,
+                       workers: int = 1) -> TableChoice:
+    """Keep the refined partition (``centres``, ``labels``) only if its AvgLCD on all of ``X``
+    is no higher than the twin's (``twin_centres``, ``twin_labels``): both are the values
+    :func:`fairaudit.metrics.lcd` gives, bit for bit (its per-cluster maxima,
+    :func:`fairaudit.metrics.local_connectivity.cluster_maxima`, averaged in its order), so
+    the comparison is exact. A cluster with the same prototype and members in both is computed
+    once. Ties keep the refined result."""
+    from fairaudit.metrics.local_connectivity import cluster_maxima
+
+    labels = np.asarray(labels, dtype=np.int64)
+    twin_labels = np.asarray(twin_labels, dtype=np.int64)
+    ids_r, ids_t = np.unique(labels), np.unique(twin_labels)
+    val_r = cluster_maxima(X, labels, centres, t, workers=workers)[0]
+    same = {int(j) for j in ids_t if j in ids_r and j < centres.shape[0]
+            and np.array_equal(centres[j], twin_centres[j])
+            and np.array_equal(labels == j, twin_labels == j)}
+    todo = np.array([j for j in ids_t if int(j) not in same], dtype=np.int64)
+    val_t = np.zeros(ids_t.size)
+    if todo.size:
+        val_t[np.isin(ids_t, todo)] = cluster_maxima(X, twin_labels, twin_centres, t,
+                                                     workers=workers, clusters=todo)[0]
+    for j in same:
+        val_t[np.searchsorted(ids_t, j)] = val_r[np.searchsorted(ids_r, j)]
+    avg_r, avg_t = float(val_r.mean()), float(val_t.mean())
+    if avg_r <= avg_t:
+        return TableChoice("refined", avg_r, avg_t)
+    return TableChoice("twin", avg_t, avg_t)

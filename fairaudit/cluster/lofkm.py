@@ -322,7 +322,7 @@ class LOFKMeans(ClusterMixin, BaseEstimator):
         if targeted:
             assert plain is not None
             self._refine(X, w, [("lof", km.cluster_centers_), ("kmeans", plain.cluster_centers_)],
-                         rng)
+                         rng, plain)
         progress.close()
         return self
 
@@ -336,11 +336,14 @@ class LOFKMeans(ClusterMixin, BaseEstimator):
             random_state=seed,
         )
 
-    def _refine(self, X: np.ndarray, w: np.ndarray, starts: list, rng: Any) -> None:
+    def _refine(self, X: np.ndarray, w: np.ndarray, starts: list, rng: Any, plain: Any) -> None:
         """``variant="targeted"``: refine each start, keep the lower AvgLCD (ties: the paper's).
-        ``starts``: (name, centres) with a ``"kmeans"`` start = the twin's solution."""
+        ``starts``: (name, centres) with a ``"kmeans"`` start = the twin's solution (``plain``,
+        the fitted twin k-means). On a sample (n > ``refine_rows``), the refined result is kept
+        only if its AvgLCD on the whole table is no higher than the twin's; otherwise the twin's
+        solution is (:func:`fairaudit.cluster.lcd_refine.whole_table_choice`)."""
         from fairaudit.cluster import nearest_centre
-        from fairaudit.cluster.lcd_refine import refine_prototypes
+        from fairaudit.cluster.lcd_refine import refine_prototypes, whole_table_choice
 
         n = X.shape[0]
         rows = np.arange(n)
@@ -373,14 +376,29 @@ class LOFKMeans(ClusterMixin, BaseEstimator):
             if best is None or r.avg_lcd < best[1].avg_lcd:
                 best = (name, r)
         name, r = best
-        self.cluster_centers_ = r.centres
-        self.labels_ = nearest_centre(X, r.centres)
-        d2 = ((X - r.centres[self.labels_]) ** 2).sum(axis=1)
+        centres, labels = r.centres, nearest_centre(X, r.centres)
+        table = {"kept": "refined", "avg_lcd_table": float(r.avg_lcd), "twin_avg_lcd_table": None}
+        if m < n or not np.array_equal(nearest_centre(X, plain.cluster_centers_),
+                                       plain.labels_):
+            # the sample's AvgLCD is not the table's (nor, in a rare tie, the k-means start's
+            # nearest-prototype labels the twin's): keep the refined result only if it is no
+            # less fair than the twin's solution on every row (docs/methods/lofkm.md)
+            ch = whole_table_choice(X, centres, labels, plain.cluster_centers_, plain.labels_,
+                                    t=int(self.n_neighbors), workers=workers)
+            if ch.kept == "twin":
+                centres, labels = plain.cluster_centers_, plain.labels_
+            table = {"kept": ch.kept, "avg_lcd_table": ch.avg_lcd,
+                     "twin_avg_lcd_table": ch.twin_avg_lcd}
+            logger.info("LOFKMeans: whole-table AvgLCD %.6g, the twin's %.6g; kept the %s "
+                        "solution.", ch.avg_lcd, ch.twin_avg_lcd, ch.kept)
+        self.cluster_centers_ = centres
+        self.labels_ = np.asarray(labels)
+        d2 = ((X - centres[self.labels_]) ** 2).sum(axis=1)
         self.inertia_ = float((w * d2).sum())
         self.refinement_ = {
             "start": name, "avg_lcd_start": float(r.avg_lcd_start), "avg_lcd": float(r.avg_lcd),
             "moves": int(r.moves), "evaluations": int(r.evaluations), "rounds": int(r.rounds),
-            "rows": int(r.rows),
+            "rows": int(r.rows), **table,
         }
 
     def fit_predict(
