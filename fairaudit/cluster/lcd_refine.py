@@ -281,42 +281,56 @@ def point_lcd(Y: np.ndarray, c: np.ndarray, rows: np.ndarray, t: int, workers: i
 
 
 
+TABLE_CHECK = True
+"""On more rows than it judged, LOFKM keeps the refined result of lowest whole-table AvgLCD, or
+the twin's solution when each is higher (:func:`whole_table_choice`). ``False``: the sample's
+best refined result, unchecked, as before 2026-11-27 (for the benchmarks and tests that show
+what the check changes)."""
+
+
 @dataclass(frozen=True)
 class TableChoice:
-    """The whole-table comparison of a refined result with the twin's solution: which is kept
-    (``"refined"`` or ``"twin"``) and the exact AvgLCD of each on the table."""
+    """The whole-table comparison of refined results with the twin's solution: the index of the
+    candidate kept (-1: the twin's solution), the kept partition's exact AvgLCD on the table,
+    the twin's, and every candidate's."""
 
-    kept: str
+    kept: int
     avg_lcd: float
     twin_avg_lcd: float
+    candidates: tuple[float, ...]
 
 
-def whole_table_choice(X: np.ndarray, centres: np.ndarray, labels: np.ndarray,
+def whole_table_choice(X: np.ndarray, candidates: list[tuple[np.ndarray, np.ndarray]],
                        twin_centres: np.ndarray, twin_labels: np.ndarray, *, t: int = 5,
                        workers: int = 1) -> TableChoice:
-    """Keep the refined partition (``centres``, ``labels``) only if its AvgLCD on all of ``X``
-    is no higher than the twin's (``twin_centres``, ``twin_labels``): both are the values
+    """The partition of lowest AvgLCD on all of ``X`` among ``candidates`` ((centres, labels),
+    in order of preference) and the twin's solution (``twin_centres``, ``twin_labels``), which
+    is kept only when every candidate's AvgLCD is higher. The values are those
     :func:`fairaudit.metrics.lcd` gives, bit for bit (its per-cluster maxima,
     :func:`fairaudit.metrics.local_connectivity.cluster_maxima`, averaged in its order), so
-    the comparison is exact. A cluster with the same prototype and members in both is computed
-    once. Ties keep the refined result."""
+    the comparison is exact. A cluster with the same prototype and members as the twin's is
+    computed once. Ties keep the earlier candidate, and a candidate before the twin's."""
     from fairaudit.metrics.local_connectivity import cluster_maxima
 
-    labels = np.asarray(labels, dtype=np.int64)
     twin_labels = np.asarray(twin_labels, dtype=np.int64)
-    ids_r, ids_t = np.unique(labels), np.unique(twin_labels)
-    val_r = cluster_maxima(X, labels, centres, t, workers=workers)[0]
-    same = {int(j) for j in ids_t if j in ids_r and j < centres.shape[0]
-            and np.array_equal(centres[j], twin_centres[j])
-            and np.array_equal(labels == j, twin_labels == j)}
-    todo = np.array([j for j in ids_t if int(j) not in same], dtype=np.int64)
-    val_t = np.zeros(ids_t.size)
-    if todo.size:
-        val_t[np.isin(ids_t, todo)] = cluster_maxima(X, twin_labels, twin_centres, t,
-                                                     workers=workers, clusters=todo)[0]
-    for j in same:
-        val_t[np.searchsorted(ids_t, j)] = val_r[np.searchsorted(ids_r, j)]
-    avg_r, avg_t = float(val_r.mean()), float(val_t.mean())
-    if avg_r <= avg_t:
-        return TableChoice("refined", avg_r, avg_t)
-    return TableChoice("twin", avg_t, avg_t)
+    ids_t = np.unique(twin_labels)
+    val_t = cluster_maxima(X, twin_labels, twin_centres, t, workers=workers)[0]
+    avg_t = float(val_t.mean())
+    avgs = []
+    for centres, labels in candidates:
+        labels = np.asarray(labels, dtype=np.int64)
+        ids = np.unique(labels)
+        val = np.zeros(ids.size)
+        same = np.array([j in ids_t and j < twin_centres.shape[0]
+                         and np.array_equal(centres[j], twin_centres[j])
+                         and np.array_equal(labels == j, twin_labels == j) for j in ids],
+                        dtype=bool)
+        val[same] = val_t[np.searchsorted(ids_t, ids[same])]
+        if not same.all():
+            val[~same] = cluster_maxima(X, labels, centres, t, workers=workers,
+                                        clusters=ids[~same])[0]
+        avgs.append(float(val.mean()))
+    best = int(np.argmin(avgs)) if avgs else -1  # the first of equal values
+    if best >= 0 and avgs[best] <= avg_t:
+        return TableChoice(best, avgs[best], avg_t, tuple(avgs))
+    return TableChoice(-1, avg_t, avg_t, tuple(avgs))

@@ -197,8 +197,14 @@ class LOFKMeans(ClusterMixin, BaseEstimator):
         descent of AvgLCD over prototype moves towards each cluster's worst-connected point
         (:mod:`fairaudit.cluster.lcd_refine`, t = ``n_neighbors``); the lower AvgLCD is kept.
         Labels stay the nearest-prototype assignment (eq. 12). ``fair=False`` ignores it.
+        The result's AvgLCD (the ``lcd`` auditor's, t = ``n_neighbors``, on every row of X)
+        is never above the twin's: on at most ``refine_rows`` rows by the refinement's
+        construction, beyond it by an exact whole-table comparison (``refinement_["kept"]``).
     refine_rows : int, default=20000
         The refinement judges AvgLCD on at most this many rows (a seeded sample beyond it).
+        Beyond it, the refined results and the twin's solution are compared on the whole
+        table (exact AvgLCD of each) and the lowest is kept — the twin's only when every
+        refined one is higher there.
     """
 
     def __init__(
@@ -339,10 +345,11 @@ class LOFKMeans(ClusterMixin, BaseEstimator):
     def _refine(self, X: np.ndarray, w: np.ndarray, starts: list, rng: Any, plain: Any) -> None:
         """``variant="targeted"``: refine each start, keep the lower AvgLCD (ties: the paper's).
         ``starts``: (name, centres) with a ``"kmeans"`` start = the twin's solution (``plain``,
-        the fitted twin k-means). On a sample (n > ``refine_rows``), the refined result is kept
-        only if its AvgLCD on the whole table is no higher than the twin's; otherwise the twin's
-        solution is (:func:`fairaudit.cluster.lcd_refine.whole_table_choice`)."""
-        from fairaudit.cluster import nearest_centre
+        the fitted twin k-means). On a sample (n > ``refine_rows``), the refined results are
+        compared with the twin's solution on the whole table: the lowest AvgLCD there is kept,
+        the twin's only when every refined one is higher
+        (:func:`fairaudit.cluster.lcd_refine.whole_table_choice`)."""
+        from fairaudit.cluster import lcd_refine, nearest_centre
         from fairaudit.cluster.lcd_refine import refine_prototypes, whole_table_choice
 
         n = X.shape[0]
@@ -364,7 +371,7 @@ class LOFKMeans(ClusterMixin, BaseEstimator):
         ref = next(x[2] for x in sized if x[0] == "kmeans")
         lo = max(1, lo_share)
         hi = int(max(hi_share, ref.max()))
-        best = None
+        refined = []  # (name, refinement), the lowest AvgLCD on the rows judged first
         workers = -1 if self.n_jobs is None else int(self.n_jobs)  # as the LOF search
         lists: dict = {}  # neighbour lists of the sample's clusters, shared by both starts
         for name, centres, sizes in sized:
@@ -373,24 +380,30 @@ class LOFKMeans(ClusterMixin, BaseEstimator):
                 continue  # a start with a small cluster of its own (the twin's are frozen)
             r = refine_prototypes(Xs, centres, t=int(self.n_neighbors), min_size=lo,
                                   max_size=hi, frozen=small, workers=workers, lists=lists)
-            if best is None or r.avg_lcd < best[1].avg_lcd:
-                best = (name, r)
-        name, r = best
+            refined.append((name, r))
+        refined.sort(key=lambda x: x[1].avg_lcd)  # stable: ties keep the paper's start first
+        name, r = refined[0]
         centres, labels = r.centres, nearest_centre(X, r.centres)
         table = {"kept": "refined", "avg_lcd_table": float(r.avg_lcd), "twin_avg_lcd_table": None}
-        if m < n or not np.array_equal(nearest_centre(X, plain.cluster_centers_),
-                                       plain.labels_):
+        if lcd_refine.TABLE_CHECK and (m < n or not np.array_equal(
+                nearest_centre(X, plain.cluster_centers_), plain.labels_)):
             # the sample's AvgLCD is not the table's (nor, in a rare tie, the k-means start's
-            # nearest-prototype labels the twin's): keep the refined result only if it is no
-            # less fair than the twin's solution on every row (docs/methods/lofkm.md)
-            ch = whole_table_choice(X, centres, labels, plain.cluster_centers_, plain.labels_,
+            # nearest-prototype labels the twin's): keep a refined result only if it is no less
+            # fair than the twin's solution on every row, the lowest of them (docs/methods/lofkm.md)
+            cands = [(c.centres, labels if i == 0 else nearest_centre(X, c.centres))
+                     for i, (_, c) in enumerate(refined)]
+            ch = whole_table_choice(X, cands, plain.cluster_centers_, plain.labels_,
                                     t=int(self.n_neighbors), workers=workers)
-            if ch.kept == "twin":
+            if ch.kept < 0:
                 centres, labels = plain.cluster_centers_, plain.labels_
-            table = {"kept": ch.kept, "avg_lcd_table": ch.avg_lcd,
-                     "twin_avg_lcd_table": ch.twin_avg_lcd}
-            logger.info("LOFKMeans: whole-table AvgLCD %.6g, the twin's %.6g; kept the %s "
-                        "solution.", ch.avg_lcd, ch.twin_avg_lcd, ch.kept)
+            else:
+                name, r = refined[ch.kept]
+                centres, labels = cands[ch.kept]
+            table = {"kept": "refined" if ch.kept >= 0 else "twin",
+                     "avg_lcd_table": ch.avg_lcd, "twin_avg_lcd_table": ch.twin_avg_lcd}
+            logger.info("LOFKMeans: whole-table AvgLCD of the refined results %s, the twin's "
+                        "%.6g; kept %s.", ", ".join(f"{v:.6g}" for v in ch.candidates),
+                        ch.twin_avg_lcd, table["kept"])
         self.cluster_centers_ = centres
         self.labels_ = np.asarray(labels)
         d2 = ((X - centres[self.labels_]) ** 2).sum(axis=1)
