@@ -282,8 +282,8 @@ def point_lcd(Y: np.ndarray, c: np.ndarray, rows: np.ndarray, t: int, workers: i
 
 
 TABLE_CHECK = True
-"""On more rows than it judged, LOFKM keeps the refined result of lowest whole-table AvgLCD, or
-the twin's solution when each is higher (:func:`whole_table_choice`). ``False``: the sample's
+"""On more rows than it judged, LOFKM keeps the first refined result whose whole-table AvgLCD is
+below the twin's, or the twin's solution when each is higher (:func:`whole_table_choice`). ``False``: the sample's
 best refined result, unchecked, as before 2026-11-27 (for the benchmarks and tests that show
 what the check changes)."""
 
@@ -303,13 +303,14 @@ class TableChoice:
 def whole_table_choice(X: np.ndarray, candidates: list[tuple[np.ndarray, np.ndarray]],
                        twin_centres: np.ndarray, twin_labels: np.ndarray, *, t: int = 5,
                        workers: int = 1) -> TableChoice:
-    """The partition of lowest AvgLCD on all of ``X`` among ``candidates`` ((centres, labels),
-    in order of preference) and the twin's solution (``twin_centres``, ``twin_labels``), which
-    is kept only when every candidate's AvgLCD is higher. The values are those
+    """The first of ``candidates`` ((centres, labels), in order of preference) whose AvgLCD on
+    all of ``X`` is below the twin's (``twin_centres``, ``twin_labels``); when none is, the
+    lowest of those equal to it, else the twin's solution. A candidate after the first below
+    the twin is not computed (each costs a pass over the table). The values are those
     :func:`fairaudit.metrics.lcd` gives, bit for bit (its per-cluster maxima,
     :func:`fairaudit.metrics.local_connectivity.cluster_maxima`, averaged in its order), so
     the comparison is exact. A cluster with the same prototype and members as the twin's is
-    computed once. Ties keep the earlier candidate, and a candidate before the twin's."""
+    computed once. A candidate equal to the twin's AvgLCD is kept before the twin's."""
     from fairaudit.metrics.local_connectivity import cluster_maxima
 
     twin_labels = np.asarray(twin_labels, dtype=np.int64)
@@ -330,6 +331,8 @@ def whole_table_choice(X: np.ndarray, candidates: list[tuple[np.ndarray, np.ndar
             val[~same] = cluster_maxima(X, labels, centres, t, workers=workers,
                                         clusters=ids[~same])[0]
         avgs.append(float(val.mean()))
+        if avgs[-1] < avg_t:
+            break
     best = int(np.argmin(avgs)) if avgs else -1  # the first of equal values
     if best >= 0 and avgs[best] <= avg_t:
         return TableChoice(best, avgs[best], avg_t, tuple(avgs))

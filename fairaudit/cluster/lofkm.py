@@ -202,9 +202,9 @@ class LOFKMeans(ClusterMixin, BaseEstimator):
         construction, beyond it by an exact whole-table comparison (``refinement_["kept"]``).
     refine_rows : int, default=20000
         The refinement judges AvgLCD on at most this many rows (a seeded sample beyond it).
-        Beyond it, the refined results and the twin's solution are compared on the whole
-        table (exact AvgLCD of each) and the lowest is kept — the twin's only when every
-        refined one is higher there.
+        Beyond it, the refined results (best on the sample first) are compared with the
+        twin's solution on the whole table (exact AvgLCD of each): the first below the twin's
+        is kept — the twin's solution only when every refined one is higher there.
     """
 
     def __init__(
@@ -346,8 +346,8 @@ class LOFKMeans(ClusterMixin, BaseEstimator):
         """``variant="targeted"``: refine each start, keep the lower AvgLCD (ties: the paper's).
         ``starts``: (name, centres) with a ``"kmeans"`` start = the twin's solution (``plain``,
         the fitted twin k-means). On a sample (n > ``refine_rows``), the refined results are
-        compared with the twin's solution on the whole table: the lowest AvgLCD there is kept,
-        the twin's only when every refined one is higher
+        compared with the twin's solution on the whole table, in order: the first below the
+        twin's AvgLCD there is kept, the twin's only when every refined one is higher
         (:func:`fairaudit.cluster.lcd_refine.whole_table_choice`)."""
         from fairaudit.cluster import lcd_refine, nearest_centre
         from fairaudit.cluster.lcd_refine import refine_prototypes, whole_table_choice
@@ -389,7 +389,7 @@ class LOFKMeans(ClusterMixin, BaseEstimator):
                 nearest_centre(X, plain.cluster_centers_), plain.labels_)):
             # the sample's AvgLCD is not the table's (nor, in a rare tie, the k-means start's
             # nearest-prototype labels the twin's): keep a refined result only if it is no less
-            # fair than the twin's solution on every row, the lowest of them (docs/methods/lofkm.md)
+            # fair than the twin's solution on every row (docs/methods/lofkm.md)
             cands = [(c.centres, labels if i == 0 else nearest_centre(X, c.centres))
                      for i, (_, c) in enumerate(refined)]
             ch = whole_table_choice(X, cands, plain.cluster_centers_, plain.labels_,
