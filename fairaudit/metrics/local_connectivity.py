@@ -224,12 +224,12 @@ def _cluster_lcd(
     values the full call gives them (the same tree over Y, the same neighbour counts per row).
 
     ``prune`` (for the cluster's maximum only; not with ``rows``): NaN (count -1) for the members
-    that cannot attain the maximum, which are not computed past the first round. A member the
-    first round leaves unfinished has its qualifying neighbours nearer than that round's last
-    distance among the first ones of any deeper round (every member that near is in both
-    answers, whatever order the tree gives equally distant ones), so its value is at most their
-    terms plus :data:`TERM_MAX` for each of its remaining t - found places; when that bound is
-    below a finished member's value, the member is not the maximum. The maximum and the first
+    that cannot attain the maximum, which are not computed further. A member a round leaves
+    unfinished has its qualifying neighbours nearer than that round's last distance among the
+    first ones of any deeper round (every member that near is in both answers, whatever order
+    the tree gives equally distant ones), so its value is at most their terms plus
+    :data:`TERM_MAX` for each of its remaining t - found places; when that bound is below a
+    finished member's value (after any round), the member is not the maximum. The maximum and the first
     member attaining it are the unpruned call's."""
     m = Y.shape[0]
     out = np.zeros(m)
@@ -248,7 +248,6 @@ def _cluster_lcd(
     leaf[tree.indices] = np.arange(m)
     todo = todo[np.argsort(leaf[todo], kind="stable")]
     k = min(m, 2 * t + 2)
-    first = True
     ub = np.full(m, np.inf) if prune else None
     while todo.size:
         kk = min(k, m)
@@ -279,21 +278,20 @@ def _cluster_lcd(
             contrib = np.where(take, contrib, 0.0)
             out[idx[done]] = contrib[done].sum(axis=1)
             cnt[idx[done]] = np.minimum(found[done], t)
-            if prune and first and not done.all():
+            if prune and not done.all():
                 rest = ~done
                 near = take[rest] & (dist[rest] < dist[rest, -1:])
                 ub[idx[rest]] = (np.where(near, contrib[rest], 0.0).sum(axis=1)
                                  + (t - near.sum(axis=1)) * TERM_MAX)
             again.append(idx[~done])
         todo = np.concatenate(again) if again else np.empty(0, dtype=np.intp)
-        if prune and first and todo.size:
+        if prune and todo.size:
             finished = np.ones(m, dtype=bool)
             finished[todo] = False
-            top = out[finished].max() if finished.any() else -np.inf
+            top = np.nanmax(out[finished]) if (finished & ~np.isnan(out)).any() else -np.inf
             cut = todo[ub[todo] < top]
             out[cut], cnt[cut] = np.nan, -1
             todo = np.setdiff1d(todo, cut, assume_unique=True)
             todo = todo[np.argsort(leaf[todo], kind="stable")]
-        first = False
         k = kk * 4
     return out[sel], cnt[sel]
