@@ -73,3 +73,23 @@ def test_on_the_sample_the_table_is_not_checked_again():
     assert ref["avg_lcd_table"] == ref["avg_lcd"]
     assert ref["avg_lcd"] == pytest.approx(lcd(X, fair.labels_, fair.cluster_centers_).avg_lcd,
                                            rel=1e-12)
+
+
+@pytest.mark.parametrize(("seed", "kept"), [(3, "twin"), (4, "refined")])
+def test_the_audit_reports_the_whole_table_check(seed, kept):
+    """Through the chain: the labelling's extras carry the check and a note says what it kept."""
+    import polars as pl
+
+    from fairaudit.api import audit
+
+    X = _table(50 + seed, N)
+    frame = pl.DataFrame({f"x{i}": X[:, i] for i in range(X.shape[1])}).with_columns(
+        pl.Series("sex", np.tile(["F", "M"], N // 2)))
+    run = audit(frame, sensitive=["sex"], bootstrap=0, audit=["distribution"], seed=0,
+                cluster=[f"lofkm:n_clusters=4,refine_rows=100,n_init=3,random_state={seed}"])
+    lab = next(lab for lab in run.doc["labellings"] if lab["name"] == "lofkm")
+    ref = lab["extras"]["refinement"]
+    assert ref["kept"] == kept and ref["twin_avg_lcd_table"] is not None
+    assert ref["avg_lcd_table"] <= ref["twin_avg_lcd_table"]
+    note = next(n for n in lab["notes"] if n.startswith("Checked on every row"))
+    assert ("plain k-means solution is kept" in note) == (ref["kept"] == "twin")
