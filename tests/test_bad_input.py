@@ -827,3 +827,19 @@ def test_semicolon_csv_read_as_one_column_says_which_separator(audit_bad, tmp_pa
     data.write_text("age;sex;seg\n30;m;a\n40;f;b\n", encoding="utf-8")
     audit_bad(data, "--sensitive", "sex", "--labels", "seg",
               culprits=("sex", "read as one column", "--separator ';'"))
+
+
+def test_semicolon_csv_with_decimal_commas_still_names_the_separator(audit_bad, tmp_path):
+    """A European export: ';' between fields and ',' in numbers, so the rows have more ','
+    fields than the one-column header (was "line 2: 2 field(s) where the header has 1")."""
+    data = tmp_path / "eu.csv"
+    data.write_text("\ufeffage;sex;seg\r\n30,5;m;a\r\n40,25;f;b\r\n", encoding="utf-8")
+    audit_bad(data, "--sensitive", "sex", "--labels", "seg",
+              culprits=("eu.csv", "read as one column", "--separator ';'"))
+
+
+def test_a_title_row_above_the_header_is_named(audit_bad, tmp_path):
+    data = tmp_path / "excel.csv"
+    data.write_text("Patient survey 2026,,\nage,sex,seg\n30,m,a\n40,f,b\n", encoding="utf-8")
+    audit_bad(data, "--sensitive", "sex", "--labels", "seg",
+              culprits=("excel.csv", "twice", "title row"))

@@ -112,11 +112,13 @@ def test_good_frame_passes_every_check_in_a_fixed_order():
         "sensitive_groups[gender]",
         "sensitive_not_id[gender]",
         "group_min_cell[gender]",
+        "sensitive_names_distinct[gender]",
         "sensitive_exists[race]",
         "sensitive_not_null[race]",
         "sensitive_groups[race]",
         "sensitive_not_id[race]",
         "group_min_cell[race]",
+        "sensitive_names_distinct[race]",
         "group_min_cell[gender|race]",
         "labels_exists[segment]",
         "labels_integral[segment]",
@@ -481,8 +483,8 @@ def test_lazy_import_no_network_no_files_no_stderr(tmp_path: Path):
         timeout=120,
     )
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout == "11"  # table, exists, not_null, groups, not_id, min_cell, labels x2,
-    # feature x3
+    assert proc.stdout == "12"  # table, exists, not_null, groups, not_id, min_cell,
+    # names_distinct, labels x2, feature x3
     assert proc.stderr == ""
     assert list(tmp_path.iterdir()) == []  # no gx/ directory, no config files
 

@@ -563,11 +563,33 @@ def test_internal_error_exit_3_without_traceback(run_cli, parquet_path, tmp_path
         "run", str(_crash_chain(tmp_path)), str(parquet_path), "-o", str(out / "r.html")
     )
     assert result.exit_code == 3, result.output
-    assert "internal error" in result.stderr
-    assert "RuntimeError" in result.stderr and "boom from the crash auditor" in result.stderr
-    assert "--debug" in result.stderr
+    # a third-party plugin's bug names the component, its package and version, and the way
+    # around it; it is not fairaudit's "internal error, please report it"
+    assert "internal error" not in result.stderr
+    assert "auditor 'crash' (fixture-plugin 9.9, plugin 'crashy') raised RuntimeError: " \
+        "boom from the crash auditor" in result.stderr
+    assert "report it to the plugin's authors" in result.stderr
+    assert "--disable-plugin crashy" in result.stderr and "--debug" in result.stderr
     assert "Traceback" not in result.output
     assert list(out.iterdir()) == []  # no report, no temp file
+
+
+def test_a_builtin_bug_is_fairaudits_internal_error(run_cli, parquet_path, tmp_path,
+                                                    monkeypatch):
+    from fairaudit_builtins.auditors import BalanceAuditor
+
+    def broken(self, table):
+        raise RuntimeError("boom from a built-in")
+
+    monkeypatch.setattr(BalanceAuditor, "compute", broken)
+    out = tmp_path / "out"
+    out.mkdir()
+    result = run_cli("audit", str(parquet_path), "--sensitive", "sex", "--labels", "segment",
+                     "--audit", "balance", "-o", str(out / "r.html"))
+    assert result.exit_code == 3, result.output
+    assert "internal error: RuntimeError: boom from a built-in" in result.stderr
+    assert "please report it" in result.stderr and "plugin" not in result.stderr
+    assert list(out.iterdir()) == []
 
 
 def test_debug_shows_the_traceback(cli, parquet_path, tmp_path, monkeypatch):

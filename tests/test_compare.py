@@ -307,7 +307,17 @@ def test_audit_with_baseline_gates_on_both(run_cli, data_files, tmp_path):
     doc = json.loads((tmp_path / "now.json").read_text())
     assert doc["status"] == "fail" and doc["comparison"]["status"] == "fail"
     assert doc["comparison"]["audit_status"] == "not_evaluated"
-    assert 'id="sec-comparison"' in (tmp_path / "now.html").read_text()
+    html = (tmp_path / "now.html").read_text()
+    assert 'id="sec-comparison"' in html
+    # only the comparison failed: console and report say so, not "a threshold failed"
+    worse = doc["comparison"]["summary"]["gate_failures"]
+    assert worse > 0
+    headline = res.output.splitlines()[0]
+    assert "gates: no threshold set; baseline comparison failed: " \
+        f"{worse} headline metric" in headline
+    assert "error-severity threshold failed" not in html
+    assert "comparison with the baseline" in html and f"{worse} headline metric" in html
+    assert "Worse than baseline" in html
     res = run_cli("audit", d / "after.parquet", *common, "-o", "now2.html", "-q",
                   "--baseline", "base.json", "--tolerance", "*=1")
     assert res.exit_code == 0

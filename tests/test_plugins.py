@@ -197,6 +197,8 @@ def test_failed_render_leaves_no_report(run_cli, parquet_path, tmp_path, fake_ep
     )  # fmt: skip
     assert result.exit_code == 3
     assert "boom from the crashing section" in result.stderr
+    assert "section 'crashing_section' (fixture-plugin 9.9, plugin 'crashsec')" in result.stderr
+    assert "--disable-plugin crashsec" in result.stderr
     assert sorted(p.name for p in out.iterdir()) == []
 
 
@@ -209,3 +211,13 @@ def test_misspelled_hook_through_the_cli(run_cli, fake_eps):
     assert "fairaudit_register_auditor" in result.stderr and "'typo'" in result.stderr
     assert "Traceback" not in result.output
     assert run_cli("plugins", "--disable-plugin", "typo").exit_code == 0
+
+
+def test_a_plugin_hook_that_raises_names_the_plugin(run_cli, parquet_path, tmp_path, fake_eps):
+    fake_eps(FakeEntryPoint("hooky", "crashing_hook", package="hooky-pkg"))
+    result = run_cli("audit", str(parquet_path), "--sensitive", "sex", "--labels", "segment",
+                     "--out", str(tmp_path / "r.html"))
+    assert result.exit_code == 3, result.output
+    assert "plugin 'hooky' (hooky-pkg 9.9) raised KeyError: 'boom from a hook'" in result.stderr
+    assert "--disable-plugin hooky" in result.stderr and "internal error" not in result.stderr
+    assert not (tmp_path / "r.html").exists() and not (tmp_path / "r.json").exists()

@@ -107,6 +107,7 @@ def describe(name: str, quiet: bool, debug: bool, disabled: Sequence[str]) -> in
 def render(audit_json: str, out: str, template_dirs: Sequence[str], quiet: bool, debug: bool,
            disabled: Sequence[str]) -> int:
     """Re-render the HTML report from a saved AUDIT.json (no recomputation)."""
+    from fairaudit.core.plugins import blaming_plugins
     from fairaudit.ops.compare import load_audit
     from fairaudit.report.outputs import InputRef, check_outputs
     from fairaudit.report.render import write_html
@@ -117,7 +118,8 @@ def render(audit_json: str, out: str, template_dirs: Sequence[str], quiet: bool,
     check_outputs({"--out": out}, [InputRef("AUDIT.json", audit_json)])
     run_obj = AuditRun(load_audit(p))
     host = _host(disabled)
-    write_html(run_obj, Path(out), host, template_dirs=[Path(t) for t in template_dirs])
+    with blaming_plugins(host):  # a plugin's report section
+        write_html(run_obj, Path(out), host, template_dirs=[Path(t) for t in template_dirs])
     if not quiet:
         click.echo(f"report: {Path(out).resolve()}")
     return EXIT_OK

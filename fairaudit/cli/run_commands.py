@@ -215,6 +215,7 @@ def _run_and_write(spec, host, data, out: Path, json_out: Path | None, quiet: bo
                    summary_md: Path | None = None, engine: Any = None,
                    chain_file: str | None = None, baseline: Any = None) -> int:
     from fairaudit.core.io import atomic_write_text
+    from fairaudit.core.plugins import blaming_plugins
     from fairaudit.core.progress import show_progress, step
     from fairaudit.core.runner import run_chain
     from fairaudit.report.outputs import check_outputs, input_refs, write_outputs
@@ -243,7 +244,7 @@ def _run_and_write(spec, host, data, out: Path, json_out: Path | None, quiet: bo
             from fairaudit.ops.baseline import attach_comparison
 
             run_obj = attach_comparison(run_obj, baseline)
-        with step("render report"):
+        with step("render report"), blaming_plugins(host):  # a plugin's report section
             html = render_html(run_obj, host)  # render fully before writing anything
     write_outputs([(json_path, json.dumps(run_obj.to_json(), indent=2, ensure_ascii=False)),
                    (out, html)])

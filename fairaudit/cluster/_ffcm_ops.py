@@ -327,3 +327,65 @@ class Anderson:
         gamma = np.linalg.lstsq(dF, f, rcond=1e-10)[0]
         out = g - dG @ gamma
         return out if np.isfinite(out).all() else g
+
+
+class TableStep:
+    """Step of the targeted term's damped table iteration, ``acceleration="adaptive"``.
+
+    The fair sweeps move the penalty table a step ``s`` of the way to the penalty of the current
+    memberships: ``T <- T + s (P(T) - T)``. The damped step ``s = base`` (0.2) keeps the first
+    sweeps from oscillating, but near a fixed point it also sets the pace: with the undamped
+    map's local rate lam, the residual ``r = ||P(T) - T||`` shrinks by ``q = 1 - s (1 - lam)``
+    per sweep, 0.8 + 0.2 lam at s = 0.2, where the full step s = 1 would shrink it by lam.
+
+    :meth:`step` reads lam off the last two residuals, ``lam = 1 - (1 - q) / s_prev``, and
+    takes full steps once ``confirm`` consecutive sweeps of the damped schedule showed a
+    shrinking residual with ``|lam| <= lam_max`` (the iteration is then in the linear regime of
+    a fixed point that the undamped map contracts to). Safeguards: back to ``base`` as soon as
+    a full step lets the residual grow (re-armed: the test may pass again), and for good once
+    two full steps together shrank it less than two damped steps would have (no gain: the
+    undamped map oscillates there). While ``base`` is above its final value (the first sweeps'
+    1/t steps) the damped schedule is kept. A fixed point of one schedule is a fixed point of
+    the other (r = 0 whatever s), so only the path to it changes (docs/methods/ffcm.md).
+    """
+
+    def __init__(self, floor: float, lam_max: float = 0.5, confirm: int = 2) -> None:
+        self.floor = floor  # the damped schedule's final step (TABLE_STEP)
+        self.lam_max = lam_max
+        self.confirm = confirm
+        self._res: float | None = None
+        self._step = 1.0
+        self._q: float | None = None
+        self._good = 0
+        self._fast = False
+        self._run = 0  # consecutive full steps
+        self._banned = False
+        self.full_steps = 0  # full steps taken in all (tests, logs)
+
+    def step(self, residual: float, base: float) -> float:
+        """The step of this sweep, given the residual of the current table and the damped
+        schedule's step ``base``."""
+        q = None
+        if self._res:
+            q = residual / self._res
+            lam = 1.0 - (1.0 - q) / self._step
+            if self._fast:
+                if q >= 1.0:  # a full step let the residual grow: damped again, re-armed
+                    self._fast, self._good = False, 0
+                elif (self._run >= 2 and self._q is not None
+                      and q * self._q > (1.0 - self.floor) ** 2):
+                    self._fast, self._banned = False, True  # no faster than the damped step
+            elif not self._banned and base <= self.floor and q < 1.0 and abs(lam) <= self.lam_max:
+                self._good += 1
+                self._fast = self._good >= self.confirm
+            else:
+                self._good = 0
+        if self._fast:
+            s = 1.0
+            self._run += 1
+            self.full_steps += 1
+        else:
+            s = base
+            self._run = 0
+        self._res, self._step, self._q = residual, s, q
+        return s

@@ -37,6 +37,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from fairaudit.cluster._ffcm_ops import (
     Anderson,
+    TableStep,
     cluster_bias,
     combine_tables,
     combined_codes,
@@ -79,7 +80,11 @@ ANDERSON_MEMORY = 5
 """Targeted term, ``acceleration="anderson"``: residuals kept by the Anderson acceleration of the
 fair sweeps (docs/methods/ffcm.md, "Iteration and convergence")."""
 ANDERSON_START = 4
-ACCELERATIONS = ("anderson", "none")
+ACCELERATIONS = ("adaptive", "anderson", "none")
+FULL_STEP_RATE = 0.5
+"""Targeted term, ``acceleration="adaptive"``: the fair sweeps take full table steps once two
+damped sweeps in a row showed the undamped map contracting at a local rate |lam| <= this
+(:class:`~fairaudit.cluster._ffcm_ops.TableStep`; docs/methods/ffcm.md)."""
 STANDARD_M = 2.0
 """The fuzzifier of the FFCM paper and of most FCM software; ``m="auto"`` never exceeds it."""
 
@@ -244,11 +249,15 @@ class FairFuzzyCMeans(ClusterMixin, BaseEstimator):
         term. ``"random"``: random memberships (rows of a uniform Dirichlet), as in the paper.
         An array: initial centres.
     random_state : int, RandomState or None
-    acceleration : {"none", "anderson"}, default="none"
-        Targeted form only: ``"none"``, the damped fair sweeps; ``"anderson"`` extrapolates them
-        (centres and penalty table) from the last few sweeps (Anderson acceleration): a fixed
-        point of the same equations in fewer sweeps on most data, but it can settle in another,
-        less fair fixed point than the damped path (docs/methods/ffcm.md).
+    acceleration : {"none", "adaptive", "anderson"}, default="none"
+        Targeted form only: how the fair sweeps move the penalty table. ``"none"``: the damped
+        sweeps. ``"adaptive"`` (soft table): the damped step until the damped iteration is seen
+        contracting near a fixed point, then full steps (safeguarded, back to damped when the
+        residual grows): the same fixed points as ``"none"`` on real data, in fewer sweeps, but
+        it can change which η candidate step 4 keeps (docs/methods/ffcm.md, "Iteration and
+        convergence"). ``"anderson"`` extrapolates the damped sweeps (centres and penalty table)
+        from the last few (Anderson acceleration): a fixed point of the same equations, but it
+        can settle in another, less fair one than the damped path.
 
     Attributes
     ----------
@@ -345,8 +354,8 @@ class FairFuzzyCMeans(ClusterMixin, BaseEstimator):
             raise ValueError(f"The 'tol' parameter of {name} must be a float >= 0; got {tol!r}.")
         if self.acceleration not in ACCELERATIONS:
             raise ValueError(
-                f"The 'acceleration' parameter of {name} must be 'anderson' or 'none'; "
-                f"got {self.acceleration!r}."
+                f"The 'acceleration' parameter of {name} must be 'none', 'adaptive' or "
+                f"'anderson'; got {self.acceleration!r}."
             )
         if isinstance(self.init, str):
             if self.init not in ("k-means++", "random"):
@@ -549,6 +558,13 @@ class FairFuzzyCMeans(ClusterMixin, BaseEstimator):
             else None
         )
         x_prev: np.ndarray | None = None
+        # acceleration="adaptive": full table steps once the damped iteration contracts (soft
+        # table only: the hard table is a step function of U, its residual has no local rate)
+        relax = (
+            TableStep(TABLE_STEP, FULL_STEP_RATE)
+            if phase == "fair" and self.acceleration == "adaptive"
+            else None
+        )
         c_unit = 1.0 / np.sqrt(max(s2, 1e-300))
         t_unit = eta_raw / max(s2, 1e-300)
         task = "FCM sweeps" if phase == "fcm" else "FFCM sweeps"
@@ -561,6 +577,10 @@ class FairFuzzyCMeans(ClusterMixin, BaseEstimator):
                 counts_from = _one_hot(U) if phase == "hard" else U
                 new = targeted_penalties(fair, counts_from, comb, shape, index)
                 step = max(TABLE_STEP, 1.0 / (it + 1))
+                if relax is not None and avg is not None:
+                    residual = np.sqrt(sum(float(((b - a) ** 2).sum())
+                                           for a, b in zip(avg, new, strict=True)))
+                    step = relax.step(float(residual), step)
                 avg = (
                     new
                     if avg is None
@@ -589,9 +609,12 @@ class FairFuzzyCMeans(ClusterMixin, BaseEstimator):
             J, num, den, labels = sweep(Xa, d, centres, tables, codes_arg, labels, m, p, floor, U)
             history.append(J)
             centres = new_centres(num, den, centres)
-            if len(history) - start >= 2 and abs(history[-1] - history[-2]) < self.tol * abs(
-                history[-2]
-            ):
+            done = len(history) - start >= 2 and _settled(history, -1, self.tol)
+            if done and relax is not None and relax.full_steps:
+                # J is not monotone in the fair phase; after full steps one small change can be
+                # a turning point of J, not the fixed point: two small changes in a row
+                done = len(history) - start >= 3 and _settled(history, -2, self.tol)
+            if done:
                 avg_box[0] = avg
                 progress.close(it + 1)
                 return centres, used, labels, True
@@ -690,6 +713,11 @@ def _hard_eds(fair: Any, labels: np.ndarray, k: int) -> tuple[float, float]:
         weighted += float((size[present] / n * dist).sum())
         summed += float(dist.sum())
     return weighted, summed
+
+
+def _settled(history: list[float], t: int, tol: float) -> bool:
+    """The relative change of J at ``history[t]`` is below ``tol``."""
+    return abs(history[t] - history[t - 1]) < tol * abs(history[t - 1])
 
 
 def _one_hot(U: np.ndarray) -> np.ndarray:

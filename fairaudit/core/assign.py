@@ -23,6 +23,7 @@ import numpy as np
 
 from fairaudit.core.contingency import JointTable, joint_from_frame, sum_joint_tables
 from fairaudit.core.data import ROW_ID, AuditData, Labelling
+from fairaudit.core.fit_quality import recording_warnings
 from fairaudit.errors import InputError
 
 log = logging.getLogger(__name__)
@@ -51,6 +52,8 @@ class Assignment:
     """Rows not assigned, by reason (e.g. a missing feature value with --on-nonfinite drop)."""
     cannot_predict: dict[str, str]
     """Labellings whose clusterer has no ``predict``: name -> reason."""
+    warnings: dict[str, list[str]] = dataclasses.field(default_factory=dict)
+    """The distinct ``UserWarning`` messages each labelling's ``predict`` raised (name -> them)."""
 
 
 def assign_all_rows(
@@ -101,6 +104,7 @@ def assign_all_rows(
             )
     partial: dict[str, list[JointTable]] = {s.label: [] for s in predictors}
     skipped: dict[str, int] = {}
+    raised_by: dict[str, list[str]] = {}
     assigned = 0
     if not predictors:
         return Assignment({}, 0, {}, cannot)
@@ -124,7 +128,11 @@ def assign_all_rows(
             data = step.component.transform(view).replace(include_sensitive=True)
         for step in predictors:
             view = data if step.sees_sensitive else data.without_sensitive()
-            labels = np.asarray(step.component.predict(view), dtype=np.int64)
+            labels, raised = recording_warnings(step.component.predict, view)
+            labels = np.asarray(labels, dtype=np.int64)
+            for text in raised:
+                if text not in raised_by.setdefault(step.label, []):
+                    raised_by[step.label].append(text)
             if labels.shape != (data.n_rows,):
                 raise InputError(
                     f"clusterer {step.label!r}: predict returned shape {labels.shape}; expected "
@@ -140,7 +148,7 @@ def assign_all_rows(
         meter.update(assigned)
     meter.close(assigned)
     joints = {name: sum_joint_tables(parts) for name, parts in partial.items() if parts}
-    return Assignment(joints, assigned, skipped, cannot)
+    return Assignment(joints, assigned, skipped, cannot, raised_by)
 
 
 def _can_predict(component: Any) -> bool:

@@ -121,8 +121,8 @@ def chain_from_flags(
     audit_steps: list[StepSpec] = []
     for i, item in enumerate(audits):
         where = f"--audit[{i}]" if cli else f"audit[{i}]"
-        name, params = _component(item, "--audit" if cli else where)
-        audit_steps.append(StepSpec("audit", name, where, params, name))
+        name, params, label = _component(item, "--audit" if cli else where)
+        audit_steps.append(StepSpec("audit", name, where, params, label or name))
     skip = tuple(dict.fromkeys(skip_audits))
     for name in skip:
         if not registry.has("auditor", name):
@@ -132,8 +132,8 @@ def chain_from_flags(
     places = [f"--cluster[{i}]" if cli else f"cluster[{i}]" for i in range(len(clusters))]
     parsed = [_component(item, "--cluster" if cli else where)
               for item, where in zip(clusters, places, strict=True)]
-    for i, (name, params) in enumerate(parsed):
-        label = name if sum(1 for n, _ in parsed if n == name) == 1 else None
+    for i, (name, params, given) in enumerate(parsed):
+        label = given or (name if sum(1 for n, *_ in parsed if n == name) == 1 else None)
         cluster_steps.append(
             StepSpec("cluster", name, places[i], params, label or f"{name}-{i + 1}")
         )

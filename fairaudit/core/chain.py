@@ -384,13 +384,15 @@ def parse_component_flag(text: str, flag: str = "--cluster") -> tuple[str, dict[
     return name, params
 
 
-def _component(item: str | tuple[str, Mapping[str, Any]], flag: str
-               ) -> tuple[str, dict[str, Any]]:
-    """A component named as ``NAME[:k=v,...]`` text or as a parsed ``(name, params)`` pair."""
+def _component(item: str | tuple[Any, ...], flag: str
+               ) -> tuple[str, dict[str, Any], str | None]:
+    """A component named as ``NAME[:k=v,...]`` text or as a parsed ``(name, params)`` pair or
+    ``(name, params, label)`` triple (:func:`fairaudit.core.params.components`): the name, its
+    parameters and the label the user gave (None: the default)."""
     if isinstance(item, str):
-        return parse_component_flag(item, flag)
-    name, params = item
-    return name, dict(params)
+        return (*parse_component_flag(item, flag), None)
+    name, params, *label = item
+    return name, dict(params), (label[0] if label else None)
 
 
 def _split_params(text: str) -> list[str]:

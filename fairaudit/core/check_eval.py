@@ -70,7 +70,9 @@ class NativeBackend:
         import polars as pl
 
         return pl.DataFrame({"group": pl.Series(groups, dtype=pl.String),
-                             "count": pl.Series(counts, dtype=pl.Int64)})
+                             "count": pl.Series(counts, dtype=pl.Int64),
+                             "folded": pl.Series([fold_name(g) for g in groups],
+                                                 dtype=pl.String)})
 
     def close(self) -> None:
         pass
@@ -102,6 +104,16 @@ class NativeBackend:
             return not bad_idx, {"element_count": n, "missing_count": n_missing,
                                  "unexpected_count": len(bad_idx),
                                  "unexpected_index_list": bad_idx}
+        if kind == "expect_column_values_to_be_unique":  # every copy of a repeated value
+            from collections import Counter
+
+            seen = series.to_list()
+            repeated = {v for v, c in Counter(seen).items() if v is not None and c > 1}
+            bad_idx = [i for i, v in enumerate(seen) if v in repeated]
+            return not bad_idx, {"element_count": n, "missing_count": n_missing,
+                                 "unexpected_count": len(bad_idx),
+                                 "unexpected_index_list": bad_idx,
+                                 "partial_unexpected_list": [seen[i] for i in bad_idx][:PARTIAL]}
         good = _condition(values, integral=kind == "expect_column_values_to_be_integral")
         unexpected = values.filter(~good)
         nonnull = n - n_missing
@@ -109,6 +121,12 @@ class NativeBackend:
         return ok, {"element_count": n, "missing_count": n_missing,
                     "unexpected_count": unexpected.len(),
                     "partial_unexpected_list": unexpected.head(PARTIAL).to_list()}
+
+
+def fold_name(name: str) -> str:
+    """A group name without case and surrounding whitespace: two names of a column with the same
+    fold ("Excellent", "excellent ") are probably one group spelled two ways."""
+    return name.strip().casefold()
 
 
 def _missing(series: Any) -> Any:

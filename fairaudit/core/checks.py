@@ -7,7 +7,9 @@ exact group counts already in memory.
 2. per sensitive column, in the order given: ``sensitive_exists``, ``sensitive_not_null``
    (at most ``max_null_fraction`` nulls in the sample), ``sensitive_groups`` (at least 2 groups),
    ``sensitive_not_id`` (not ID-like: groups <= 50% of rows and <= 10,000), ``group_min_cell``
-   (every group has >= ``min_cell`` rows; a warning);
+   (every group has >= ``min_cell`` rows; a warning), ``sensitive_names_distinct`` (no two group
+   names differ only in case or surrounding whitespace, e.g. ``'Excellent'`` / ``'excellent '``;
+   a warning; not for an ID-like column);
 3. ``group_min_cell`` for every other key of ``group_counts`` (intersections such as ``a|b``),
    sorted by key;
 4. for the labels column: ``labels_exists``, ``labels_integral`` (numeric labels only: a column
@@ -38,6 +40,7 @@ from typing import Any, Protocol
 from fairaudit.core.check_eval import (
     PARTIAL,
     NativeBackend,
+    fold_name,
     is_finite_scalar,
     is_integral_scalar,
     pandas_dtype_name,
@@ -265,6 +268,9 @@ def _group_checks(key: str, groups: list[str], counts: list[int], *, is_column: 
                             "expect_table_row_count_to_be_between", {"max_value": limit},
                             describe_id))
 
+    if is_column and list_names:
+        checks.append(_distinct_names_check(key, groups, order))
+
     def describe_cells(res: Mapping[str, Any]) -> tuple[str, str]:
         idx = sorted(int(i) for i in (res.get("unexpected_index_list") or []))
         small = sorted(((counts[i], groups[i]) for i in idx), key=lambda t: (t[0], t[1]))
@@ -295,6 +301,35 @@ def _group_checks(key: str, groups: list[str], counts: list[int], *, is_column: 
                         "expect_column_values_to_be_between",
                         {"column": "count", "min_value": min_cell}, describe_cells))
     return checks
+
+
+def _distinct_names_check(key: str, groups: list[str], order: tuple[Any, ...]) -> Check:
+    """Group names of one column that differ only in case or surrounding whitespace
+    (``'Excellent'``, ``'excellent '``): audited as separate groups, probably one group spelled
+    two ways. A warning; the data are never changed (on the distinct names only)."""
+
+    def describe(res: Mapping[str, Any]) -> tuple[str, str]:
+        sets: dict[str, list[str]] = {}
+        for i in sorted(int(i) for i in (res.get("unexpected_index_list") or [])):
+            sets.setdefault(fold_name(groups[i]), []).append(groups[i])
+        expected = (f"{_q(key)}: group names that differ in more than case or surrounding "
+                    "spaces")
+        if not sets:
+            return f"{_q(key)}: no two group names differ only in case or surrounding spaces", \
+                expected
+        shown = "; ".join(", ".join(_q(g) for g in names) for names in list(sets.values())[:5])
+        if len(sets) > 5:
+            shown += f"; ... ({len(sets) - 5:,} more)"
+        n = sum(len(v) for v in sets.values())
+        observed = (
+            f"{_q(key)}: {n:,} group names differ only in case or surrounding spaces and are "
+            f"audited as separate groups: {shown}; if each set is one group, fix the values "
+            "upstream (e.g. trim and lower-case the column) and audit again: fairaudit does not "
+            "change the data")
+        return observed, expected
+
+    return Check((*order, 3), f"sensitive_names_distinct[{key}]", key, WARNING,
+                 "expect_column_values_to_be_unique", {"column": "folded"}, describe)
 
 
 def _map_describe(column: str, dtype: str, failing: str,

@@ -368,7 +368,11 @@ class CountingAuditor(Auditor):
         ``compute_batch`` on the replicates. Override for metrics whose percentile interval is
         wrong (minima of ratios, distances near 0: docs/metrics.md, "Uncertainty").
         An override may take a keyword ``method``: the host then passes the user's
-        ``--ci-method`` (``"calibrated"`` or ``"conservative"``)."""
+        ``--ci-method`` (``"calibrated"`` or ``"conservative"``). In a published release
+        (``--publish``) the host calls it only if it takes a keyword ``noise``: the variance of
+        the noise on every released count (public); ``table`` is then the released table and
+        ``replicates`` the release's parametric bootstrap (sampling and fresh noise). An
+        override without ``noise`` gets percentile intervals there (docs/privacy.md)."""
         return {}
 
     def compute_batch(self, table: GroupTable, counts: np.ndarray) -> Mapping[str, np.ndarray]:

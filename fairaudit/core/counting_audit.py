@@ -144,6 +144,7 @@ def run_counting_auditor(
     ci_method: str = "calibrated",
     own_intervals: bool = True,
     unreleased: Mapping[str, Collection[str]] | None = None,
+    noise: float | None = None,
 ) -> list[MetricResult]:
     """All metric results of one counting auditor for one labelling (every attribute).
 
@@ -151,8 +152,12 @@ def run_counting_auditor(
     :class:`BootstrapReplicates` shared by the auditors of a labelling so that each attribute's
     replicate tables are built once), or ``None`` when intervals are off (``--bootstrap 0``).
     ``ci_method`` (``--ci-method``) is passed to ``comp.intervals`` when it takes ``method``.
-    ``own_intervals=False`` takes every interval from the replicates (a published release: the
-    auditors' own intervals know only sampling, the replicates also carry the noise).
+    ``own_intervals=False`` takes every interval from the replicates' percentiles.
+    ``noise`` (a published release): the variance of the noise of every released count; the
+    replicates are then the release's parametric bootstrap (sampling and fresh noise), and an
+    auditor's own intervals are used only where its ``intervals`` takes ``noise`` (the
+    built-ins: per-cell bounds with sampling and noise variance, docs/privacy.md) — an auditor
+    whose intervals know only sampling gets the percentile interval of the replicates.
     ``unreleased`` (attribute -> groups): groups of a private-domain release with a cell below
     the release threshold; their counts are unknown, so they are too small to judge.
     """
@@ -179,8 +184,8 @@ def run_counting_auditor(
         batch = None
         if replicates is not None and any(specs[m].bootstrap for m in values if m in specs):
             counts = replicates.tables(attribute, j.group_rows, j.cluster_cols)
-            own = (_own_intervals(comp, table, level, counts, ci_method) if own_intervals
-                   else {})
+            own = (_own_intervals(comp, table, level, counts, ci_method, noise)
+                   if own_intervals else {})
             wanted = [m for m in values if m in specs and specs[m].bootstrap and m not in own]
             if wanted:
                 batch = _compute_batch(comp, table, counts, wanted)
@@ -244,18 +249,22 @@ def _without_metric(row: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _own_intervals(comp: CountingAuditor, table: GroupTable, level: float, counts: np.ndarray,
-                   ci_method: str) -> Mapping[str, Any]:
+                   ci_method: str, noise: float | None = None) -> Mapping[str, Any]:
     """``comp.intervals``, with ``method=ci_method`` when the auditor takes it (the built-ins
-    do; third-party auditors written before ``--ci-method`` do not)."""
+    do; third-party auditors written before ``--ci-method`` do not), and ``noise`` for a
+    release: an auditor that does not take it has no interval of its own there (``{}``)."""
     import inspect
 
     try:
-        takes = "method" in inspect.signature(comp.intervals).parameters
+        params = inspect.signature(comp.intervals).parameters
     except (TypeError, ValueError):  # pragma: no cover - builtins without a signature
-        takes = False
-    if takes:
-        return comp.intervals(table, level, counts, method=ci_method)
-    return comp.intervals(table, level, counts)
+        params = {}
+    kw: dict[str, Any] = {"method": ci_method} if "method" in params else {}
+    if noise is not None:
+        if "noise" not in params:
+            return {}
+        kw["noise"] = noise
+    return comp.intervals(table, level, counts, **kw)
 
 
 def _compute_batch(comp: CountingAuditor, table: GroupTable, counts: np.ndarray,

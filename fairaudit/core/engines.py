@@ -218,16 +218,21 @@ class DaskEngine:
                                             dict(reader_options), t, pre, clu, on_nonfinite)
         joints: dict[str, list[JointTable]] = {}
         skipped: dict[str, int] = {}
+        raised: dict[str, list[str]] = {}
         for p in parts:
             for name, j in p.joints.items():
                 joints.setdefault(name, []).append(j)
             for k, v in p.rows_skipped.items():
                 skipped[k] = skipped.get(k, 0) + v
+            for name, texts in p.warnings.items():
+                raised.setdefault(name, []).extend(
+                    t for t in texts if t not in raised.get(name, []))
         return Assignment(
             joints={k: sum_joint_tables(v) for k, v in joints.items()},
             rows_assigned=sum(p.rows_assigned for p in parts),
             rows_skipped=skipped,
             cannot_predict=dict(parts[0].cannot_predict) if parts else {},
+            warnings=raised,
         )
 
     def close(self) -> None:

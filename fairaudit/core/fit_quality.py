@@ -25,6 +25,9 @@ Rules (``docs/metrics.md``, "Degenerate labellings"):
   partition coefficient (Dave 1996), ``(c * mean_i sum_k u_ik^2 - 1) / (c - 1)``, is below
   :data:`UNIFORM_MPC`. Every row then belongs to every cluster about equally, and its hard label
   comes from tiny differences (fuzzy c-means on many features, Winkler, Klawonn & Kruse 2011).
+* ``clusterer_warning`` — the clusterer itself raised a ``UserWarning`` (``warnings.warn``) in
+  ``fit`` or, assigning every row after a sampled fit, in ``predict``
+  (:func:`recording_warnings`; kept in ``fit["warnings"]`` / ``fit["predict_warnings"]``).
 """
 
 from __future__ import annotations
@@ -47,7 +50,34 @@ UNIFORM_MPC = 0.05
 """A fuzzy labelling whose modified partition coefficient is below this is near-uniform."""
 
 CODES = ("dominant_cluster", "tiny_cluster", "empty_cluster", "not_converged",
-         "uniform_memberships")
+         "uniform_memberships", "clusterer_warning")
+MAX_RAISED = 5
+"""At most this many distinct warnings a clusterer raised are kept per phase (fit, predict)."""
+
+
+def recording_warnings(fn: Any, *args: Any) -> tuple[Any, list[str]]:
+    """``fn(*args)`` and the distinct messages of the ``UserWarning`` s it raised (scikit-learn's
+    ``ConvergenceWarning`` included), in order, at most :data:`MAX_RAISED` (then a count of the
+    rest): a clusterer's ``warnings.warn`` in ``fit`` or ``predict`` belongs in its labelling's
+    ``warnings``, not only on stderr. Other categories (deprecations, numpy's RuntimeWarning)
+    are passed on as they were raised."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = fn(*args)
+    messages: list[str] = []
+    for w in caught:
+        if not issubclass(w.category, UserWarning):
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, source=w.source)
+            continue
+        text = str(w.message)
+        if text not in messages:
+            messages.append(text)
+    if len(messages) > MAX_RAISED:
+        messages = [*messages[:MAX_RAISED],
+                    f"and {len(messages) - MAX_RAISED} more warning(s) of the same kind"]
+    return out, messages
 
 
 def modified_partition_coefficient(memberships: Any) -> float | None:
@@ -234,6 +264,11 @@ def degenerate_warnings(
         else:
             why = "reports that it did not converge"
         out.append({"code": "not_converged", "clusters": [], "message": f"{who} {why}"})
+    for phase, key in (("fitting", "warnings"), ("assigning every row (predict)",
+                                                 "predict_warnings")):
+        for text in fit.get(key) or ():
+            out.append({"code": "clusterer_warning", "clusters": [],
+                        "message": f"{who} warned while {phase}: {text}"})
     mpc = modified_partition_coefficient(memberships) if memberships is not None else None
     if mpc is not None and mpc < UNIFORM_MPC:
         out.append({

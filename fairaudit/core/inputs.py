@@ -160,6 +160,27 @@ def check_groups(joint: JointTable, roles: ColumnRoles, n_input: int, spec: Chai
             )
 
 
+NUMERIC_MANY_GROUPS = 20
+"""A numeric sensitive column with more distinct values than this is probably a measurement
+(age, income): each value is audited as its own group, so a note suggests binning it."""
+
+
+def binning_notes(joint: JointTable, roles: ColumnRoles, lf: Any) -> list[str]:
+    """A note per numeric sensitive column with many distinct values (``age``: 62 groups of
+    single years), suggesting bands; the data are audited as given."""
+    schema = lf.collect_schema()
+    out = []
+    for s in roles.sensitive:
+        n_groups = len(joint.group_sizes(s))
+        if s in schema and schema[s].is_numeric() and n_groups > NUMERIC_MANY_GROUPS:
+            out.append(
+                f"sensitive column {s!r} is numeric with {n_groups} distinct values, each "
+                "audited as its own group (many small groups: wide intervals, fragile "
+                f"verdicts); if it is a measurement such as an age, bin it into a few bands "
+                "before the audit (e.g. 18-29, 30-44, 45-64, 65+)")
+    return out
+
+
 def _nothing_left(roles: ColumnRoles, n_input: int, lf: Any) -> str:
     """Why no row is left to audit, naming the column(s) at fault."""
     import polars as pl

@@ -175,6 +175,17 @@ def text_column_note(source: str, failure: tuple[str, str, str]) -> str:
             "means missing, remove it or write it as empty/NA)")
 
 
+def separator_hint(only_column: str, sep: str = ",") -> str | None:
+    """What to do when a CSV was read as one column whose name holds another separator
+    (a ``;`` or tab file read with ``,``), or ``None`` when no other separator is in it."""
+    other = next((c for c in (";", "\t", "|", ",") if c != sep and c in only_column), None)
+    if other is None:
+        return None
+    how = (f"pass --separator '{other}'" if other != "\t" else
+           "name the file .tsv or pass a tab character to --separator")
+    return f"the separator looks like {other!r}, not {sep!r}; {how}"
+
+
 def scan_builtin(spec: str, options: Mapping[str, Any]) -> pl.LazyFrame:
     """Open Parquet (file, directory, glob) or CSV lazily, and check it can be read."""
     import polars as pl
@@ -281,11 +292,19 @@ def _check_csv_shape(path: Path, sep: str) -> None:
         header = next(csv.reader(fh, delimiter=sep), None)
     if not header:
         raise InputError(f"{path}: the file is empty (no header line)")
+    if len(header) == 1:  # one column whose name holds the others: another separator
+        hint = separator_hint(header[0], sep)
+        if hint is not None:
+            raise InputError(f"{path}: the header was read as one column, {header[0][:60]!r}: "
+                             f"{hint}")
     seen: set[str] = set()
     for name in header:
         if name in seen:
+            title = sum(1 for h in header if not h.strip()) >= len(header) - 1
+            hint = (" (the first line looks like a title row above the header, as in an "
+                    "Excel export: remove it)") if title else ""
             raise InputError(f"{path}: the header names column {name!r} twice; column names "
-                             "must be unique")
+                             f"must be unique{hint}")
         seen.add(name)
     try:
         n_odd = (

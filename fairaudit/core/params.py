@@ -145,22 +145,38 @@ def bounds(v: Any) -> dict[str, float]:
     return out
 
 
-def components(v: Any) -> tuple[tuple[str, dict[str, Any]] | str, ...]:
-    """``"name:k=v"`` strings or ``(name, {param: value})`` pairs."""
+_STEP_KEYS = frozenset({"use", "params", "name"})
+
+
+def components(v: Any) -> tuple[tuple[str, dict[str, Any]] | tuple[str, dict[str, Any], str]
+                                | str, ...]:
+    """``"name:k=v"`` strings, ``(name, {param: value})`` pairs, or mappings shaped as a chain's
+    steps (``{"use": name, "params": {...}, "name": label}``; ``params`` and ``name`` optional)
+    -> strings, pairs and ``(name, params, label)`` triples. A bad element is named."""
     if isinstance(v, str):
         v = [v]
     if isinstance(v, Mapping) or not isinstance(v, Iterable):
         raise Invalid
     out: list[Any] = []
-    for item in v:
+    for i, item in enumerate(v):
         if isinstance(item, str) and item.strip():
             out.append(item)
         elif (isinstance(item, tuple | list) and len(item) == 2 and isinstance(item[0], str)
               and item[0] and isinstance(item[1], Mapping)
               and all(isinstance(k, str) for k in item[1])):
             out.append((item[0], dict(item[1])))
+        elif (isinstance(item, Mapping) and set(item) <= _STEP_KEYS
+              and isinstance(item.get("use"), str) and item["use"]
+              and isinstance(item.get("params", {}), Mapping)
+              and all(isinstance(k, str) for k in item.get("params", {}))
+              and isinstance(item.get("name", ""), str)):
+            step = (item["use"], dict(item.get("params", {})))
+            out.append((*step, item["name"]) if item.get("name") else step)
         else:
-            raise Invalid
+            extra = sorted(map(str, set(item) - _STEP_KEYS)) if isinstance(item, Mapping) else []
+            raise Invalid(f"element [{i}] is {_show(item)}"
+                          + (f" with unknown key(s) {extra} (a step has use, params, name)"
+                             if extra else ""))
     return tuple(out)
 
 
@@ -231,9 +247,11 @@ PARAMS: dict[str, Param] = {p.name: p for p in (
     Param("tolerance", "--tolerance", None, "a mapping METRIC[[ATTR]] -> allowed worsening",
           optional(bounds)),
     Param("cluster", "--cluster", "cluster",
-          "clusterer names 'name:k=v' or (name, {param: value}) pairs", components),
+          "clusterer names 'name:k=v', (name, {param: value}) pairs or {'use': name, "
+          "'params': {...}, 'name': label} steps", components),
     Param("audit", "--audit", "audit",
-          "auditor names 'name:k=v' or (name, {param: value}) pairs", components),
+          "auditor names 'name:k=v', (name, {param: value}) pairs or {'use': name, "
+          "'params': {...}} steps", components),
     Param("skip_audit", "--skip-audit", None, "auditor names", names),
     Param("disabled_plugins", "--disable-plugin", None, "plugin names", names),
     Param("chain", "--chain", None, "a ChainSpec or the path of a chain TOML file",
@@ -251,8 +269,8 @@ def problem(name: str, value: Any) -> str | None:
     """What is wrong with ``value`` for parameter ``name`` ("expected ...; got ..."), or None."""
     try:
         PARAMS[name].check(value)
-    except Invalid:
-        return f"expected {PARAMS[name].expected}; got {_show(value)}"
+    except Invalid as exc:
+        return f"expected {PARAMS[name].expected}; got {_show(value)}{_detail(exc)}"
     return None
 
 
@@ -261,9 +279,14 @@ def check(name: str, value: Any, surface: Surface = "api") -> Any:
     p = PARAMS[name]
     try:
         return p.check(value)
-    except Invalid:
+    except Invalid as exc:
         raise ConfigError(f"{p.label(surface)}: expected {p.expected}; got {_show(value)}"
-                          ) from None
+                          f"{_detail(exc)}") from None
+
+
+def _detail(exc: Invalid) -> str:
+    """Which part of the value is wrong, when the check said so (``; element [1] is ...``)."""
+    return f"; {exc.args[0]}" if exc.args else ""
 
 
 def check_all(values: Mapping[str, Any], surface: Surface = "api") -> dict[str, Any]:

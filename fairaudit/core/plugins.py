@@ -20,7 +20,9 @@ import difflib
 import importlib
 import logging
 import os
-from collections.abc import Iterable, Mapping, Sequence
+import traceback
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,7 +36,7 @@ from fairaudit.core.components import (
     Preprocessor,
     ReportSection,
 )
-from fairaudit.errors import ConfigError, DuplicateComponentError, PluginError
+from fairaudit.errors import ConfigError, DuplicateComponentError, FairauditError, PluginError
 
 log = logging.getLogger(__name__)
 
@@ -284,3 +286,70 @@ class Host:
 
     def component(self, kind: str, name: str) -> ComponentInfo:
         return self.registry.get(kind, name)
+
+
+# --------------------------------------------------------------------------- plugin bugs
+class PluginBugError(PluginError):
+    """A third-party plugin's component or hook raised an unexpected exception: a bug in that
+    plugin, not in fairaudit nor in the user's input. Exit code 3 like any bug, but the message
+    names the component, its package and version, and how to run without it."""
+
+    exit_code = 3
+
+
+def plugin_culprit(host: Host, exc: BaseException) -> tuple[str, str] | None:
+    """Who raised ``exc``, when it came from a third-party plugin's code, and that plugin's
+    name: the innermost frame of the traceback that runs a method of a registered component
+    (``auditor 'x' (pkg 1.0, plugin 'p')``), or else a frame of a third-party plugin's own modules
+    (a hook: ``plugin 'p' (pkg 1.0)``). ``None`` when the innermost component frame is a built-in
+    one's, or no plugin code ran (fairaudit's own bug)."""
+    frames = [frame for frame, _ in traceback.walk_tb(exc.__traceback__)][::-1]
+    by_class = {info.cls: info for info in host.registry.all()}
+    infos = host.plugins
+
+    def third_party(plugin: str) -> PluginInfo | None:
+        info = infos.get(plugin, PluginInfo(plugin, "?", "?", False))
+        return None if info.builtin else info
+
+    for frame in frames:  # innermost first
+        comp = by_class.get(type(frame.f_locals.get("self")))
+        if comp is not None:
+            info = third_party(comp.plugin)
+            return None if info is None else (
+                f"{comp.kind} {comp.name!r} ({_package(info)}, plugin {comp.plugin!r})",
+                comp.plugin)
+    packages: dict[str, PluginInfo] = {}
+    for name, module in host.pm.list_name_plugin():
+        top = str(getattr(module, "__name__", "") or "").split(".")[0]
+        info = third_party(name)
+        if info is not None and top and top not in ("fairaudit", "fairaudit_builtins"):
+            packages[top] = info
+    for frame in frames:
+        info = packages.get(str(frame.f_globals.get("__name__", "")).split(".")[0])
+        if info is not None:
+            return f"plugin {info.name!r} ({_package(info)})", info.name
+    return None
+
+
+def _package(info: PluginInfo) -> str:
+    return "package unknown" if info.package == "?" else f"{info.package} {info.version}"
+
+
+@contextmanager
+def blaming_plugins(host: Host) -> Iterator[None]:
+    """Turn an unexpected exception raised inside a third-party plugin into a
+    :class:`PluginBugError` naming it (the original is chained: ``--debug`` shows its traceback);
+    fairaudit's own errors and bugs pass unchanged."""
+    try:
+        yield
+    except FairauditError:
+        raise
+    except Exception as exc:
+        culprit = plugin_culprit(host, exc)
+        if culprit is None:
+            raise
+        who, plugin = culprit
+        raise PluginBugError(
+            f"{who} raised {type(exc).__name__}: {exc} \u2014 a bug in that plugin, not in "
+            f"fairaudit: report it to the plugin's authors (--debug shows the traceback); "
+            f"--disable-plugin {plugin} runs without it") from exc

@@ -20,6 +20,7 @@ from typing import Any
 
 from fairaudit.core.document import frame_fingerprint
 from fairaudit.core.inputs import resolve_roles, source_name
+from fairaudit.core.plugins import blaming_plugins
 from fairaudit.core.spec import ChainSpec
 from fairaudit.core.stages import RunState, run_stages
 from fairaudit.core.steps import DATA_LABELLING, Clock
@@ -57,7 +58,8 @@ def run_chain(
     text: tuple[str, ...] = tuple(spec.data.reader_options.get("text_columns", ()))
     while True:
         try:
-            return _run_chain(spec, host, data_path=data_path, engine=engine)
+            with blaming_plugins(host):
+                return _run_chain(spec, host, data_path=data_path, engine=engine)
         except pl.exceptions.ComputeError as exc:
             failure = csv_parse_failure(exc)
             if failure is None or failure[0] in text:

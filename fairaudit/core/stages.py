@@ -38,8 +38,10 @@ from fairaudit.core.document import (
     jsonable,
     publish_document,
 )
+from fairaudit.core.fit_quality import recording_warnings
 from fairaudit.core.inputs import (
     DEFAULT_MAX_ROWS,
+    binning_notes,
     check_groups,
     label_ids,
     materialise_rows,
@@ -59,7 +61,7 @@ from fairaudit.core.steps import (
     run_counting,
 )
 from fairaudit.errors import FairauditError, InputError
-from fairaudit.report.results import AuditRun, MetricResult, overall_status
+from fairaudit.report.results import TARGET_NOTE, AuditRun, MetricResult, overall_status
 
 log = logging.getLogger(__name__)
 
@@ -168,7 +170,10 @@ def check(s: RunState) -> RunState:
         lambda: run_checks(s.lf, s.data, s.roles, s.joint_full, s.spec, s.n_input),
     )
     feature_notes = tuple(s.data.notes) if s.data is not None else ()
-    notes = (*feature_notes, *([s.skipped_note] if s.skipped_note else []))
+    bins = binning_notes(s.joint_full, s.roles, s.lf)
+    for note in bins:
+        log.warning("%s", note)
+    notes = (*feature_notes, *([s.skipped_note] if s.skipped_note else []), *bins)
     return dataclasses.replace(s, checks=tuple(checks), feature_notes=feature_notes, notes=notes)
 
 
@@ -214,6 +219,17 @@ def cluster(s: RunState) -> RunState:
             data = data.with_labelling(lab)
 
     chosen_k: int | None = spec.options.k
+    if spec.options.k is not None and not spec.cluster:
+        from fairaudit.core.params import PARAMS
+
+        p = PARAMS["k"]
+        given = (f"{p.flag} {spec.options.k}" if spec.source.startswith("flags") else
+                 f"{p.name}={spec.options.k}" if spec.source.startswith("api")
+                 or spec.source == "python" else f"{p.key} = {spec.options.k}")
+        msg = (f"{given} has no effect: no clusterer runs (the labels column "
+               f"{roles.labels!r} is audited as it is); add a clusterer to fit k clusters")
+        log.warning("%s", msg)
+        notes.append(msg)
     default_chain = spec.source.endswith(":default")
     fair_steps: dict[str, tuple[dict[str, Any], AuditData]] = {}
     fitted_clu: list[FittedStep] = []
@@ -229,7 +245,8 @@ def cluster(s: RunState) -> RunState:
             view = data if "sensitive" in cls.requires else data.without_sensitive()
             fair_steps[step.label] = (dict(comp.get_params()), view)
         try:
-            fitted = guard(step, s.clock.run, "clusterer", step.label, step.label, comp.fit, view)
+            fitted, raised = guard(step, s.clock.run, "clusterer", step.label, step.label,
+                                   recording_warnings, comp.fit, view)
         except FairauditError as exc:
             if default_chain and labellings:
                 notes.append(f"{step.use} was skipped in the default comparison: {exc}")
@@ -238,6 +255,8 @@ def cluster(s: RunState) -> RunState:
                 continue
             raise
         lab = labelling_from(fitted, cls, step, data, s.clock.timings[-1].seconds)
+        if raised:  # the clusterer's own warnings.warn: into the labelling's warnings
+            lab = dataclasses.replace(lab, fit={**(lab.fit or {}), "warnings": raised})
         fitted_clu.append(FittedStep(lab.name, fitted, "sensitive" in cls.requires, step.use))
         if chosen_k is None and "n_clusters" in lab.params:
             chosen_k = lab.n_clusters if lab.n_clusters >= 2 else None
@@ -269,8 +288,15 @@ def assign(s: RunState) -> RunState:
     joints = dict(s.joints)
     out = []
     for lab in s.labellings:
+        if res.warnings.get(lab.name):  # predict's own warnings.warn, as fit's
+            lab = dataclasses.replace(lab, fit={**(lab.fit or {}),
+                                                "predict_warnings": res.warnings[lab.name]})
         if lab.name in res.joints:
             joints[lab.name] = res.joints[lab.name]
+            # the clusterer's own notes describe its fit, on the sample, not every row audited
+            lab = dataclasses.replace(lab, notes=tuple(
+                n if n.startswith(TARGET_NOTE) else f"(fit on the {fitted_rows:,}-row sample) {n}"
+                for n in lab.notes))
             note = (f"fitted on a seeded sample of {fitted_rows:,} rows, then every one of the "
                     f"{res.rows_assigned:,} rows was assigned with predict: its counting "
                     "metrics use every row")
@@ -335,7 +361,7 @@ def audit(s: RunState) -> RunState:
             if issubclass(cls, CountingAuditor):
                 produced = s.clock.run(
                     "auditor", step.label, lab.name, run_counting, comp, lab, joint, tables,
-                    boot, spec, release.unreleased(lab.name) if release is not None else None,
+                    boot, spec, release,
                 )
             else:
                 if data is None or lab.labels.size == 0:
@@ -364,13 +390,20 @@ def gate(s: RunState) -> RunState:
     """Judge every threshold on the whole scope the chain promised (see fairaudit.ops.gates)."""
     from fairaudit.ops.gates import evaluate_gates, scopes_for
 
-    scopes = scopes_for(s.classes("auditor", "audit"), [lab.name for lab in s.labellings],
+    # the fair = false twins (--twins) are there for comparison, the price of fairness: no gate
+    # judges them (to gate a plain method, name it with --cluster / a [[cluster]] step)
+    twins = {step.label for step in s.spec.cluster if step.twin_of is not None}
+    gated = [lab for lab in s.labellings if lab.name not in twins]
+    scopes = scopes_for(s.classes("auditor", "audit"), [lab.name for lab in gated],
                         s.joint_full.attribute_names, data_labelling=DATA_LABELLING)
     reasons = {
         lab.name: "every row of this labelling is noise (label -1), so no group metric exists"
-        for lab in s.labellings if _all_noise(s.joints.get(lab.name))
+        for lab in gated if _all_noise(s.joints.get(lab.name))
     }
-    results, gates = evaluate_gates(list(s.results), s.spec.thresholds, scopes, reasons=reasons)
+    judged, gates = evaluate_gates([r for r in s.results if r.labelling not in twins],
+                                   s.spec.thresholds, scopes, reasons=reasons)
+    it = iter(judged)
+    results = [r if r.labelling in twins else next(it) for r in s.results]
     notes = list(s.notes)
     if s.release is not None:  # the data's own notes quote exact counts
         from fairaudit.privacy.publish import published_notes

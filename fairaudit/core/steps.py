@@ -180,11 +180,13 @@ def run_checks(lf, data, roles, joint, spec, n_input) -> list[dict[str, Any]]:
 
 # ---------------------------------------------------------------------------- counting
 def run_counting(comp: CountingAuditor, lab, joint, tables, boot, spec,
-                  unreleased=None) -> list[MetricResult]:
+                  release=None) -> list[MetricResult]:
     from fairaudit.core.counting_audit import run_counting_auditor
 
+    # a release's intervals must carry the noise (its variance, public) and read nothing but
+    # the release: its parametric replicates, its unreleased cells
+    published = {} if release is None else {"unreleased": release.unreleased(lab.name),
+                                            **release.interval_options(lab.name)}
     return run_counting_auditor(comp, lab.name, joint, tables, boot,
                                 min_cell=spec.options.min_cell, level=spec.options.ci_level,
-                                ci_method=spec.options.ci_method,
-                                # a release's intervals must carry the noise: the bootstrap's
-                                own_intervals=not spec.privacy.publish, unreleased=unreleased)
+                                ci_method=spec.options.ci_method, **published)

@@ -17,6 +17,7 @@ from dataclasses import replace
 from typing import Any
 
 from fairaudit.core.artifacts import INPUT_ARTIFACTS, LABELS
+from fairaudit.core.io import separator_hint
 from fairaudit.core.spec import (
     _TOML_NAMES,
     ChainSpec,
@@ -168,6 +169,14 @@ def validate_chain(
             problems.add(th.source or "threshold",
                          f"unknown labelling {th.labelling!r}; the chain's labellings are "
                          + (", ".join(repr(x) for x in seen) or "none"))
+        twin = next((st for st in spec.cluster
+                     if st.twin_of is not None and st.label == th.labelling), None)
+        if twin is not None:
+            problems.add(th.source or "threshold",
+                         f"labelling {th.labelling!r} is the fair = false twin of "
+                         f"{twin.twin_of!r}, fitted for comparison: twins are not gated; to gate "
+                         f"the plain method, add it as a clusterer step of its own "
+                         f"({twin.use}:fair=false, with another name)")
 
     _check_roles(spec, problems)
     if columns is not None:
@@ -329,12 +338,9 @@ def _check_columns(spec: ChainSpec, columns: list[str], problems: _Problems) -> 
             if len(columns) == 1 and not close:
                 # one column whose name holds the others: the file was split on the wrong
                 # character (a ';' or tab CSV read as ',')
-                sep = next((c for c in (";", "\t", "|") if c in columns[0]), None)
-                if sep is not None:
-                    how = (f"pass --separator '{sep}'" if sep != "\t" else
-                           "name the file .tsv or pass a tab character to --separator")
-                    hint = (f" (the file was read as one column, {columns[0][:60]!r}: its "
-                            f"separator looks like {sep!r}; {how})")
+                how = separator_hint(columns[0])
+                if how is not None:
+                    hint = f" (the file was read as one column, {columns[0][:60]!r}: {how})"
             problems.add(path, f"column {col!r} is not in the data{hint}")
 
     if not spec.data.sensitive:

@@ -96,8 +96,11 @@ class _Runner:
         import numpy as np
         import pandas as pd
 
+        from fairaudit.core.check_eval import fold_name
+
         return pd.DataFrame({"group": pd.Series(groups, dtype=object),
-                             "count": np.asarray(counts, dtype=np.int64)})
+                             "count": np.asarray(counts, dtype=np.int64),
+                             "folded": pd.Series([fold_name(g) for g in groups], dtype=object)})
 
     def close(self) -> None:
         """Restore the caller's current GX context (or none)."""

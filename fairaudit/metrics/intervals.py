@@ -475,7 +475,9 @@ def balance_prime_interval(N: ArrayLike, level: float = 0.95,
 
 
 def _ratio_of_extremes(x: NDArray[np.float64], n: NDArray[np.float64], a: float,
-                       axis: int) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+                       axis: int, interval: Callable[..., tuple[NDArray[np.float64],
+                                                                NDArray[np.float64]]] | None = None
+                       ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Bounds of min_i p_i / max_i p_i along ``axis`` for binomial shares p = x / n (n is the
     same along ``axis``), each end missing with probability at most ``a``, in O(size) (no
     pairs).
@@ -483,10 +485,12 @@ def _ratio_of_extremes(x: NDArray[np.float64], n: NDArray[np.float64], a: float,
     Lower: min_i lo_i / max_i hi_i with pointwise Wilson bounds at a / 2 each — valid because
     min_i lo_i <= min_i p_i holds when the argmin's bound does, and max_i hi_i >= max_i p_i when
     the argmax's does. Upper: min_i hi_i / max_i lo_i with all m bounds simultaneous
-    (Bonferroni a / (2 m))."""
+    (Bonferroni a / (2 m)). ``interval(x, n, alpha)`` gives the shares' bounds (default
+    Wilson's; a release's noisy counts: :mod:`fairaudit.metrics.noisy_intervals`)."""
+    interval = wilson_interval if interval is None else interval
     m = x.shape[axis]
-    lo, hi = wilson_interval(x, n, a / 2.0)
-    lo_s, hi_s = wilson_interval(x, n, a / (2.0 * m))
+    lo, hi = interval(x, n, a / 2.0)
+    lo_s, hi_s = interval(x, n, a / (2.0 * m))
     with np.errstate(divide="ignore", invalid="ignore"):
         lower = lo.min(axis=axis) / hi.max(axis=axis)
         upper = np.minimum(hi_s.min(axis=axis) / lo_s.max(axis=axis), 1.0)

@@ -173,6 +173,13 @@ def discrete_laplace(rng: np.random.Generator, scale: float, size: Sequence[int]
     return rng.geometric(p, size=size) - rng.geometric(p, size=size)
 
 
+def discrete_laplace_variance(scale: float) -> float:
+    """Variance of the release's noise per cell (public: a function of the scale alone)."""
+    from fairaudit.metrics.noisy_cells import discrete_laplace_variance as var
+
+    return var(scale)
+
+
 def parametric_replicates(cube: np.ndarray, scale: float, n_boot: int,
                           rng: np.random.Generator) -> np.ndarray:
     """(B x cells) replicates of a released cube that carry both uncertainties: rows drawn

@@ -268,6 +268,12 @@ class Release:
                                             rng)
         return BootstrapReplicates(self.joints[labelling], reps[:, self._support[labelling]])
 
+    def interval_options(self, labelling: str) -> dict[str, Any]:
+        """How the auditors' intervals of ``labelling`` are computed from this release (keyword
+        arguments of :func:`fairaudit.core.counting_audit.run_counting_auditor`)."""
+        del labelling  # one mechanism for every cube of the release
+        return {"noise": dp.discrete_laplace_variance(self.mechanism.scale)}
+
     # ------------------------------------------------------------------ the document
     def release_id(self) -> str:
         """A hash of the released cubes and epsilon (post-processing: it identifies the release
@@ -319,9 +325,13 @@ class Release:
                 "remainder; every margin, metric, interval, verdict and gate is computed from "
                 "these cubes alone"),
             "intervals": (
-                "parametric bootstrap: rows drawn again from the released cube (multinomial), "
-                "fresh noise of the release's distribution, the same post-processing; "
-                "percentile intervals cover sampling and the noise"),
+                "from the released counts and the mechanism's public noise variance only: the "
+                "balance and CCE families by per-cell score bounds whose variance is sampling's "
+                "plus the noise's (a cell the noise can hide bounds nothing from above), one "
+                "critical value calibrated by the parametric bootstrap (rows drawn again from "
+                "the released cube, fresh noise of the release's distribution, the same "
+                "post-processing); the distances by triangle bounds over those replicates; the "
+                "other metrics by their percentiles"),
             "left_out": list(LEFT_OUT),
             "outside_declared": self.outside_declared(),
             "spent": None,

@@ -134,9 +134,10 @@ class Context:
 
     @property
     def published_interval_text(self) -> str:
-        return ("comes from the parametric bootstrap of the release (rows drawn again from the "
-                "released counts, fresh noise of the release's distribution, the same "
-                "post-processing): it covers sampling and the noise")
+        return ("comes from the released counts alone, calibrated by the parametric bootstrap "
+                "of the release (rows drawn again from the released counts, fresh noise of the "
+                "release's distribution, the same post-processing): it covers sampling and the "
+                "noise")
 
     @property
     def level_text(self) -> str:

@@ -196,6 +196,27 @@ def fmt_threshold(th: Any) -> str:
     return f"{what} {op} {fmt_num(th.get('value'), 3).rstrip('0').rstrip('.')}"
 
 
+def group_name(value: Any) -> Any:
+    """A group name as the report shows it: a name with leading or trailing whitespace
+    (``'deductible  '``; in an intersection ``a|b``, either part's) gets each of those characters
+    as a visible ␣, inside quotes, so it cannot pass for ``'deductible'`` (HTML collapses
+    spaces); other names as they are."""
+    from markupsafe import Markup, escape
+
+    text = "" if value is None else str(value)
+    parts = text.split("|")
+    if all(p == p.strip() for p in parts):
+        return text
+    shown = []
+    for p in parts:
+        lead = len(p) - len(p.lstrip())
+        trail = len(p) - len(p.rstrip()) if p.strip() else 0
+        shown.append("\u2423" * lead + str(escape(p.strip())) + "\u2423" * trail)
+    return Markup('<span class="ws-name" title="{}">\u201c{}\u201d</span>').format(
+        "this group name has leading or trailing spaces (shown as \u2423)",
+        Markup("|".join(shown)))
+
+
 def slug(value: Any) -> str:
     """A safe HTML id fragment from any text."""
     s = re.sub(r"[^a-z0-9]+", "-", str(value).lower()).strip("-")
@@ -218,6 +239,7 @@ FILTERS: dict[str, Any] = {
     "direction_text": direction_text,
     "slug": slug,
     "clauses": join_clauses,
+    "group_name": group_name,
 }
 """Filters installed in every report environment."""
 

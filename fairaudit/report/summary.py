@@ -81,9 +81,43 @@ def headline(doc: Mapping[str, Any]) -> str:
     inp = doc["input"]
     gates = (f"{counts['fail']} failed, {counts['warn']} warned, {counts['pass']} passed"
              if doc.get("gates") else "no threshold set")
+    g = gating(doc)
+    if g["twins"]:
+        gates += f"; twins not gated: {', '.join(g['twins'])}"
+    if g["baseline"]:
+        gates += f"; {g['baseline']['text']}"
     return (f"fairaudit: {status_words(doc['status'])}  ({inp['rows_audited']:,} rows, "
             f"{len(doc['labellings'])} labelling(s), attributes: "
             f"{', '.join(inp['attributes'])}; gates: {gates})")
+
+
+def ungated_twins(doc: Mapping[str, Any]) -> list[str]:
+    """The ``fair = false`` twins of the document (``--twins``), which no gate judges: they are
+    fitted for comparison (the price of fairness), in labelling order."""
+    from fairaudit.report.answer import twin_names
+
+    twins = twin_names(doc)
+    return [str(lab["name"]) for lab in doc.get("labellings") or () if lab.get("name") in twins]
+
+
+def gating(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """What judged the run besides its thresholds, for the console headline and the report:
+    ``twins`` (the twins no gate judged, when there are gates) and ``baseline`` (``None``, or the
+    ``--baseline`` comparison that failed or warned: ``status``, ``worse`` = the headline metrics
+    significantly worse, ``file``, ``text``)."""
+    cmp = doc.get("comparison") or {}
+    baseline = None
+    if cmp.get("status") in ("fail", "warn"):
+        worse = int((cmp.get("summary") or {}).get("gate_failures") or 0)
+        file = (cmp.get("baseline") or {}).get("file")
+        than = f" than {file}" if file else ""
+        text = (f"baseline comparison failed: {worse} headline metric"
+                f"{'' if worse == 1 else 's'} significantly worse{than}"
+                if cmp["status"] == "fail" else
+                "baseline comparison warned: headline results of the baseline are missing or "
+                "undefined in this run")
+        baseline = {"status": cmp["status"], "worse": worse, "file": file, "text": text}
+    return {"twins": ungated_twins(doc) if doc.get("gates") else [], "baseline": baseline}
 
 
 def answer_lines(doc: Mapping[str, Any]) -> list[str]:
@@ -163,6 +197,10 @@ def caveat_lines(doc: Mapping[str, Any]) -> list[str]:
         out.extend(f"note: column {c!r} is a {why}"
                    for c, why in cols.items()
                    if isinstance(why, str) and why.startswith("date/time"))
+    # group names of one column that differ only in case or surrounding spaces (input check)
+    out.extend(f"warning: {c['observed']}" for c in doc.get("checks") or ()
+               if isinstance(c, Mapping) and not c.get("success")
+               and str(c.get("name", "")).startswith("sensitive_names_distinct["))
     from fairaudit.report.results import TARGET_NOTE
 
     warnings = [(str(lab.get("name")), w) for lab in doc.get("labellings") or ()

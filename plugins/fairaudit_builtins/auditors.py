@@ -16,7 +16,7 @@ import numpy as np
 from fairaudit.core.components import CountingAuditor, Direction, MetricSpec, Options
 from fairaudit.core.data import GroupTable
 from fairaudit.hookspecs import hookimpl
-from fairaudit.metrics import counting, intervals
+from fairaudit.metrics import counting, intervals, noisy_intervals
 from fairaudit.metrics.bootstrap import in_blocks
 from fairaudit.metrics.distance_intervals import distance_intervals
 
@@ -123,12 +123,19 @@ class BalanceAuditor(CountingAuditor):
         return out
 
     def intervals(self, table: GroupTable, level: float, replicates: np.ndarray, *,
-                  method: str = "calibrated") -> Mapping[str, Any]:
+                  method: str = "calibrated", noise: float | None = None) -> Mapping[str, Any]:
         reps = _calibrating(replicates, method)
-        out: dict[str, Any] = {
-            "balance": intervals.balance_interval(table.counts, level, reps),
-            "balance_mean": intervals.balance_mean_interval(table.counts, level),
-        }
+        if noise is not None:  # a published release: counts with noise of variance `noise`
+            out: dict[str, Any] = {
+                "balance": noisy_intervals.balance_interval(table.counts, level, reps, noise),
+                "balance_mean": noisy_intervals.balance_mean_interval(table.counts, level,
+                                                                      noise),
+            }
+        else:
+            out = {
+                "balance": intervals.balance_interval(table.counts, level, reps),
+                "balance_mean": intervals.balance_mean_interval(table.counts, level),
+            }
         if table.n_noise:
             # the noise fraction is a constant factor (noise rows are not resampled)
             frac = table.n / (table.n + table.n_noise)
@@ -242,7 +249,9 @@ class DistributionAuditor(CountingAuditor):
         return _first(self.compute_batch(table, table.counts[None]))
 
     def intervals(self, table: GroupTable, level: float, replicates: np.ndarray, *,
-                  method: str = "calibrated") -> Mapping[str, Any]:
+                  method: str = "calibrated", noise: float | None = None) -> Mapping[str, Any]:
+        # a release's replicates carry its noise (parametric bootstrap): the error bounds of the
+        # triangle method take it from them, whatever `noise` is
         ground = self._ground(table)
         if ground == "fairkm-compat":  # not a norm of a deviation: percentile interval
             return {}
@@ -353,13 +362,21 @@ class CapacityAuditor(CountingAuditor):
         return _first(self.compute_batch(table, table.counts[None]))
 
     def intervals(self, table: GroupTable, level: float, replicates: np.ndarray, *,
-                  method: str = "calibrated") -> Mapping[str, Any]:
+                  method: str = "calibrated", noise: float | None = None) -> Mapping[str, Any]:
         reps = _calibrating(replicates, method)
+        T = table.counts
+        if noise is not None:  # a published release: counts with noise of variance `noise`
+            return {
+                "fairness_cce": noisy_intervals.fairness_cce_interval(T, level, reps, noise),
+                "cce": noisy_intervals.cce_interval(T, level, noise),
+                "fce_fair": noisy_intervals.fce_fair_interval(T, level, noise),
+                "balance_prime": noisy_intervals.balance_prime_interval(T, level, reps, noise),
+            }
         return {
-            "fairness_cce": intervals.fairness_cce_interval(table.counts, level, reps),
-            "cce": intervals.cce_interval(table.counts, level),
-            "fce_fair": intervals.fce_fair_interval(table.counts, level),
-            "balance_prime": intervals.balance_prime_interval(table.counts, level, reps),
+            "fairness_cce": intervals.fairness_cce_interval(T, level, reps),
+            "cce": intervals.cce_interval(T, level),
+            "fce_fair": intervals.fce_fair_interval(T, level),
+            "balance_prime": intervals.balance_prime_interval(T, level, reps),
         }
 
     def compute_batch(self, table: GroupTable, counts: np.ndarray, *,

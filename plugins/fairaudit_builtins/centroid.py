@@ -116,7 +116,7 @@ class FFCMClusterer(Clusterer):
         "variant": Options(("targeted", "paper")),
         "eta": AnyOf((Interval(float, 0.0, None), Options(("auto",)))),
         "eta_scale": Options(("auto", "gap", "variance", "none")),
-        "acceleration": Options(("anderson", "none")),
+        "acceleration": Options(("adaptive", "anderson", "none")),
     }
     param_docs = {
         **_FCM_DOCS,
@@ -127,9 +127,10 @@ class FFCMClusterer(Clusterer):
         "eta_scale": "unit of eta: 'gap' (mean gap between a row's squared distances to its two "
         "nearest centres), 'variance' (total variance), 'none' (raw, as the paper's 1e2..1e7); "
         "'auto' = gap (targeted) / variance (paper)",
-        "acceleration": "targeted form: 'none' (default) = the damped fair sweeps; 'anderson' "
-        "extrapolates them from the last few (fewer sweeps on most data, but it can settle in "
-        "a less fair fixed point)",
+        "acceleration": "targeted form: 'none' (default) = the damped fair sweeps; 'adaptive' "
+        "takes full table steps once they contract (the same fixed points on real data in "
+        "fewer sweeps; it can change which eta candidate is kept); 'anderson' extrapolates "
+        "them from the last few (it can settle in a less fair fixed point)",
     }
 
     def __init__(

@@ -316,19 +316,26 @@ class BeraClusterer(_FieldClusterer):
                              "repaired_rows": int(est.repaired_rows_),
                              "bounds_broken": len(est.bound_violations_)})
         if est.fair_applied_:
+            n = est.labels_.size
             moved = int((est.labels_ != est.kmeans_labels_).sum())
-            notes = [f"Fair assignment moved {moved:,} of {est.labels_.size:,} rows from "
-                     f"their nearest k-means centre (delta = {self.delta})."]
-            if est.repaired_rows_:
-                notes.append(f"{est.repaired_rows_:,} of them moved by the integer repair, so "
-                             "every cluster's group shares meet the delta bounds.")
+            notes = [f"Fair assignment moved {moved:,} of the {n:,} fitted rows from their "
+                     f"nearest k-means centre (delta = {self.delta})."]
+            if est.repaired_rows_ and not est.bound_violations_:
+                notes.append(f"The integer repair re-assigned {est.repaired_rows_:,} rows after "
+                             f"the rounding, so in the {n:,} fitted rows every cluster's group "
+                             "shares meet the delta bounds.")
+            elif est.repaired_rows_:
+                notes.append(f"The integer repair re-assigned {est.repaired_rows_:,} rows after "
+                             "the rounding.")
             empty = int(self.n_clusters) - int(np.unique(est.labels_).size)
             if empty:
-                notes.append(f"{empty} of the {self.n_clusters} clusters are empty: too small "
-                             "to hold every group's share in whole rows.")
+                notes.append(f"{empty} of the {self.n_clusters} clusters were left empty in "
+                             f"the fit: too small to hold every group's share of the {n:,} "
+                             "fitted rows in whole rows.")
             if est.bound_violations_:
-                notes.append(f"{len(est.bound_violations_)} (cluster, group) bounds are not "
-                             "met: no integer assignment of the movable rows meets them.")
+                notes.append(f"In the {n:,} fitted rows {len(est.bound_violations_)} (cluster, "
+                             "group) bounds are not met: no integer assignment of the movable "
+                             "rows meets them.")
             self.notes_ = tuple(notes)
 
 

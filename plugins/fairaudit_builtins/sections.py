@@ -122,6 +122,7 @@ class SummarySection(ReportSection):
         gx = doc.get("checks") or []
         inp = doc.get("input") or {}
         from fairaudit.report.answer import answers, overall
+        from fairaudit.report.summary import gating
 
         bounds = [
             f"{g['metric']} {_OP[g.get('direction') == 'higher_is_better']} "
@@ -145,6 +146,7 @@ class SummarySection(ReportSection):
                                    for c in row.get("cells") or ()),
             "status": doc.get("status", "not_evaluated"),
             "counts": counts,
+            "gating": gating(doc),
             "n_checks": len(checks),
             "checks": checks,
             "headline": headline,

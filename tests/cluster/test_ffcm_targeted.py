@@ -63,9 +63,12 @@ def test_targeted_penalty_is_the_derivative_of_the_fair_loss():
     assert (F(V2) - F(U)) / h - pen[codes[j], i2] == pytest.approx(shift, abs=1e-4)
 
 
-def oracle_targeted(X, codes, k, eta, centres0, max_iter, tol, hard=False):
+def oracle_targeted(X, codes, k, eta, centres0, max_iter, tol, hard=False, adaptive=False):
     """Loop version of the targeted fit (m = 2, eta_scale='gap', one attribute); ``hard``: the
-    table from the argmax labels' counts instead of the memberships."""
+    table from the argmax labels' counts instead of the memberships; ``adaptive``: the table's
+    step of ``acceleration="adaptive"`` (full steps once the damped residual shrinks with a
+    local rate |lam| <= 1/2 for two sweeps) and its stop (two small changes of J in a row).
+    Returns (U, centres, objective history, number of full steps)."""
     X = np.asarray(X, float)
     X = X - X.mean(0)
     n = len(X)
@@ -103,6 +106,12 @@ def oracle_targeted(X, codes, k, eta, centres0, max_iter, tol, hard=False):
     unit = np.mean([np.diff(sorted(((x - c) ** 2).sum() for c in C))[0] for x in X])
     avg = None
     start = len(hist)
+    res, steps, full, good, banned = [], [], False, 0, False
+    n_full = 0
+
+    def small(t):  # relative change of J at history index t below tol
+        return abs(hist[t] - hist[t - 1]) < tol * abs(hist[t - 1])
+
     for it in range(max_iter):  # phase 2: the table moves towards the current penalty
         counts_from = U
         if hard:  # one-hot of each row's argmax
@@ -110,15 +119,38 @@ def oracle_targeted(X, codes, k, eta, centres0, max_iter, tol, hard=False):
             for j in range(n):
                 counts_from[j, int(np.argmax(U[j]))] = 1.0
         new = penalty_literal(counts_from, codes, lg, k)
-        avg = new if avg is None else avg + (new - avg) * max(TABLE_STEP, 1.0 / (it + 1))
+        step = max(TABLE_STEP, 1.0 / (it + 1))
+        if adaptive and avg is not None:
+            r = float(np.sqrt(((new - avg) ** 2).sum()))
+            if res and res[-1] > 0:
+                q = r / res[-1]
+                lam = 1.0 - (1.0 - q) / steps[-1]
+                if full:
+                    if q >= 1.0:
+                        full, good = False, 0
+                    elif (steps[-2:] == [1.0, 1.0] and len(res) >= 2
+                          and q * (res[-1] / res[-2]) > (1.0 - TABLE_STEP) ** 2):
+                        full, banned = False, True
+                elif not banned and step <= TABLE_STEP and q < 1.0 and abs(lam) <= 0.5:
+                    good += 1
+                    full = good >= 2
+                else:
+                    good = 0
+            if full:
+                step = 1.0
+                n_full += 1
+            res.append(r)
+            steps.append(step)
+        avg = new if avg is None else avg + (new - avg) * step
         P = eta * unit * avg
         Cu = C
         U = memberships(C, P)
         hist.append(J(U, Cu, P))
         C = centres_of(U)
-        if len(hist) - start >= 2 and abs(hist[-1] - hist[-2]) < tol * abs(hist[-2]):
+        t = len(hist) - 1
+        if t - start >= 1 and small(t) and (not adaptive or (t - start >= 2 and small(t - 1))):
             break
-    return U, Cu, np.array(hist)
+    return U, Cu, np.array(hist), n_full
 
 
 def _correlated(seed=0, n=60):
@@ -136,7 +168,7 @@ def test_targeted_fit_matches_loop_oracle():
     # the oracle runs one fair phase at the eta the fit kept (step 4 may try several)
     factor = est.eta_reductions_[-1]
     assert factor > 0
-    U, C, hist = oracle_targeted(X, s, 3, 3.0 * factor, init - X.mean(0), 60, 1e-8)
+    U, C, hist, _ = oracle_targeted(X, s, 3, 3.0 * factor, init - X.mean(0), 60, 1e-8)
     assert est.n_iter_ == len(hist)
     np.testing.assert_allclose(est.objective_, hist, rtol=1e-8)
     np.testing.assert_allclose(est.memberships_, U, rtol=1e-7, atol=1e-10)
@@ -320,7 +352,7 @@ def test_hard_table_fit_matches_loop_oracle():
     assert est.fair_table_ == "hard"
     assert ed_score(est.labels_, s) < ed_score(twin.labels_, s)
     factor = est.eta_reductions_[-1]
-    U, C, hist = oracle_targeted(X, s, 2, 3.0 * factor, init - X.mean(0), 80, 1e-8, hard=True)
+    U, C, hist, _ = oracle_targeted(X, s, 2, 3.0 * factor, init - X.mean(0), 80, 1e-8, hard=True)
     np.testing.assert_allclose(est.memberships_, U, rtol=1e-7, atol=1e-10)
     np.testing.assert_allclose(est.cluster_centers_, C + X.mean(0), rtol=1e-7, atol=1e-10)
     assert est.n_iter_ == len(hist)
@@ -446,3 +478,74 @@ def test_soft_counts_in_one_bincount_are_the_column_counts_bit_for_bit(seed, n, 
     for a, b in zip(targeted_penalties(fair, U, comb, (groups, 3), count_index(comb, k)),
                     targeted_penalties(fair, U, comb, (groups, 3)), strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+def test_table_step_takes_full_steps_only_where_the_damped_iteration_contracts():
+    from fairaudit.cluster._ffcm_ops import TableStep
+
+    def run(lam, sweeps=40):
+        """Scalar residual of T <- T + s (P(T) - T) with P(T) = lam T: r shrinks by 1 - s(1-lam)."""
+        ts, r, steps = TableStep(0.2), 1.0, []
+        for it in range(1, sweeps):
+            s = ts.step(r, max(0.2, 1.0 / (it + 1)))
+            steps.append(s)
+            r *= abs(1.0 - s * (1.0 - lam))
+        return steps, ts.full_steps
+
+    steps, full = run(0.1)  # fast undamped contraction: full steps once two damped sweeps
+    assert steps[:4] == [0.5, 1 / 3, 0.25, 0.2]  # (the 1/t start is never sped up)
+    assert steps[4:] == [1.0] * 35 and full == 35
+    steps, full = run(0.9)  # |lam| > 1/2: the damped schedule throughout
+    assert full == 0 and set(steps[3:]) == {0.2}
+    steps, full = run(-0.7)  # oscillating undamped map: |lam| > 1/2, damped
+    assert full == 0
+
+    # a full step that lets the residual grow sends it back to the damped step (re-armed)
+    ts = TableStep(0.2)
+    for r, base in ((1.0, 0.2), (0.82, 0.2), (0.67, 0.2)):
+        s = ts.step(r, base)
+    assert s == 1.0
+    assert ts.step(0.9, 0.2) == 0.2
+    # two full steps that shrink the residual less than two damped ones: damped for good
+    ts = TableStep(0.2)
+    for r in (1.0, 0.82, 0.67, 0.6, 0.55, 0.5):
+        s = ts.step(r, 0.2)
+    assert s == 0.2
+    assert all(ts.step(r, 0.2) == 0.2 for r in (0.4, 0.33, 0.27, 0.2, 0.15))
+
+
+@pytest.mark.parametrize("seed", [1, 3])
+def test_adaptive_fit_matches_loop_oracle(seed):
+    # acceleration="adaptive": the same two phases as the damped oracle, with the table's full
+    # steps and the two-small-changes stop written out in the loop oracle
+    X, s = _correlated(seed, n=40)
+    init = np.array([[0.2, 0.5], [0.8, 0.5], [0.5, 0.9]])
+    est = FairFuzzyCMeans(3, eta=3.0, init=init, max_iter=60, tol=1e-8,
+                          acceleration="adaptive").fit(X, sensitive=s)
+    assert est.fair_table_ == "soft"
+    factor = est.eta_reductions_[-1]
+    U, C, hist, n_full = oracle_targeted(
+        X, s, 3, 3.0 * factor, init - X.mean(0), 60, 1e-8, adaptive=True)
+    assert n_full > 0  # the fast path ran
+    assert est.n_iter_ == len(hist)
+    np.testing.assert_allclose(est.objective_, hist, rtol=1e-8)
+    np.testing.assert_allclose(est.memberships_, U, rtol=1e-7, atol=1e-10)
+    np.testing.assert_allclose(est.cluster_centers_, C + X.mean(0), rtol=1e-7, atol=1e-10)
+    # run to a tight tolerance, it ends where the damped iteration ends (the same fixed point)
+    damped = FairFuzzyCMeans(3, eta=3.0, init=init, max_iter=3000, tol=1e-10,
+                             acceleration="none").fit(X, sensitive=s)
+    tight = FairFuzzyCMeans(3, eta=3.0, init=init, max_iter=3000, tol=1e-10,
+                            acceleration="adaptive").fit(X, sensitive=s)
+    assert damped.converged_ and tight.converged_
+    assert tight.eta_reductions_ == damped.eta_reductions_
+    np.testing.assert_array_equal(tight.labels_, damped.labels_)
+    np.testing.assert_allclose(tight.memberships_, damped.memberships_, atol=1e-6)
+
+
+def test_acceleration_values_and_bad_value():
+    X, s = _correlated(4, n=120)
+    for acc in ("none", "adaptive", "anderson"):
+        est = FairFuzzyCMeans(2, random_state=0, acceleration=acc).fit(X, sensitive=s)
+        assert est.converged_
+    with pytest.raises(ValueError, match="'acceleration' parameter.*'adaptive'.*'fast'"):
+        FairFuzzyCMeans(2, acceleration="fast").fit(X, sensitive=s)
