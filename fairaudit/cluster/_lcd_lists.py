@@ -48,15 +48,11 @@ from scipy.spatial import cKDTree
 
 from fairaudit.cluster._knn import kd_tree, leaf_rank, query_rows
 from fairaudit.cluster._lcd_sample import SampleLists
-from fairaudit.metrics.local_connectivity import TIE_RTOL
+from fairaudit.metrics.local_connectivity import TERM_MAX, TIE_RTOL
 
 __all__ = ["ClusterLists", "build", "list_bytes", "point_values", "touched", "update"]
 
 PARALLEL_ROWS = 2048
-TERM_MAX = 0.5 + 1e-6
-"""An upper bound of one term Dev · ND (eq. 3-5) of a qualifying neighbour: with r =
-dist(X, s) / dist(X, c) < 1 and dist(s, c) <= dist(X, c) (1 + 1e-9), the term is at most
-r (r + 1e-9) / (1 + 1e-9 + r) < 1/2 + 1e-9; the margin covers rounding."""
 """A query of fewer rows runs on one thread whatever ``workers`` says (same result)."""
 DEEP = 4
 """Lists are stored up to the second round (4 (2t + 2) entries plus one for the horizon), with

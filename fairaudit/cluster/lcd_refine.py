@@ -278,3 +278,62 @@ def point_lcd(Y: np.ndarray, c: np.ndarray, rows: np.ndarray, t: int, workers: i
     from fairaudit.metrics.local_connectivity import _cluster_lcd
 
     return _cluster_lcd(Y, c, t, workers, rows=rows)[0]
+
+
+
+TABLE_CHECK = True
+"""On more rows than it judged, LOFKM keeps the first refined result whose whole-table AvgLCD is
+below the twin's, or the twin's solution when each is higher (:func:`whole_table_choice`). ``False``: the sample's
+best refined result, unchecked, as before 2026-11-27 (for the benchmarks and tests that show
+what the check changes)."""
+
+
+@dataclass(frozen=True)
+class TableChoice:
+    """The whole-table comparison of refined results with the twin's solution: the index of the
+    candidate kept (-1: the twin's solution), the kept partition's exact AvgLCD on the table,
+    the twin's, and every candidate's."""
+
+    kept: int
+    avg_lcd: float
+    twin_avg_lcd: float
+    candidates: tuple[float, ...]
+
+
+def whole_table_choice(X: np.ndarray, candidates: list[tuple[np.ndarray, np.ndarray]],
+                       twin_centres: np.ndarray, twin_labels: np.ndarray, *, t: int = 5,
+                       workers: int = 1) -> TableChoice:
+    """The first of ``candidates`` ((centres, labels), in order of preference) whose AvgLCD on
+    all of ``X`` is below the twin's (``twin_centres``, ``twin_labels``); when none is, the
+    lowest of those equal to it, else the twin's solution. A candidate after the first below
+    the twin is not computed (each costs a pass over the table). The values are those
+    :func:`fairaudit.metrics.lcd` gives, bit for bit (its per-cluster maxima,
+    :func:`fairaudit.metrics.local_connectivity.cluster_maxima`, averaged in its order), so
+    the comparison is exact. A cluster with the same prototype and members as the twin's is
+    computed once. A candidate equal to the twin's AvgLCD is kept before the twin's."""
+    from fairaudit.metrics.local_connectivity import cluster_maxima
+
+    twin_labels = np.asarray(twin_labels, dtype=np.int64)
+    ids_t = np.unique(twin_labels)
+    val_t = cluster_maxima(X, twin_labels, twin_centres, t, workers=workers)[0]
+    avg_t = float(val_t.mean())
+    avgs = []
+    for centres, labels in candidates:
+        labels = np.asarray(labels, dtype=np.int64)
+        ids = np.unique(labels)
+        val = np.zeros(ids.size)
+        same = np.array([j in ids_t and j < twin_centres.shape[0]
+                         and np.array_equal(centres[j], twin_centres[j])
+                         and np.array_equal(labels == j, twin_labels == j) for j in ids],
+                        dtype=bool)
+        val[same] = val_t[np.searchsorted(ids_t, ids[same])]
+        if not same.all():
+            val[~same] = cluster_maxima(X, labels, centres, t, workers=workers,
+                                        clusters=ids[~same])[0]
+        avgs.append(float(val.mean()))
+        if avgs[-1] < avg_t:
+            break
+    best = int(np.argmin(avgs)) if avgs else -1  # the first of equal values
+    if best >= 0 and avgs[best] <= avg_t:
+        return TableChoice(best, avgs[best], avg_t, tuple(avgs))
+    return TableChoice(-1, avg_t, avg_t, tuple(avgs))

@@ -197,8 +197,14 @@ class LOFKMeans(ClusterMixin, BaseEstimator):
         descent of AvgLCD over prototype moves towards each cluster's worst-connected point
         (:mod:`fairaudit.cluster.lcd_refine`, t = ``n_neighbors``); the lower AvgLCD is kept.
         Labels stay the nearest-prototype assignment (eq. 12). ``fair=False`` ignores it.
+        The result's AvgLCD (the ``lcd`` auditor's, t = ``n_neighbors``, on every row of X)
+        is never above the twin's: on at most ``refine_rows`` rows by the refinement's
+        construction, beyond it by an exact whole-table comparison (``refinement_["kept"]``).
     refine_rows : int, default=20000
         The refinement judges AvgLCD on at most this many rows (a seeded sample beyond it).
+        Beyond it, the refined results (best on the sample first) are compared with the
+        twin's solution on the whole table (exact AvgLCD of each): the first below the twin's
+        is kept — the twin's solution only when every refined one is higher there.
     """
 
     def __init__(
@@ -322,7 +328,7 @@ class LOFKMeans(ClusterMixin, BaseEstimator):
         if targeted:
             assert plain is not None
             self._refine(X, w, [("lof", km.cluster_centers_), ("kmeans", plain.cluster_centers_)],
-                         rng)
+                         rng, plain)
         progress.close()
         return self
 
@@ -336,11 +342,15 @@ class LOFKMeans(ClusterMixin, BaseEstimator):
             random_state=seed,
         )
 
-    def _refine(self, X: np.ndarray, w: np.ndarray, starts: list, rng: Any) -> None:
+    def _refine(self, X: np.ndarray, w: np.ndarray, starts: list, rng: Any, plain: Any) -> None:
         """``variant="targeted"``: refine each start, keep the lower AvgLCD (ties: the paper's).
-        ``starts``: (name, centres) with a ``"kmeans"`` start = the twin's solution."""
-        from fairaudit.cluster import nearest_centre
-        from fairaudit.cluster.lcd_refine import refine_prototypes
+        ``starts``: (name, centres) with a ``"kmeans"`` start = the twin's solution (``plain``,
+        the fitted twin k-means). On a sample (n > ``refine_rows``), the refined results are
+        compared with the twin's solution on the whole table, in order: the first below the
+        twin's AvgLCD there is kept, the twin's only when every refined one is higher
+        (:func:`fairaudit.cluster.lcd_refine.whole_table_choice`)."""
+        from fairaudit.cluster import lcd_refine, nearest_centre
+        from fairaudit.cluster.lcd_refine import refine_prototypes, whole_table_choice
 
         n = X.shape[0]
         rows = np.arange(n)
@@ -361,7 +371,7 @@ class LOFKMeans(ClusterMixin, BaseEstimator):
         ref = next(x[2] for x in sized if x[0] == "kmeans")
         lo = max(1, lo_share)
         hi = int(max(hi_share, ref.max()))
-        best = None
+        refined = []  # (name, refinement), the lowest AvgLCD on the rows judged first
         workers = -1 if self.n_jobs is None else int(self.n_jobs)  # as the LOF search
         lists: dict = {}  # neighbour lists of the sample's clusters, shared by both starts
         for name, centres, sizes in sized:
@@ -370,17 +380,38 @@ class LOFKMeans(ClusterMixin, BaseEstimator):
                 continue  # a start with a small cluster of its own (the twin's are frozen)
             r = refine_prototypes(Xs, centres, t=int(self.n_neighbors), min_size=lo,
                                   max_size=hi, frozen=small, workers=workers, lists=lists)
-            if best is None or r.avg_lcd < best[1].avg_lcd:
-                best = (name, r)
-        name, r = best
-        self.cluster_centers_ = r.centres
-        self.labels_ = nearest_centre(X, r.centres)
-        d2 = ((X - r.centres[self.labels_]) ** 2).sum(axis=1)
+            refined.append((name, r))
+        refined.sort(key=lambda x: x[1].avg_lcd)  # stable: ties keep the paper's start first
+        name, r = refined[0]
+        centres, labels = r.centres, nearest_centre(X, r.centres)
+        table = {"kept": "refined", "avg_lcd_table": float(r.avg_lcd), "twin_avg_lcd_table": None}
+        if lcd_refine.TABLE_CHECK and (m < n or not np.array_equal(
+                nearest_centre(X, plain.cluster_centers_), plain.labels_)):
+            # the sample's AvgLCD is not the table's (nor, in a rare tie, the k-means start's
+            # nearest-prototype labels the twin's): keep a refined result only if it is no less
+            # fair than the twin's solution on every row (docs/methods/lofkm.md)
+            cands = [(c.centres, labels if i == 0 else nearest_centre(X, c.centres))
+                     for i, (_, c) in enumerate(refined)]
+            ch = whole_table_choice(X, cands, plain.cluster_centers_, plain.labels_,
+                                    t=int(self.n_neighbors), workers=workers)
+            if ch.kept < 0:
+                centres, labels = plain.cluster_centers_, plain.labels_
+            else:
+                name, r = refined[ch.kept]
+                centres, labels = cands[ch.kept]
+            table = {"kept": "refined" if ch.kept >= 0 else "twin",
+                     "avg_lcd_table": ch.avg_lcd, "twin_avg_lcd_table": ch.twin_avg_lcd}
+            logger.info("LOFKMeans: whole-table AvgLCD of the refined results %s, the twin's "
+                        "%.6g; kept %s.", ", ".join(f"{v:.6g}" for v in ch.candidates),
+                        ch.twin_avg_lcd, table["kept"])
+        self.cluster_centers_ = centres
+        self.labels_ = np.asarray(labels)
+        d2 = ((X - centres[self.labels_]) ** 2).sum(axis=1)
         self.inertia_ = float((w * d2).sum())
         self.refinement_ = {
             "start": name, "avg_lcd_start": float(r.avg_lcd_start), "avg_lcd": float(r.avg_lcd),
             "moves": int(r.moves), "evaluations": int(r.evaluations), "rounds": int(r.rounds),
-            "rows": int(r.rows),
+            "rows": int(r.rows), **table,
         }
 
     def fit_predict(

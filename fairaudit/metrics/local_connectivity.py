@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 from scipy.spatial import cKDTree
 
-__all__ = ["LCDResult", "lcd"]
+__all__ = ["LCDResult", "cluster_maxima", "lcd"]
 
 logger = logging.getLogger(__name__)
 
@@ -177,24 +177,78 @@ def lcd(
     return res
 
 
+TERM_MAX = 0.5 + 1e-6
+"""An upper bound of one term Dev · ND (eq. 3-5) of a qualifying neighbour: with r =
+dist(X, s) / dist(X, c) < 1 and dist(s, c) <= dist(X, c) (1 + 1e-9), the term is at most
+r (r + 1e-9) / (1 + 1e-9 + r) < 1/2 + 1e-9; the margin covers rounding."""
+
+
+def cluster_maxima(
+    X: Any,
+    labels: Any,
+    prototypes: Any,
+    t: int = 5,
+    *,
+    workers: int = 1,
+    clusters: Any = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """LCD(C) (eq. 7) and the member attaining it for the clusters ``clusters`` (default: every
+    label >= 0, sorted): the ``cluster_lcd`` and ``cluster_worst_row`` of :func:`lcd` with the
+    same arguments, bit for bit, for less work — a member whose first round of neighbours
+    already shows it cannot attain the maximum is not computed further (``_cluster_lcd``,
+    ``prune``). ``prototypes``: row c is cluster c's prototype (required)."""
+    X, labels, t = _check_inputs(X, labels, t)
+    P = np.asarray(prototypes, dtype=np.float64)
+    if clusters is None:
+        clusters = np.unique(labels[labels >= 0])
+    clusters = np.asarray(clusters, dtype=np.int64)
+    vals = np.zeros(clusters.size)
+    worst = np.full(clusters.size, -1, dtype=np.int64)
+    for ci, c in enumerate(clusters):
+        rows = np.flatnonzero(labels == c)
+        if rows.size == 0:
+            continue
+        v, _ = _cluster_lcd(X[rows], P[c], t, workers, prune=True)
+        j = int(np.nanargmax(v))
+        vals[ci], worst[ci] = v[j], rows[j]
+    return vals, worst
+
+
 def _cluster_lcd(
-    Y: np.ndarray, c: np.ndarray, t: int, workers: int, rows: np.ndarray | None = None
+    Y: np.ndarray, c: np.ndarray, t: int, workers: int, rows: np.ndarray | None = None,
+    *, prune: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
     """LCD(X, C) for every member X of one cluster (rows of Y) with prototype c, and the number
     of qualifying neighbours summed. With ``rows``, only those members are computed (the others'
     neighbours are not asked) and both arrays are returned for ``rows`` alone, bit for bit the
-    values the full call gives them (the same tree over Y, the same neighbour counts per row)."""
+    values the full call gives them (the same tree over Y, the same neighbour counts per row).
+
+    ``prune`` (for the cluster's maximum only; not with ``rows``): NaN (count -1) for the members
+    that cannot attain the maximum, which are not computed further. A member a round leaves
+    unfinished has its qualifying neighbours nearer than that round's last distance among the
+    first ones of any deeper round (every member that near is in both answers, whatever order
+    the tree gives equally distant ones), so its value is at most their terms plus
+    :data:`TERM_MAX` for each of its remaining t - found places; when that bound is below a
+    finished member's value (after any round), the member is not the maximum. The maximum and the first
+    member attaining it are the unpruned call's."""
     m = Y.shape[0]
     out = np.zeros(m)
     cnt = np.zeros(m, dtype=np.int64)
     sel = slice(None) if rows is None else np.asarray(rows, dtype=np.intp)
     if m < 2 or (rows is not None and sel.size == 0):
         return out[sel], cnt[sel]
+    prune = prune and rows is None
     dc = np.sqrt(((Y - c) ** 2).sum(axis=1))  # dist(X, c) for every member
     tree = cKDTree(Y)
     # a point on its prototype has no qualifying neighbour
     todo = np.flatnonzero(dc > 0) if rows is None else sel[dc[sel] > 0]
+    # asked in the tree's leaf order: consecutive queries walk the same nodes (faster; each
+    # answer is the same, fairaudit.cluster._knn)
+    leaf = np.empty(m, dtype=np.intp)
+    leaf[tree.indices] = np.arange(m)
+    todo = todo[np.argsort(leaf[todo], kind="stable")]
     k = min(m, 2 * t + 2)
+    ub = np.full(m, np.inf) if prune else None
     while todo.size:
         kk = min(k, m)
         step = max(1, _BLOCK // kk)
@@ -224,8 +278,20 @@ def _cluster_lcd(
             contrib = np.where(take, contrib, 0.0)
             out[idx[done]] = contrib[done].sum(axis=1)
             cnt[idx[done]] = np.minimum(found[done], t)
+            if prune and not done.all():
+                rest = ~done
+                near = take[rest] & (dist[rest] < dist[rest, -1:])
+                ub[idx[rest]] = (np.where(near, contrib[rest], 0.0).sum(axis=1)
+                                 + (t - near.sum(axis=1)) * TERM_MAX)
             again.append(idx[~done])
         todo = np.concatenate(again) if again else np.empty(0, dtype=np.intp)
+        if prune and todo.size:
+            finished = np.ones(m, dtype=bool)
+            finished[todo] = False
+            top = np.nanmax(out[finished]) if (finished & ~np.isnan(out)).any() else -np.inf
+            cut = todo[ub[todo] < top]
+            out[cut], cnt[cut] = np.nan, -1
+            todo = np.setdiff1d(todo, cut, assume_unique=True)
+            todo = todo[np.argsort(leaf[todo], kind="stable")]
         k = kk * 4
     return out[sel], cnt[sel]
-

@@ -407,6 +407,14 @@ class LOFKMClusterer(Clusterer):
                 f"{ref['avg_lcd']:.4f} on {ref['rows']:,} rows; labels are the nearest "
                 "prototypes."
             )
+            if ref.get("twin_avg_lcd_table") is not None:
+                notes.append(
+                    f"Checked on every row: AvgLCD {ref['avg_lcd_table']:.4f}, plain k-means "
+                    f"{ref['twin_avg_lcd_table']:.4f}; "
+                    + ("the refined prototypes were less fair there, so the plain k-means "
+                       "solution is kept." if ref["kept"] == "twin" else
+                       "the refined prototypes are kept.")
+                )
         if est.deduplicated_:
             notes.append(
                 "The features contain duplicate rows; LOF was computed on the distinct rows and "

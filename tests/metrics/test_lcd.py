@@ -230,3 +230,55 @@ def test_ties_in_rounded_data_match_the_oracle():
     res = lcd(X, labels, t=3)
     point, *_ = brute_lcd(X, labels, 3)
     np.testing.assert_allclose(res.point_lcd, point, rtol=1e-9, atol=1e-9)
+
+
+def _maxima_case(seed: int, n: int, k: int, kind: str):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 3)) * rng.uniform(0.2, 3.0, size=3)
+    if kind == "rounded":
+        X = X.round(1)
+    elif kind == "copies":
+        X = X[rng.integers(0, max(2, n // 3), size=n)]
+    labels = rng.integers(0, k, size=n)
+    P = rng.normal(size=(k, 3))  # prototypes away from the means: unfinished first rounds
+    return X, labels, P
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    n=st.integers(2, 400),
+    k=st.integers(1, 4),
+    t=st.integers(1, 6),
+    kind=st.sampled_from(["continuous", "rounded", "copies"]),
+)
+def test_cluster_maxima_are_the_metrics(seed, n, k, t, kind):
+    """The pruned maxima (what LOFKM's whole-table check compares) are ``lcd``'s LCD(C) and
+    worst rows bit for bit, on continuous, rounded (tied) and duplicated data."""
+    from fairaudit.metrics.local_connectivity import cluster_maxima
+
+    X, labels, P = _maxima_case(seed, n, k, kind)
+    res = lcd(X, labels, P, t=t)
+    vals, worst = cluster_maxima(X, labels, P, t)
+    np.testing.assert_array_equal(vals, res.cluster_lcd)
+    np.testing.assert_array_equal(worst, res.cluster_worst_row)
+    sub = res.clusters[::2]
+    v2, w2 = cluster_maxima(X, labels, P, t, clusters=sub)
+    np.testing.assert_array_equal(v2, res.cluster_lcd[::2])
+    np.testing.assert_array_equal(w2, res.cluster_worst_row[::2])
+
+
+@pytest.mark.parametrize("kind", ["continuous", "rounded", "copies"])
+def test_pruning_skips_points_and_keeps_the_maximum(kind):
+    """Not vacuous: on these tables the pruning does drop points, and the maximum stays."""
+    from fairaudit.metrics.local_connectivity import _cluster_lcd
+
+    X, labels, P = _maxima_case(3, 3000, 1, kind)
+    full, _ = _cluster_lcd(X, P[0], 5, 1)
+    pruned, cnt = _cluster_lcd(X, P[0], 5, 1, prune=True)
+    assert np.isnan(pruned).sum() > 0
+    kept = ~np.isnan(pruned)
+    np.testing.assert_array_equal(pruned[kept], full[kept])
+    assert (cnt[~kept] == -1).all()
+    assert np.nanmax(pruned) == full.max()
+    assert int(np.nanargmax(pruned)) == int(np.argmax(full))
