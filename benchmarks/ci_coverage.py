@@ -4,7 +4,7 @@ simulation are those of the `slow` tests
 ``tests/metrics/test_intervals.py::test_calibrated_coverage_simulation`` and
 ``::test_calibrated_max_distance_coverage``).
 
-    python benchmarks/ci_coverage.py [--distances] [--draws 400] [--seed 2026] [REGIME ...] > new.tsv
+    python benchmarks/ci_coverage.py [--distances | --null] [--draws 400] [--seed 2026] [REGIME ...] > new.tsv
     PYTHONPATH=<an older checkout> python benchmarks/ci_coverage.py > old.tsv
     python benchmarks/ci_coverage.py --markdown old.tsv new.tsv
 
@@ -23,11 +23,13 @@ from pathlib import Path
 
 logger = logging.getLogger("ci_coverage")
 TEST = Path(__file__).resolve().parent.parent / "tests" / "metrics" / "test_intervals.py"
-NAMES = {"balance_min": "`balance`", "fairness_cce": "`fairness_cce`",
+NAMES = {"balance_min": "`balance`", "balance_mean": "`balance_mean`",
+         "fairness_cce": "`fairness_cce`",
          "balance_prime": "`balance_prime`", "wd_max": "`wd_max`", "ed_max": "`ed_max`"}
 
 
-def simulate(regimes: list[str], draws: int, seed: int, distances: bool = False) -> None:
+def simulate(regimes: list[str], draws: int, seed: int, distances: bool = False,
+             null: bool = False) -> None:
     spec = importlib.util.spec_from_file_location("test_intervals", TEST)
     ti = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(ti)
@@ -35,7 +37,11 @@ def simulate(regimes: list[str], draws: int, seed: int, distances: bool = False)
 
     print(f"# fairaudit from {Path(fairaudit.__file__).parent}; {draws} draws, seed {seed}")
     run = ti.distance_regime_coverage if distances else ti.regime_coverage
-    for regime in regimes or list(ti.DIST_REGIMES if distances else ti.REGIMES):
+    if not regimes:
+        regimes = list(ti.DIST_REGIMES if distances else
+                       ti.NULL_REGIMES if null else
+                       [r for r in ti.REGIMES if r not in ti.NULL_REGIMES])
+    for regime in regimes:
         res = run(regime, draws=draws, seed=seed)
         for metric, (truth,) in res["truth"].items():
             for method in ("conservative", "calibrated"):
@@ -86,12 +92,15 @@ def main() -> None:
     ap.add_argument("--markdown", nargs=2, metavar=("OLD", "NEW"))
     ap.add_argument("--distances", action="store_true",
                     help="wd_max and ed_max (bootstrap-triangle vs calibrated)")
+    ap.add_argument("--null", action="store_true",
+                    help="the random-label small-cell grid (NULL_REGIMES: smallest group 30 / "
+                         "60 / 120 people x 2 / 4 / 8 groups x 4 / 8 segments, and null-h4)")
     a = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     if a.markdown:
         markdown(*a.markdown)
     else:
-        simulate(a.regimes, a.draws, a.seed, a.distances)
+        simulate(a.regimes, a.draws, a.seed, a.distances, a.null)
 
 
 if __name__ == "__main__":
