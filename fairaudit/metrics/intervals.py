@@ -239,25 +239,42 @@ def _calibrated_ends(bounds: _Bounds, est: NDArray[np.float64], lo_pw: NDArray[n
                      ) -> tuple[NDArray[np.float64], NDArray[np.float64], int]:
     """Per-cell lower and upper bounds of the calibrated method and the contact set's size.
 
-    Contact set: the cells whose pointwise lower bound lies below the smallest pointwise upper
-    bound (Chernozhukov, Lee & Rosen's adaptive selection); the statistics are taken over it.
+    Contact set (J, reported): the cells whose pointwise lower bound lies below the smallest
+    pointwise upper bound. The statistics are taken over the wider set whose bounds at the
+    selection level γ / (all cells), γ = 0.1 / ln n, overlap the smallest upper bound
+    (Chernozhukov, Lee & Rosen's adaptive inequality selection, simultaneous over the cells).
     One critical value c for both ends: the (1 - 2a) quantile over the replicates of the miss
     statistic S*(θ̂) (:mod:`fairaudit.metrics.calibrate`), at least z_{2a}. In its upper part a
-    cell observed within κ = sqrt(2 ln ln n) standard errors of θ̂ counts as one that may tie
-    the minimum (its replicates measured from its own estimate), the others from θ̂
-    (generalised moment selection, Andrews & Soares 2010). Neither end goes beyond the
+    cell counts as one that may tie the minimum (its replicates measured from its own
+    estimate; the others from θ̂; generalised moment selection, Andrews & Soares 2010) when it
+    lies within the tie threshold of θ̂ in its own standard errors, or within z at the
+    selection level of the standard error of its difference from the minimising cell: a
+    precise cell far above a noisy minimum in its own standard errors may still tie the true
+    minimum (labels drawn at random: every cell ties at 1, the minimum is set by the smallest
+    group's cells; measured without this rule the calibrated interval covered 81-95 %,
+    docs/metrics.md "Random labels"). Neither end goes beyond the
     conservative method's, which is valid on its own: the lower end takes c capped at z_a
     (pointwise), the upper end c capped at z_{a/J} (Bonferroni over the J contact cells).
     With θ̂ = 0 (a cell observed at 0) the lower end is 0 and the upper end pointwise.
     """
     z_a = _z(a)
     hi_pw = np.maximum(bounds(a, "upper").ravel(), est)
-    idx = np.flatnonzero(lo_pw <= float(np.min(hi_pw)))
-    J = max(1, idx.size)
+    J = max(1, int(np.count_nonzero(lo_pw <= float(np.min(hi_pw)))))
+    # the statistic's cells: those whose bounds at the selection level overlap the smallest
+    # upper bound (a superset of the J contact cells)
+    g = _selection_level(cal.n, est.size)
+    idx = np.flatnonzero(np.minimum(bounds(g, "lower").ravel(), est)
+                         <= float(np.min(np.maximum(bounds(g, "upper").ravel(), est))))
     theta = float(est.min())
     kappa = float(np.sqrt(2.0 * np.log(max(np.log(cal.n), 1.0))))
+    threshold = _tie_threshold(cal.n, J, kappa)
     if theta > 0:
-        tie = np.nan_to_num(cal.slack(idx, theta), nan=np.inf) <= _tie_threshold(cal.n, J, kappa)
+        tie = np.nan_to_num(cal.slack(idx, theta), nan=np.inf) <= threshold
+        se = (hi_pw - lo_pw) / (2.0 * z_a)  # the pointwise bounds' standard errors
+        i_min = int(np.argmin(est))
+        with np.errstate(invalid="ignore"):  # two exact cells (se 0) at the minimum: a tie
+            gap = (est[idx] - theta) / np.hypot(se[idx], se[i_min])
+        tie |= np.nan_to_num(gap, nan=0.0) <= _z(g)
     else:  # a cell observed at 0: any other cell may be the true minimum
         tie = cal.expected[idx] >= SPARSE_EXPECTED
     at = np.full(est.size, theta)
@@ -279,6 +296,14 @@ def _calibrated_ends(bounds: _Bounds, est: NDArray[np.float64], lo_pw: NDArray[n
     hi = hi_pw if c == z_a else _upper(bounds, est, c)
     lo = lo_pw if c >= z_a else np.minimum(bounds(one_sided(c), "lower").ravel(), est)
     return lo, hi, J
+
+
+def _selection_level(n: float, cells: int) -> float:
+    """One-sided level of the bounds that select the contact set: γ / cells, γ = 0.1 / ln n
+    (Chernozhukov, Lee & Rosen 2013's adaptive inequality selection, simultaneous over every
+    cell): a cell that may be the minimum is kept with probability about 1 - 2γ however many
+    cells tie, where pointwise bounds drop the tied cells that deviate most."""
+    return 0.1 / max(float(np.log(n)), 1.0) / max(1, cells)
 
 
 def _tie_threshold(n: float, J: int, kappa: float) -> float:
