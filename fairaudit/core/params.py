@@ -228,6 +228,8 @@ PARAMS: dict[str, Param] = {p.name: p for p in (
           "cell texts read as missing: 'a,b' or a list of strings", optional(markers)),
     Param("default_nulls", "--default-nulls", "data.default_nulls", "true or false",
           optional(boolean)),
+    Param("decimal_comma", "--decimal-comma", "data.decimal_comma", "true or false",
+          optional(boolean)),
     Param("k", "--k", "options.k", "an int >= 2", optional(integer(2))),
     Param("min_cell", "--min-cell", "options.min_cell",
           "an int >= 1 (groups with fewer rows are too small to judge)", optional(integer(1))),

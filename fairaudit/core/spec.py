@@ -72,8 +72,9 @@ _DATA_KEYS = {
     "separator": "CSV separator",
     "null_values": "list of cell texts read as missing, added to the defaults",
     "default_nulls": "false: only empty cells (and null_values) are missing, not NA, NULL, ...",
+    "decimal_comma": "true: a CSV's numbers are written 3,5 (with separator = ';')",
 }
-READER_OPTIONS = ("separator", "null_values", "default_nulls")
+READER_OPTIONS = ("separator", "null_values", "default_nulls", "decimal_comma")
 """The ``[data]`` keys (and ``fairaudit.audit`` keywords, ``--separator`` ... flags) that are
 reader options: they go to the table reader (``DataSpec.reader_options``)."""
 

@@ -260,11 +260,23 @@ def _too_small_text(r: Mapping[str, Any], ctx: Context) -> str:
     who = f" ({_int(rows)} people)" if isinstance(rows, int) else ""
     unknown = [str(g) for g in small.get("unreleased") or ()]
     below = [g for g in groups if g not in set(unknown)]
-    parts = [f"fewer than {mc} people each): {', '.join(below)}"] if below else []
+    parts = [f"fewer than {mc} people each): {_first(below)}"] if below else []
     if unknown:
         why = small.get("unreleased_reason") or "cells below the private release threshold"
-        parts.append(f"{why}, so their counts are unknown, not zero): {', '.join(unknown)}")
+        parts.append(f"{why}, so their counts are unknown, not zero): {_first(unknown)}")
     return f" Left out as too small to judge ({'; ('.join(parts)}{who}."
+
+
+_LISTED = 10
+"""Groups named in a sentence; the rest are counted (all of them are in the JSON's
+``detail.too_small``): an intersection can leave thousands out."""
+
+
+def _first(groups: list[str]) -> str:
+    if len(groups) <= _LISTED:
+        return ", ".join(groups)
+    return (f"{', '.join(groups[:_LISTED])} and {len(groups) - _LISTED:,} more "
+            "(all in the JSON: detail.too_small)")
 
 
 def explain_result(
