@@ -397,6 +397,8 @@ def deciding(r: Mapping[str, Any], ctx: Context, end: str | None = None
             return None
     except (ArithmeticError, ValueError, IndexError, TypeError, KeyError):
         return None  # a document this code does not understand: say nothing rather than wrong
+    if ctx.noise_sd is not None:  # a release's counts are noisy: never quoted as exact
+        text += f" (published counts, noise sd {ctx.noise_sd:.1f} per cell)"
     return {
         "cluster": t.clusters[k],
         "cluster_name": t.names[t.clusters[k]] if t.names and isinstance(t.clusters[k], int)
