@@ -18,7 +18,8 @@ from fairaudit.errors import ConfigError
 from fairaudit.report.results import Threshold
 
 DEFAULT_AUDITORS: tuple[str, ...] = ("balance", "distribution", "capacity", "quality", "proxy")
-"""Auditors run when a chain names none (those installed). ``quality`` (silhouette, on a sample)
+"""Auditors ``fairaudit audit`` runs when no --audit flag names one (those installed; a chain
+file names its own ``[[audit]]`` steps). ``quality`` (silhouette, on a sample)
 and ``proxy`` (proxy features, on a sample) are left out when the data has no feature columns."""
 
 DEFAULT_CLUSTERERS: tuple[str, ...] = ("kmeans", "fairden", "ffcm")
