@@ -47,6 +47,7 @@ def audit(
     separator: str | None = None,
     null_values: Sequence[str] | str | None = None,
     default_nulls: bool | None = None,
+    decimal_comma: bool | None = None,
     timing: bool | None = None,
     chain: str | Path | ChainSpec | None = None,
     disabled_plugins: Sequence[str] = (),
@@ -114,8 +115,9 @@ def audit(
     to the defaults ``""``, ``NA``, ``N/A``, ``#N/A``, ``<NA>``, ``NULL``, ``null``, ``NaN``,
     ``nan``, ``?``; in Parquet and in-memory tables they apply to text columns) and
     ``default_nulls=False`` (only empty cells and ``null_values`` are missing in a CSV, e.g.
-    where ``NA`` is Namibia) are reader options, as ``--separator``, ``--null-values`` and
-    ``--no-default-nulls``.
+    where ``NA`` is Namibia) and ``decimal_comma=True`` (a CSV's numbers written ``3,5``, with
+    ``separator=";"``) are reader options, as ``--separator``, ``--null-values``,
+    ``--no-default-nulls`` and ``--decimal-comma``.
     ``progress=True`` shows the progress of long steps on stderr while it runs (bars on a
     terminal, a line every 10 s otherwise; :func:`fairaudit.core.progress.show_progress`).
     """
@@ -139,6 +141,7 @@ def audit(
         "disabled_plugins": disabled_plugins, "chain": chain, "engine": engine,
         "scheduler": scheduler, "workers": workers, "separator": separator,
         "null_values": null_values, "default_nulls": default_nulls,
+        "decimal_comma": decimal_comma,
     })
     if not isinstance(progress, bool):
         raise ConfigError(f"progress: expected True or False; got {progress!r}")
@@ -171,7 +174,8 @@ def audit(
                  "fitted": dp_fitted, "domain": dp_domain, "delta": delta},
         privacy_names=API_NAMES, surface="api",
         reader_options={"separator": v["separator"], "null_values": v["null_values"],
-                        "default_nulls": v["default_nulls"]},
+                        "default_nulls": v["default_nulls"],
+                        "decimal_comma": v["decimal_comma"]},
     )
     from fairaudit.ops.baseline import BaselineOptions, attach_comparison, resolve
 

@@ -834,8 +834,9 @@ def test_semicolon_csv_with_decimal_commas_still_names_the_separator(audit_bad, 
     fields than the one-column header (was "line 2: 2 field(s) where the header has 1")."""
     data = tmp_path / "eu.csv"
     data.write_text("\ufeffage;sex;seg\r\n30,5;m;a\r\n40,25;f;b\r\n", encoding="utf-8")
-    audit_bad(data, "--sensitive", "sex", "--labels", "seg",
-              culprits=("eu.csv", "read as one column", "--separator ';'"))
+    res = audit_bad(data, "--sensitive", "sex", "--labels", "seg",
+                    culprits=("eu.csv", "read as one column", "'age;sex;seg'", "--separator ';'"))
+    assert "ufeff" not in res.stderr  # the byte-order mark is not shown
 
 
 def test_a_title_row_above_the_header_is_named(audit_bad, tmp_path):

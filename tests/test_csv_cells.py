@@ -199,3 +199,55 @@ def test_bad_reader_option_in_the_chain_exits_2(tmp_path, run_cli):
     assert res.exit_code == 2
     assert "data.default_nulls" in res.output
     assert not (tmp_path / "c.html").exists()
+
+
+def _eu(path):
+    """A ';' export with decimal commas in a feature column."""
+    lines = ["income;sex;seg"] + [f"{1000 + (i * 37) % 90},{i % 10};{'fm'[i % 2]};{i % 3}"
+                                  for i in range(300)]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_decimal_commas_read_as_text_are_named_and_the_option_reads_them(tmp_path, run_cli):
+    _eu(tmp_path / "eu.csv")
+    args = ["audit", "eu.csv", "--separator", ";", "--sensitive", "sex", "--cluster", "kmeans",
+            "--k", "2", "--no-twins", "--skip-audit", "proxy", "-o", "r.html"]
+    res = run_cli(*args)
+    assert res.exit_code == 0, res.output
+    doc = json.loads((tmp_path / "r.json").read_text())
+    (note,) = [n for n in doc["notes"] if "decimal comma" in n]
+    assert "'income' holds numbers written with a decimal comma" in note
+    assert "--decimal-comma" in note
+    res = run_cli(*args[:-1], "s.html", "--decimal-comma")
+    assert res.exit_code == 0, res.output
+    assert "decimal comma" not in (tmp_path / "s.json").read_text()
+    import fairaudit
+
+    run = fairaudit.audit(tmp_path / "eu.csv", separator=";", decimal_comma=True,
+                          sensitive="sex", labels="seg")
+    assert run.doc["input"]["rows"] == 300
+
+
+def test_decimal_comma_with_the_comma_separator_exits_2(tmp_path, run_cli):
+    _countries(tmp_path / "t.csv")
+    res = run_cli("audit", "t.csv", "--sensitive", "country", "--labels", "seg",
+                  "--decimal-comma", "-o", "r.html")
+    assert res.exit_code == 2
+    assert "--separator" in res.output and not (tmp_path / "r.html").exists()
+
+
+def test_rows_left_out_by_a_default_marker_name_it_and_the_option(tmp_path, run_cli):
+    _countries(tmp_path / "t.csv")
+    with _Said() as said:
+        res = run_cli("audit", "t.csv", "--sensitive", "country", "--labels", "seg", "-o",
+                      "r.html")
+    assert res.exit_code == 0, res.output
+    out = " ".join(said.lines)
+    assert "'country': 100 'NA'" in out and "--no-default-nulls" in out
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert any("'country': 100 'NA'" in n for n in doc["notes"])
+    # no note when the option is given, or when nothing was left out
+    res = run_cli("audit", "t.csv", "--sensitive", "country", "--labels", "seg",
+                  "--no-default-nulls", "-o", "s.html")
+    assert "--no-default-nulls" not in json.dumps(json.loads((tmp_path / "s.json").read_text()))

@@ -212,6 +212,33 @@ def test_too_small_groups_are_listed():
     )
 
 
+def test_thousands_of_too_small_groups_are_counted_not_listed():
+    """A high-cardinality intersection can leave thousands of groups out: the sentence names
+    ten and counts the rest (the JSON lists them all); it was 100,000 characters per metric."""
+    doc = make_doc([[150, 150, 0], [350, 250, 100]])
+    r = next(r for r in doc["results"] if r["metric"] == "balance")
+    groups = [f"g{i}" for i in range(2500)]
+    r["detail"] = {"too_small": {"groups": groups, "min_cell": 10, "rows": 4000}}
+    text = sentence(doc, "balance")
+    assert "g0, g1" in text and "g9 and 2,490 more (all in the JSON: detail.too_small)" in text
+    assert "g10," not in text and len(text) < 1000
+
+
+def test_own_warnings_read_as_the_console_s_other_lines():
+    import logging
+
+    from fairaudit.cli.base import _ConsoleFormatter
+
+    def fmt(name, level):
+        return _ConsoleFormatter().format(logging.LogRecord(name, level, __file__, 1, "m %s",
+                                                            ("x",), None))
+
+    assert fmt("fairaudit.core.stages", logging.WARNING) == "warning: m x"
+    assert fmt("fairaudit_builtins.field", logging.WARNING) == "warning: m x"
+    assert fmt("fairaudit.core.runner", logging.INFO) == "INFO fairaudit.core.runner: m x"
+    assert fmt("polars", logging.WARNING) == "WARNING polars: m x"
+
+
 # ----------------------------------------------------------------------------- small cells
 def test_a_small_cell_that_sets_the_value_is_named_exactly():
     # C has 3 people in segment 2 (below min_cell 10, but C's 40 people are judged): that cell

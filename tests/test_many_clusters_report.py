@@ -56,3 +56,27 @@ def test_non_latin_names_leave_stderr_empty(tmp_path):
     assert proc.stderr == ""
     html = (tmp_path / "r.html").read_text(encoding="utf-8")
     assert "女性" in html and "العرق" in html
+
+
+def test_thousands_of_groups_keep_the_page_small(tmp_path):
+    """A 300-value attribute in an intersection makes thousands of groups: the page's group
+    tables show TABLE_ROWS rows and count the rest, result details clip long lists; the JSON
+    keeps every group. (A trial's 4-attribute intersection wrote a 5 MB page.)"""
+    import numpy as np
+    import polars as pl
+
+    import fairaudit
+    from fairaudit.report.render import TABLE_ROWS, render_html
+
+    rng = np.random.default_rng(0)
+    n = 6000
+    frame = pl.DataFrame({"zip": [f"z{i:03d}" for i in rng.integers(0, 300, n)],
+                          "sex": rng.choice(["f", "m"], n).tolist(),
+                          "seg": rng.integers(0, 3, n).tolist()})
+    run = fairaudit.audit(frame, sensitive=["zip", "sex"], labels="seg", bootstrap=50)
+    page = render_html(run)
+    assert len(page) < 700_000, len(page)
+    inter = run.doc["input"]["groups"]["zip|sex"]
+    assert len(inter) > TABLE_ROWS
+    assert f"and {len(inter) - TABLE_ROWS:,} more groups (all in the JSON: input.groups)" in page
+    assert "more (all in the JSON)" in page  # a result's clipped detail

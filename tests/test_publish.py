@@ -710,6 +710,13 @@ def test_published_summary_and_explanations_speak_of_the_release(small_path, tmp
     html = fairaudit.write_report(run, tmp_path / "r.html")[0].read_text()
     assert "Data checks failed" not in html
     assert "left out of a published release" in html
+    # a count quoted from a release says it is noisy, with the noise's sd per cell
+    import math
+
+    from fairaudit.metrics.noisy_cells import discrete_laplace_variance
+
+    sd = math.sqrt(discrete_laplace_variance(run.doc["privacy"]["noise_scale"]))
+    assert f"(published counts, noise sd {sd:.1f} per cell)" in html
     texts = [r["explanation"] for r in run.doc["results"] if r.get("ci") and r.get("explanation")]
     assert texts
     for t in texts:

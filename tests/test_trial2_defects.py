@@ -166,6 +166,8 @@ def test_api_cluster_steps_as_mappings(small_parquet):
     with pytest.raises(ConfigError, match=r"element \[0\] is .*unknown key\(s\) \['param'\]"):
         fairaudit.audit(str(small_parquet), sensitive="sex", features=["x1", "x2"],
                         cluster=[{"use": "kmeans", "param": {"n_clusters": 3}}])
+    with pytest.raises(ConfigError, match=r"element \[0\] is .* without 'use'"):
+        fairaudit.audit(str(small_parquet), sensitive="sex", cluster=[{"params": {}}])
     with pytest.raises(ConfigError, match=r"element \[1\] is 3 \(int\)"):
         fairaudit.audit(str(small_parquet), sensitive="sex", features=["x1", "x2"],
                         cluster=["kmeans", 3])

@@ -41,3 +41,18 @@ def test_cluster_label_uses_the_clusters_own_names():
     assert cluster_label({}, 4, unit="segment") == "segment 4"
     assert cluster_label(lab, 7) == "cluster 7"  # an id beyond the names
     assert cluster_label({}, -1) == "noise"
+
+
+def test_the_console_names_failed_data_checks_as_the_report_counts_them():
+    """The report said "Data checks failed 1 / 29" and the console said nothing of it."""
+    from fairaudit.report.summary import caveat_lines
+
+    checks = [{"name": "group_min_cell[relig|occ]", "success": False},
+              {"name": "no_nulls[sex]", "success": True},
+              {"name": "sensitive_names_distinct[sex]", "success": False,
+               "observed": "'f' and 'F' differ only in case"}]
+    lines = caveat_lines({"checks": checks})
+    assert "warning: 'f' and 'F' differ only in case" in lines
+    assert ("warning: 1 data check(s) failed: group_min_cell[relig|occ] (the report's data "
+            "checks say why)") in lines
+    assert not any("data check" in line for line in caveat_lines({"checks": checks[1:2]}))

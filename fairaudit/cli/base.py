@@ -43,6 +43,20 @@ def _verbose_option(fn: Callable[..., Any]) -> Callable[..., Any]:
                         help="fairaudit's info log on stderr: what each step did.")(fn)
 
 
+class _ConsoleFormatter(logging.Formatter):
+    """fairaudit's own warnings read as the console's other lines (``warning: ...``, as the
+    report's warnings are printed); info/debug lines and other libraries' records keep the level
+    and the logger's name."""
+
+    def __init__(self) -> None:
+        super().__init__("%(levelname)s %(name)s: %(message)s")
+
+    def format(self, record: logging.LogRecord) -> str:
+        if record.levelno == logging.WARNING and record.name.split(".")[0] in _OWN_LOGGERS:
+            return f"warning: {record.getMessage()}"
+        return super().format(record)
+
+
 def _setup_logging(debug: bool, quiet: bool) -> None:
     """Warnings (errors with --quiet) from everyone; with --verbose, fairaudit's own info log;
     with --debug, its debug log — never third-party debug logs (Great Expectations alone writes
@@ -51,6 +65,8 @@ def _setup_logging(debug: bool, quiet: bool) -> None:
     verbose = bool(ctx and ctx.find_root().meta.get("fairaudit.verbose"))
     level = logging.ERROR if quiet else logging.WARNING
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", force=True)
+    for handler in logging.getLogger().handlers:
+        handler.setFormatter(_ConsoleFormatter())
     own_level = logging.DEBUG if debug else logging.INFO if verbose else logging.NOTSET
     for own in _OWN_LOGGERS:
         logging.getLogger(own).setLevel(own_level)

@@ -89,6 +89,9 @@ from fairaudit.cli.base import (
               help="Cell texts read as missing, added to the defaults (empty, NA, N/A, #N/A, "
               "<NA>, NULL, null, NaN, nan, ?), e.g. '-,unknown'. In Parquet and in-memory "
               "tables they apply to text columns.")
+@click.option("--decimal-comma", is_flag=True, default=None,
+              help="A CSV's numbers are written with a decimal comma (3,5; with --separator "
+              "';').")
 @click.option("--default-nulls/--no-default-nulls", default=None,
               help="With --no-default-nulls only empty cells (and --null-values) are missing in "
               "a CSV, e.g. where 'NA' is Namibia [default: on].")
@@ -114,7 +117,8 @@ from fairaudit.cli.base import (
 def audit(data: str, sensitive, labels, features, exclude, chain_file, clusters, k, seed,
           sample, out, json_out, fail_under, fail_over, warn_under, warn_over, audits,
           skip_audits, summary_md, timing, min_cell, no_suppress, on_null, on_nonfinite,
-          separator, null_values, default_nulls, bootstrap, ci_method, engine_name, scheduler,
+          separator, decimal_comma, null_values, default_nulls, bootstrap, ci_method, engine_name,
+          scheduler,
           workers, twins, baseline, tolerances, quiet, debug, disabled, publish, epsilon, privacy_budget, ledger,
           privacy_source, dp_categories, dp_clusters, dp_fitted, dp_domain, delta) -> int:
     """Audit DATA (Parquet file, directory or glob of Parquet files, or CSV)."""
@@ -154,7 +158,8 @@ def audit(data: str, sensitive, labels, features, exclude, chain_file, clusters,
         privacy=_privacy_flags(publish, epsilon, privacy_budget, ledger, privacy_source,
                                dp_categories, dp_clusters, dp_fitted, dp_domain, delta),
         reader_options={"separator": opts["separator"], "null_values": opts["null_values"],
-                        "default_nulls": default_nulls},
+                        "default_nulls": default_nulls,
+                        "decimal_comma": decimal_comma or None},
     )
     engine = _make_engine(spec, engine_name, scheduler, workers)
     try:

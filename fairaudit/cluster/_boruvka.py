@@ -370,7 +370,8 @@ def _resolve_component_pivots(
     g_lb = np.full(m, -np.inf)  # lower bounds on g at the members (local index)
     exact = np.zeros(m, dtype=bool)  # g known exactly (pivots)
     unc = loc[q]
-    progress = Progress("pivot search (last Boruvka rounds)", unc.size, "points ruled out")
+    # counts: points settled (ruled out by the bounds, then the rest by the exact search)
+    progress = Progress("pivot search (last Boruvka rounds)", unc.size, "points settled")
     rng = np.random.default_rng(0)
     it = 0
     while unc.size > _PIVOT_MIN_QUERY and unc.size * others.size > _FINISH_ENTRIES:
@@ -403,7 +404,6 @@ def _resolve_component_pivots(
             U,
             unc.size,
         )
-    progress.close(q.size - unc.size)
     ub[c] = U
     pts = members[unc]
     if np.isfinite(U):
@@ -415,6 +415,7 @@ def _resolve_component_pivots(
             ub[c] = min(U, float(r[better].min()))
     else:
         _query_outside(X, core, pts, others, kd_tree(X[others]), comp, ub, cand, partner)
+    progress.close()  # every point of the component settled
 
 
 def _kruskal_filter(n: int, u: np.ndarray, v: np.ndarray, w: np.ndarray) -> MSTEdges:

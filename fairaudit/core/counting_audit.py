@@ -100,7 +100,7 @@ def _too_small_detail(j: Judgeable, min_cell: int) -> dict[str, Any]:
 
 
 def _names(groups: Sequence[str]) -> str:
-    return ", ".join(groups[:5]) + (f" and {len(groups) - 5} more" if len(groups) > 5 else "")
+    return ", ".join(groups[:5]) + (f" and {len(groups) - 5:,} more" if len(groups) > 5 else "")
 
 
 def _too_small_note(j: Judgeable, min_cell: int) -> str:

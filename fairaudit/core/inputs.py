@@ -181,6 +181,37 @@ def binning_notes(joint: JointTable, roles: ColumnRoles, lf: Any) -> list[str]:
     return out
 
 
+_DECIMAL_COMMA = r"^[+-]?(\d{1,3}(\.\d{3})+|\d+),\d+$"
+"""A number written with a decimal comma (``6,907755``, ``1.234,5``)."""
+
+
+def decimal_comma_notes(data: Any) -> list[str]:
+    """A note per text feature column whose values are numbers written with a decimal comma:
+    read as text, they would be clustered as categories (one-hot), silently."""
+    import polars as pl
+
+    if data is None:
+        return []
+    out = []
+    id_like = [c for c, why in data.roles.excluded.items() if str(why).startswith("unique per")]
+    for c in (*data.roles.features, *id_like):
+        if c not in data.frame.columns or data.frame.schema[c] != pl.String:
+            continue
+        values = data.frame.get_column(c).drop_nulls()
+        if values.len() == 0:
+            continue
+        looks = values.str.contains(_DECIMAL_COMMA)
+        if float(looks.mean()) >= 0.9:
+            example = values.filter(looks)[0]
+            out.append(
+                f"feature column {c!r} holds numbers written with a decimal comma (e.g. "
+                f"{example!r}) and is read as text "
+                f"{'(unique per row, so set aside as ID-like)' if c in id_like else 'categories'}"
+                "; pass --decimal-comma (chain: "
+                "data.decimal_comma = true; Python: decimal_comma=True) to read them as numbers")
+    return out
+
+
 def _nothing_left(roles: ColumnRoles, n_input: int, lf: Any) -> str:
     """Why no row is left to audit, naming the column(s) at fault."""
     import polars as pl

@@ -130,6 +130,51 @@ def csv_null_values(options: Mapping[str, Any]) -> list[str]:
     return list(dict.fromkeys((*base, *options.get("null_values", ()))))
 
 
+def default_null_markers(spec: str, options: Mapping[str, Any],
+                         columns: Sequence[str]) -> dict[str, dict[str, int]]:
+    """How many cells of ``columns`` (of a CSV input) were read as missing because they hold one
+    of the default markers (``NA``, ``NULL``, ``?``, ...; the empty cell left out):
+    ``{column: {marker: cells}}``. Empty for Parquet, for ``default_nulls=False`` and where no
+    default marker occurs — one pass over those columns read as plain text."""
+    import polars as pl
+
+    if not columns or not options.get("default_nulls", True):
+        return {}
+    try:
+        inp = resolve_input(spec)
+    except InputError:
+        return {}
+    if inp.format != "csv":
+        return {}
+    sep = options.get("separator") or ("\t" if inp.files[0].suffix.lower() == ".tsv" else ",")
+    markers = [m for m in CSV_NULL_VALUES if m and m not in options.get("null_values", ())]
+    lf = pl.scan_csv([str(f) for f in inp.files], separator=sep, infer_schema=False,
+                     null_values=[""])
+    have = set(lf.collect_schema().names())
+    cols = [c for c in dict.fromkeys(columns) if c in have]
+    if not cols:
+        return {}
+    counts = lf.select(
+        pl.col(c).filter(pl.col(c).is_in(markers)).value_counts().implode().alias(c)
+        for c in cols).collect()
+    out: dict[str, dict[str, int]] = {}
+    for c in cols:
+        found = {str(r[c]): int(r["count"]) for r in counts.get_column(c)[0]}
+        if found:
+            out[c] = found
+    return out
+
+
+def null_markers_note(found: Mapping[str, Mapping[str, int]]) -> str:
+    """The note that default missing markers removed rows, naming them and the way out."""
+    parts = "; ".join(
+        f"{c!r}: " + ", ".join(f"{n:,} {m!r}" for m, n in sorted(v.items(), key=lambda x: -x[1]))
+        for c, v in found.items())
+    return (f"cells read as missing because they hold a default missing marker ({parts}); if "
+            "one of these is a real value here (e.g. 'NA' for Namibia), pass --no-default-nulls "
+            "(chain: data.default_nulls = false; Python: default_nulls=False)")
+
+
 def with_null_markers(lf: pl.LazyFrame, markers: Sequence[str]) -> pl.LazyFrame:
     """Text cells (string and categorical columns) equal to one of ``markers`` become null: the
     user's ``null_values`` for inputs that have real nulls already (Parquet, in-memory tables),
@@ -209,9 +254,15 @@ def scan_builtin(spec: str, options: Mapping[str, Any]) -> pl.LazyFrame:
             _check_utf8(f)
             _check_csv_shape(f, sep)
 
+        comma = bool(options.get("decimal_comma", False))
+        if comma and sep == ",":
+            raise InputError(f"{spec}: decimal commas (--decimal-comma) need another field "
+                             "separator than ','; pass --separator ';'")
+
         def _csv(files: list[str]) -> pl.LazyFrame:
             return pl.scan_csv(files, separator=sep, infer_schema_length=CSV_INFER_ROWS,
-                               null_values=nulls, schema_overrides=text or None)
+                               null_values=nulls, schema_overrides=text or None,
+                               decimal_comma=comma)
 
         if len(inp.files) > 1:
             _check_same_schema(inp.files, lambda f: dict(_csv([str(f)]).collect_schema()), "CSV")
@@ -295,7 +346,8 @@ def _check_csv_shape(path: Path, sep: str) -> None:
     if len(header) == 1:  # one column whose name holds the others: another separator
         hint = separator_hint(header[0], sep)
         if hint is not None:
-            raise InputError(f"{path}: the header was read as one column, {header[0][:60]!r}: "
+            raise InputError(f"{path}: the header was read as one column, "
+                             f"{header[0].lstrip(chr(0xFEFF))[:60]!r}: "
                              f"{hint}")
     seen: set[str] = set()
     for name in header:

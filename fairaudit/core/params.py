@@ -174,9 +174,10 @@ def components(v: Any) -> tuple[tuple[str, dict[str, Any]] | tuple[str, dict[str
             out.append((*step, item["name"]) if item.get("name") else step)
         else:
             extra = sorted(map(str, set(item) - _STEP_KEYS)) if isinstance(item, Mapping) else []
-            raise Invalid(f"element [{i}] is {_show(item)}"
-                          + (f" with unknown key(s) {extra} (a step has use, params, name)"
-                             if extra else ""))
+            why = (f" with unknown key(s) {extra} (a step has use, params, name)" if extra else
+                   " without 'use' (the component's name)"
+                   if isinstance(item, Mapping) and not item.get("use") else "")
+            raise Invalid(f"element [{i}] is {_show(item)}{why}")
     return tuple(out)
 
 
@@ -227,6 +228,8 @@ PARAMS: dict[str, Param] = {p.name: p for p in (
     Param("null_values", "--null-values", "data.null_values",
           "cell texts read as missing: 'a,b' or a list of strings", optional(markers)),
     Param("default_nulls", "--default-nulls", "data.default_nulls", "true or false",
+          optional(boolean)),
+    Param("decimal_comma", "--decimal-comma", "data.decimal_comma", "true or false",
           optional(boolean)),
     Param("k", "--k", "options.k", "an int >= 2", optional(integer(2))),
     Param("min_cell", "--min-cell", "options.min_cell",

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 import time
 from typing import Any
 
@@ -59,7 +60,9 @@ def run_chain(
     while True:
         try:
             with blaming_plugins(host):
-                return _run_chain(spec, host, data_path=data_path, engine=engine)
+                run = _run_chain(spec, host, data_path=data_path, engine=engine)
+            _note_null_markers(run, spec, data_path)
+            return run
         except pl.exceptions.ComputeError as exc:
             failure = csv_parse_failure(exc)
             if failure is None or failure[0] in text:
@@ -69,6 +72,25 @@ def run_chain(
             log.warning("%s", text_column_note(source_name(path), failure))
             spec = dataclasses.replace(spec, data=dataclasses.replace(
                 spec.data, reader_options={**spec.data.reader_options, "text_columns": text}))
+
+
+def _note_null_markers(run: AuditRun, spec: ChainSpec, data_path: Any) -> None:
+    """When rows were left out for a null sensitive/labels value in a CSV, say which default
+    markers made them null ('NA' may be Namibia). Not in a published release (it would publish
+    exact counts)."""
+    from fairaudit.core.io import default_null_markers, null_markers_note
+
+    doc = run.doc
+    excl = (doc.get("input") or {}).get("exclusions") or {}
+    path = data_path if data_path is not None else spec.data.path
+    if spec.privacy.publish or not any(excl.values()) or not isinstance(path, str | bytes | os.PathLike):
+        return
+    columns = [*spec.data.sensitive, *([spec.data.labels] if spec.data.labels else [])]
+    found = default_null_markers(str(path), spec.data.reader_options, columns)
+    if found:
+        note = null_markers_note(found)
+        log.warning("%s", note)
+        doc.setdefault("notes", []).append(note)
 
 
 def _run_chain(spec: ChainSpec, host: Any, *, data_path: Any, engine: Any) -> AuditRun:

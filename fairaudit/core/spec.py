@@ -18,7 +18,8 @@ from fairaudit.errors import ConfigError
 from fairaudit.report.results import Threshold
 
 DEFAULT_AUDITORS: tuple[str, ...] = ("balance", "distribution", "capacity", "quality", "proxy")
-"""Auditors run when a chain names none (those installed). ``quality`` (silhouette, on a sample)
+"""Auditors ``fairaudit audit`` runs when no --audit flag names one (those installed; a chain
+file names its own ``[[audit]]`` steps). ``quality`` (silhouette, on a sample)
 and ``proxy`` (proxy features, on a sample) are left out when the data has no feature columns."""
 
 DEFAULT_CLUSTERERS: tuple[str, ...] = ("kmeans", "fairden", "ffcm")
@@ -72,8 +73,9 @@ _DATA_KEYS = {
     "separator": "CSV separator",
     "null_values": "list of cell texts read as missing, added to the defaults",
     "default_nulls": "false: only empty cells (and null_values) are missing, not NA, NULL, ...",
+    "decimal_comma": "true: a CSV's numbers are written 3,5 (with separator = ';')",
 }
-READER_OPTIONS = ("separator", "null_values", "default_nulls")
+READER_OPTIONS = ("separator", "null_values", "default_nulls", "decimal_comma")
 """The ``[data]`` keys (and ``fairaudit.audit`` keywords, ``--separator`` ... flags) that are
 reader options: they go to the table reader (``DataSpec.reader_options``)."""
 

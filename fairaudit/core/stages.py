@@ -43,6 +43,7 @@ from fairaudit.core.inputs import (
     DEFAULT_MAX_ROWS,
     binning_notes,
     check_groups,
+    decimal_comma_notes,
     label_ids,
     materialise_rows,
     skip_feature_steps,
@@ -170,7 +171,7 @@ def check(s: RunState) -> RunState:
         lambda: run_checks(s.lf, s.data, s.roles, s.joint_full, s.spec, s.n_input),
     )
     feature_notes = tuple(s.data.notes) if s.data is not None else ()
-    bins = binning_notes(s.joint_full, s.roles, s.lf)
+    bins = [*binning_notes(s.joint_full, s.roles, s.lf), *decimal_comma_notes(s.data)]
     for note in bins:
         log.warning("%s", note)
     notes = (*feature_notes, *([s.skipped_note] if s.skipped_note else []), *bins)

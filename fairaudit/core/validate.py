@@ -20,6 +20,7 @@ from fairaudit.core.artifacts import INPUT_ARTIFACTS, LABELS
 from fairaudit.core.io import separator_hint
 from fairaudit.core.spec import (
     _TOML_NAMES,
+    DEFAULT_AUDITORS,
     ChainSpec,
     StepSpec,
     _Problems,
@@ -106,7 +107,9 @@ def validate_chain(
     if LABELS not in available:
         problems.add("cluster", "nothing to audit: set data.labels or add a [[cluster]] step")
     if not spec.audit:
-        problems.add("audit", "no auditors: add at least one [[audit]] step")
+        problems.add("audit", "no auditors: add at least one [[audit]] step, e.g. [[audit]] "
+                     'use = "balance" (without --chain, `fairaudit audit` runs '
+                     f"{', '.join(DEFAULT_AUDITORS)})")
     metric_specs: dict[str, Any] = {}
     for step in spec.audit:
         cls = classes.get(step.path)

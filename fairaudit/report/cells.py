@@ -6,6 +6,7 @@ the CCE — the numbers :mod:`fairaudit.report.explain_text` puts into words.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from statistics import NormalDist
@@ -131,6 +132,9 @@ class Context:
     published: bool = False
     """A published (differentially private) release: intervals come from the parametric
     bootstrap over sampling and noise, never explained by one person's weight in a cell."""
+    noise_sd: float | None = None
+    """A release's noise standard deviation per released cell (from its public scale), said
+    beside every count a sentence quotes; None for the analyst's exact report."""
 
     @property
     def published_interval_text(self) -> str:
@@ -164,7 +168,19 @@ def context(doc: Mapping[str, Any]) -> Context:
         z=NormalDist().inv_cdf((1 + level) / 2),
         labellings={str(lab.get("name")): lab for lab in doc.get("labellings") or ()},
         published=(doc.get("privacy") or {}).get("mode") == "dp",
+        noise_sd=_noise_sd(doc.get("privacy") or {}),
     )
+
+
+def _noise_sd(privacy: Mapping[str, Any]) -> float | None:
+    """The standard deviation of a release's noise per cell (discrete Laplace of the published
+    scale), or None for an exact report."""
+    scale = finite(privacy.get("noise_scale"))
+    if privacy.get("mode") != "dp" or scale is None or scale <= 0:
+        return None
+    from fairaudit.metrics.noisy_cells import discrete_laplace_variance
+
+    return math.sqrt(discrete_laplace_variance(scale))
 
 
 # ============================================================================ ratio cells

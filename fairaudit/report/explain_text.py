@@ -260,11 +260,23 @@ def _too_small_text(r: Mapping[str, Any], ctx: Context) -> str:
     who = f" ({_int(rows)} people)" if isinstance(rows, int) else ""
     unknown = [str(g) for g in small.get("unreleased") or ()]
     below = [g for g in groups if g not in set(unknown)]
-    parts = [f"fewer than {mc} people each): {', '.join(below)}"] if below else []
+    parts = [f"fewer than {mc} people each): {_first(below)}"] if below else []
     if unknown:
         why = small.get("unreleased_reason") or "cells below the private release threshold"
-        parts.append(f"{why}, so their counts are unknown, not zero): {', '.join(unknown)}")
+        parts.append(f"{why}, so their counts are unknown, not zero): {_first(unknown)}")
     return f" Left out as too small to judge ({'; ('.join(parts)}{who}."
+
+
+_LISTED = 10
+"""Groups named in a sentence; the rest are counted (all of them are in the JSON's
+``detail.too_small``): an intersection can leave thousands out."""
+
+
+def _first(groups: list[str]) -> str:
+    if len(groups) <= _LISTED:
+        return ", ".join(groups)
+    return (f"{', '.join(groups[:_LISTED])} and {len(groups) - _LISTED:,} more "
+            "(all in the JSON: detail.too_small)")
 
 
 def explain_result(
@@ -385,6 +397,8 @@ def deciding(r: Mapping[str, Any], ctx: Context, end: str | None = None
             return None
     except (ArithmeticError, ValueError, IndexError, TypeError, KeyError):
         return None  # a document this code does not understand: say nothing rather than wrong
+    if ctx.noise_sd is not None:  # a release's counts are noisy: never quoted as exact
+        text += f" (published counts, noise sd {ctx.noise_sd:.1f} per cell)"
     return {
         "cluster": t.clusters[k],
         "cluster_name": t.names[t.clusters[k]] if t.names and isinstance(t.clusters[k], int)

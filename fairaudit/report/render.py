@@ -272,6 +272,12 @@ def _package_template_dir(cls: type) -> Path | None:
     return None
 
 
+TABLE_ROWS = 200
+"""Rows a group table of the page shows (group sizes, counts by cluster, small groups); the JSON
+has every group. A 200-group zip code in an intersection makes thousands of groups: the page
+would be megabytes of rows nobody reads."""
+
+
 def build_env(
     host: Host | None, *, template_dirs: Sequence[Path | str] = (), sections: Sequence[type] = ()
 ) -> jinja2.Environment:
@@ -308,6 +314,7 @@ def build_env(
     )
     env.filters.update(FILTERS)
     env.globals["csp"] = CSP
+    env.globals["table_rows"] = TABLE_ROWS
     if host is not None:
         host.prepare_jinja_env(env)
     return env

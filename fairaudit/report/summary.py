@@ -201,6 +201,14 @@ def caveat_lines(doc: Mapping[str, Any]) -> list[str]:
     out.extend(f"warning: {c['observed']}" for c in doc.get("checks") or ()
                if isinstance(c, Mapping) and not c.get("success")
                and str(c.get("name", "")).startswith("sensitive_names_distinct["))
+    # the other failed data checks: named, so the console agrees with the report's count
+    failed = [str(c.get("name")) for c in doc.get("checks") or ()
+              if isinstance(c, Mapping) and not c.get("success")
+              and not str(c.get("name", "")).startswith("sensitive_names_distinct[")]
+    if failed:
+        shown = ", ".join(failed[:3]) + (f" and {len(failed) - 3} more" if len(failed) > 3 else "")
+        out.append(f"warning: {len(failed)} data check(s) failed: {shown} (the report's data "
+                   "checks say why)")
     from fairaudit.report.results import TARGET_NOTE
 
     warnings = [(str(lab.get("name")), w) for lab in doc.get("labellings") or ()

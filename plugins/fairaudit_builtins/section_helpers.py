@@ -75,6 +75,23 @@ def _short(v: Any) -> str:
     return json.dumps(v, sort_keys=True, default=str)
 
 
+LISTED = 20
+"""Items of a list a table cell shows (``clipped``); the JSON document has them all."""
+
+
+def clipped(value: Any, n: int = LISTED) -> Any:
+    """``value`` with every list longer than ``n`` cut to its first ``n`` items and a count of the
+    rest, for display: a result's detail can list thousands of intersection groups."""
+    if isinstance(value, Mapping):
+        return {k: clipped(v, n) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        items = [clipped(v, n) for v in value[:n]]
+        if len(value) > n:
+            items.append(f"... and {len(value) - n:,} more (all in the JSON)")
+        return items
+    return value
+
+
 def json_text(value: Any) -> str:
     """Compact, key-sorted JSON text (shown escaped in tables)."""
     return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)

@@ -43,6 +43,7 @@ from fairaudit_builtins.section_helpers import (
     attribute_order,
     balance_cells,
     balance_heatmap,
+    clipped,
     cluster_axis_labels,
     composition_chart,
     counts_table,
@@ -420,7 +421,7 @@ class AuditResultSection(ReportSection):
                     "judged": r.get("judged"),
                     "n_rows": r.get("n_rows"),
                     "notes": list(r.get("notes") or ()),
-                    "detail": json_text(r["detail"]) if r.get("detail") else "",
+                    "detail": json_text(clipped(r["detail"])) if r.get("detail") else "",
                 }
                 for r in results
             ]

@@ -107,6 +107,19 @@ def test_pivot_search_matches_brute_force(pivot_calls, caplog, case):
     np.testing.assert_allclose(got, brute_dc(X, m), rtol=0, atol=1e-12)
 
 
+def test_pivot_search_progress_ends_with_every_point_settled(pivot_calls, caplog):
+    """The pivot search's last progress record says every point of the component is settled
+    (it said "0 of 0 points ruled out" while the exact search of the rest ran)."""
+    X, m = _far_cases()[0]
+    with caplog.at_level("INFO", logger="fairaudit.progress"):
+        merge_tree(X, m, algorithm="boruvka")
+    recs = [r.progress for r in caplog.records
+            if getattr(r, "progress", {}).get("task", "").startswith("pivot search")]
+    assert pivot_calls and recs
+    assert all(r["unit"] == "points settled" and r["total"] > 0 for r in recs)
+    assert recs[-1]["done"] == recs[-1]["total"]
+
+
 def _brute_pair(A, B):
     D = np.sqrt(((A[:, None, :] - B[None, :, :]) ** 2).sum(-1))
     i, j = np.unravel_index(np.argmin(D), D.shape)
