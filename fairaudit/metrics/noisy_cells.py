@@ -31,6 +31,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from fairaudit.metrics.score import _z
+
 __all__ = ["BalanceCells", "ShareCells", "discrete_laplace_variance", "noisy_wilson_interval"]
 
 _STEPS = 60  # bisection steps: the bracket shrinks by 2**-60
@@ -41,12 +43,6 @@ def discrete_laplace_variance(scale: float) -> float:
     p = exp(-1 / scale) (about 2 scale² for large scales)."""
     p = math.exp(-1.0 / scale)
     return 2.0 * p / (1.0 - p) ** 2
-
-
-def _z(alpha: float) -> float:
-    from statistics import NormalDist
-
-    return NormalDist().inv_cdf(1.0 - alpha)
 
 
 def noisy_wilson_interval(x: NDArray[np.float64], n: NDArray[np.float64], alpha: float,
