@@ -114,6 +114,12 @@ def _inner_with_sqdiff(
     return out
 
 
+def _tied(x: np.ndarray, digits: int = 10) -> np.ndarray:
+    """``x`` rounded to ``digits`` significant digits, for ordering that does not depend on the
+    last bits of floating point."""
+    return np.array([float(f"{v:.{digits}g}") for v in np.asarray(x, dtype=float).ravel()])
+
+
 def fufs_loss(state: FUFSState, m: np.ndarray, g: np.ndarray) -> float:
     """L(m, g) evaluated directly (kernel-alignment terms divided by ``state.scale``)."""
     KM = _rbf(state.X, m, state.gamma)
@@ -578,10 +584,13 @@ class FUFS:
         scores[active] = m
         proxy[active] = g
         # best first; ties (e.g. several m_f at a bound) broken by the final gradient (how hard
-        # the objective still pushes), then column order; excluded features (NaN) last
+        # the objective still pushes), then column order; excluded features (NaN) last. Values
+        # are compared to 10 significant digits: features tied in exact arithmetic (the two
+        # one-hot columns of a binary variable) differ only in the last bits, which BLAS
+        # kernels and CPUs change, and must not swap places between machines.
         final_grad_m, final_grad_g = fufs_gradients(state, m, g)
-        ranking = active[np.lexsort((active, final_grad_m, -m))]
-        proxy_ranking = active[np.lexsort((active, final_grad_g, -g))]
+        ranking = active[np.lexsort((active, _tied(final_grad_m), -_tied(m)))]
+        proxy_ranking = active[np.lexsort((active, _tied(final_grad_g), -_tied(g)))]
         ranking = np.r_[ranking, np.array(excluded, dtype=np.int64)]
         proxy_ranking = np.r_[proxy_ranking, np.array(excluded, dtype=np.int64)]
         support = np.zeros(d, dtype=bool)
