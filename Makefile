@@ -1,28 +1,33 @@
 # fairaudit — the two commands in the README:
 #   make demo   set up .venv, install fairaudit, audit the bundled example data
-#   make test   set up .venv with the test extras, run the whole suite
+#   make test   set up .venv with the test extras, run the whole suite (in parallel)
+# Both install the pinned versions of constraints/test.txt (the versions the goldens were made
+# with); library users get the ranges of pyproject.toml. `make lock` refreshes the pins.
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip
+CONSTRAINTS := constraints/test.txt
+# pytest-xdist workers: one per core ("auto"); PYTEST_WORKERS=0 runs in one process
+PYTEST_WORKERS ?= auto
 
-.PHONY: demo test install install-test lint bench clean
+.PHONY: demo test test-fast install install-test lint bench lock clean
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "fairaudit needs Python >= 3.11 (set PYTHON=python3.11)"'
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
 
-$(VENV)/.installed: $(BIN)/python pyproject.toml
+$(VENV)/.installed: $(BIN)/python pyproject.toml $(CONSTRAINTS)
 	@# the distribution was called "fairaudit" before it became "fairaudit-clusters" (the name
 	@# "fairaudit" on the package index is another project): drop a stale copy from old venvs
 	@$(PIP) uninstall --quiet --yes fairaudit >/dev/null 2>&1 || true
-	$(PIP) install --quiet -e .
+	$(PIP) install --quiet -c $(CONSTRAINTS) -e .
 	@touch $@
 
 $(VENV)/.installed-test: $(VENV)/.installed examples/fairaudit-example-plugin/pyproject.toml
-	$(PIP) install --quiet -e ".[test]"
-	$(PIP) install --quiet -e examples/fairaudit-example-plugin
+	$(PIP) install --quiet -c $(CONSTRAINTS) -e ".[test]"
+	$(PIP) install --quiet -c $(CONSTRAINTS) -e examples/fairaudit-example-plugin
 	@touch $@
 
 install: $(VENV)/.installed
@@ -34,7 +39,11 @@ demo: $(VENV)/.installed
 
 test: $(VENV)/.installed-test
 	$(BIN)/ruff check fairaudit plugins tests benchmarks examples
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS)
+
+# the suite without the slow simulations (coverage studies, million-row checks): CI runs them all
+test-fast: $(VENV)/.installed-test
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) -m "not slow"
 
 lint: $(VENV)/.installed-test
 	$(BIN)/ruff check fairaudit plugins tests benchmarks examples
@@ -42,6 +51,21 @@ lint: $(VENV)/.installed-test
 
 bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/bench_audit.py
+
+# Refresh constraints/test.txt: resolve pyproject.toml's ranges (core + test extras + the example
+# plugin) in a fresh virtualenv and pin what was installed. Review the diff, run `make test`
+# and regenerate the goldens only if a value moved for a reason you understand.
+lock:
+	rm -rf .venv-lock
+	$(PYTHON) -m venv .venv-lock
+	.venv-lock/bin/python -m pip install --quiet --upgrade pip
+	.venv-lock/bin/python -m pip install --quiet -e ".[test]" -e examples/fairaudit-example-plugin
+	mkdir -p constraints
+	{ echo "# Pinned test environment: made by \`make lock\` on $$(date -u +%F) with $$(.venv-lock/bin/python -V)"; \
+	  echo "# on $$(uname -sm); \`make demo\`, \`make test\` and .ci/run install from it (pip -c)."; \
+	  .venv-lock/bin/python -m pip freeze --exclude-editable | grep -v -i '^fairaudit'; } > $(CONSTRAINTS)
+	rm -rf .venv-lock
+	@echo "wrote $(CONSTRAINTS)"
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis tests/artifacts dist build

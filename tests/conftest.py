@@ -56,6 +56,14 @@ def make_synthetic(n: int = 2000, seed: int = 0) -> pl.DataFrame:
     )
 
 
+@pytest.fixture(autouse=True)
+def _own_state_home(tmp_path_factory, monkeypatch):
+    """Every test gets its own ``$XDG_STATE_HOME`` (the default privacy ledger lives there): no
+    test reads or spends the user's own ledger, and tests running in parallel (pytest-xdist)
+    never share one."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))
+
+
 @pytest.fixture
 def host():
     """A host with the built-in plugins only (no entry points)."""
@@ -120,3 +128,60 @@ def pivot_calls(monkeypatch) -> list:
         bo, "_resolve_component_pivots", lambda *a, **k: calls.append(1) or real(*a, **k)
     )
     return calls
+
+
+# ------------------------------------------------------------ signals without racing the clock
+_SIGNAL_CHILD = """
+import os, sys, time
+_ready_fd = int(sys.argv[1])
+def ready():
+    '''Announce on the pipe that the run reached the phase under test, then wait for the
+    parent's signal (a Python signal handler interrupts the sleep).'''
+    os.write(_ready_fd, b"ready\\n")
+    os.close(_ready_fd)
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline:
+        time.sleep(0.01)
+    os._exit(97)  # the signal never came
+{patch}
+from fairaudit.cli import main
+sys.argv = ["fairaudit", *sys.argv[2:]]
+main()
+"""
+
+
+def signal_when_ready(patch: str, sig: str, args: list[str], *, env: dict | None = None,
+                      timeout: float = 600.0):
+    """Run ``fairaudit ARGS`` in a child whose ``patch`` (Python source) calls ``ready()`` at the
+    phase under test; send ``sig`` (a ``signal`` name) once the child said it is there, and
+    return the finished ``subprocess.CompletedProcess`` (text stdout/stderr).
+
+    The signal is sent only after the child reached the phase and waits in it, so the test
+    means the same on an idle and on a loaded machine (no sleep, no race). A child that never
+    reaches the phase is not signalled: its exit code and stderr say why."""
+    import select
+    import signal
+    import subprocess
+    import sys
+    import tempfile
+
+    read_fd, write_fd = os.pipe()
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", _SIGNAL_CHILD.format(patch=patch), str(write_fd), *args],
+            pass_fds=(write_fd,), stdout=out, stderr=err, env=env, text=True)
+        os.close(write_fd)
+        try:
+            with os.fdopen(read_fd, "rb") as marker:
+                ready = select.select([marker], [], [], timeout)[0]
+                line = marker.readline() if ready else b""
+            if line == b"ready\n":
+                proc.send_signal(getattr(signal, sig))
+            proc.wait(timeout=timeout)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        out.seek(0)
+        err.seek(0)
+        return subprocess.CompletedProcess(proc.args, proc.returncode, out.read(), err.read())

@@ -190,29 +190,58 @@ def _progress_lines(text: str) -> list[str]:
     return [ln for ln in _plain(text).splitlines() if ln.startswith("fairaudit: progress: ")]
 
 
-def _slow_balance(monkeypatch, seconds: float) -> None:
-    """The balance auditor's plugin made slow: a step that reports no counts of its own."""
+def _until(predicate, what: str, timeout: float = 120.0) -> None:
+    """Wait until ``predicate()`` holds (polling; a generous deadline, so a loaded machine only
+    makes the test slower, never wrong)."""
     import time
+
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.01)
+
+
+def _slow_balance(monkeypatch, beats: int) -> list[str]:
+    """The balance auditor's plugin made slow: a step that reports no counts of its own. Its
+    first call waits until the display has written ``beats`` heartbeat lines for it (when a
+    display is installed: with --quiet it returns at once) — synchronised, not slept. Returns
+    the heartbeat lines seen."""
+    import threading
 
     from fairaudit_builtins.auditors import BalanceAuditor
 
     compute = BalanceAuditor.compute
+    write = ProgressHandler._write
+    seen: list[str] = []
+    enough = threading.Event()
+
+    def counting(self, text):
+        write(self, text)
+        if text.startswith("auditor balance on segment, ") and text.endswith(" elapsed"):
+            seen.append(text)
+            if len(seen) >= beats:
+                enough.set()
 
     def slow(self, table):
-        time.sleep(seconds / 3)  # called once per attribute (sex, race, sex|race)
+        shown = any(isinstance(h, ProgressHandler) for h in logging.getLogger(LOGGER_NAME).handlers)
+        if shown and not enough.is_set():
+            assert enough.wait(120), f"no {beats} heartbeat lines in 120 s: {seen}"
         return compute(self, table)
 
+    monkeypatch.setattr(ProgressHandler, "_write", counting)
     monkeypatch.setattr(BalanceAuditor, "compute", slow)
+    return seen
 
 
 def test_a_silent_slow_step_gets_heartbeat_lines_in_a_pipe(tmp_path, data, monkeypatch):
-    _slow_balance(monkeypatch, 1.5)
+    _slow_balance(monkeypatch, 3)
     result, _, js = _cli(tmp_path, data, "--bootstrap", "0", interval="0.3")
     assert result.exit_code in (0, 1), result.output
     beats = [ln for ln in _progress_lines(result.stderr)
              if ln.startswith("fairaudit: progress: auditor balance on segment, ")
              and ln.endswith(" elapsed")]
-    assert len(beats) >= 3, result.stderr  # 1.5 s at one line per 0.3 s
+    assert len(beats) >= 3, result.stderr  # the step waited for three beats
     assert any(ln.startswith("fairaudit: progress: auditor balance on segment, done in ")
                for ln in _progress_lines(result.stderr)), result.stderr
     assert "\r" not in result.stderr
@@ -220,14 +249,13 @@ def test_a_silent_slow_step_gets_heartbeat_lines_in_a_pipe(tmp_path, data, monke
 
 
 def test_heartbeat_lines_carry_the_latest_counts_of_the_tasks_inside_the_step():
-    import time
 
     stream = io.StringIO()
     with show_progress(stream=stream, interval=0.2):
         with step("clusterer slow"):
             meter = Meter("slow sweeps", 100, "sweeps", every=0.0)
             meter.update(30)
-            time.sleep(0.9)
+            _until(lambda: " elapsed" in stream.getvalue(), "a heartbeat line")
             meter.close()
     lines = _progress_lines(stream.getvalue())
     beats = [ln for ln in lines if ln.startswith("fairaudit: progress: clusterer slow, ")
@@ -251,7 +279,7 @@ def test_the_heartbeat_thread_stops_on_an_error_and_on_keyboard_interrupt():
         with pytest.raises(type(exc)):
             with show_progress(stream=stream, interval=0.1):
                 with step("clusterer doomed"):
-                    time.sleep(0.35)
+                    _until(lambda s=stream: " elapsed" in s.getvalue(), "a heartbeat line")
                     assert _progress_threads()
                     raise exc
         assert _progress_threads() == []
@@ -283,7 +311,7 @@ def test_a_cli_run_that_fails_or_is_interrupted_leaves_no_progress_thread(tmp_pa
 
 
 def test_json_is_byte_identical_with_and_without_progress(tmp_path, data, monkeypatch):
-    _slow_balance(monkeypatch, 0.6)
+    _slow_balance(monkeypatch, 2)
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
     loud, _, js_loud = _cli(tmp_path / "a", data, interval="0.1")
@@ -324,12 +352,14 @@ def test_rows_read_of_a_parquet_input_and_rows_assigned_with_their_totals(tmp_pa
 
 
 def test_on_a_terminal_the_heartbeat_keeps_a_silent_steps_clock_ticking():
-    import time
 
     stream = io.StringIO()
+    def frames_now() -> int:
+        return sum("clusterer sleepy" in f for f in stream.getvalue().split("\r"))
+
     with _bars(stream, interval=0.1):
         with step("clusterer sleepy"):
-            time.sleep(0.8)
+            _until(lambda: frames_now() >= 3 and "00:00" in stream.getvalue(), "3 redraws")
     frames = [f for f in stream.getvalue().split("\r") if "clusterer sleepy" in f]
     assert len(frames) >= 3, stream.getvalue()  # redrawn by the heartbeat, not by records
     assert any("00:00" in f for f in frames)  # the step's elapsed clock

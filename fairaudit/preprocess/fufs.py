@@ -114,6 +114,27 @@ def _inner_with_sqdiff(
     return out
 
 
+def _tied(x: np.ndarray, rtol: float = 1e-4) -> np.ndarray:
+    """Tie classes of ``x`` for ordering: values closer than ``rtol`` times the largest
+    magnitude (gap by gap, in sorted order) share a class; classes increase with the value.
+
+    FUFS' scores and gradients carry relative errors of about 1e-6 from the kernel products
+    (the same tables under two OpenBLAS kernels differ by up to 2.6e-6 in the final gradient),
+    so features tied in exact arithmetic — the two one-hot columns of a binary variable — would
+    otherwise be ordered by the last bits, which BLAS kernels and CPUs change."""
+    x = np.asarray(x, dtype=float).ravel()
+    if x.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    order = np.argsort(x, kind="stable")
+    finite = x[order][np.isfinite(x[order])]
+    scale = float(np.max(np.abs(finite))) if finite.size else 0.0
+    gaps = np.diff(x[order])
+    new_class = ~(np.abs(gaps) <= rtol * scale)  # NaN gaps start a new class
+    classes = np.empty(x.size, dtype=np.int64)
+    classes[order] = np.r_[0, np.cumsum(new_class)]
+    return classes
+
+
 def fufs_loss(state: FUFSState, m: np.ndarray, g: np.ndarray) -> float:
     """L(m, g) evaluated directly (kernel-alignment terms divided by ``state.scale``)."""
     KM = _rbf(state.X, m, state.gamma)
@@ -578,10 +599,12 @@ class FUFS:
         scores[active] = m
         proxy[active] = g
         # best first; ties (e.g. several m_f at a bound) broken by the final gradient (how hard
-        # the objective still pushes), then column order; excluded features (NaN) last
+        # the objective still pushes), then column order; excluded features (NaN) last. Values
+        # within 1e-4 of the largest are tied (_tied): features tied in exact arithmetic (the
+        # two one-hot columns of a binary variable) must not swap places between machines.
         final_grad_m, final_grad_g = fufs_gradients(state, m, g)
-        ranking = active[np.lexsort((active, final_grad_m, -m))]
-        proxy_ranking = active[np.lexsort((active, final_grad_g, -g))]
+        ranking = active[np.lexsort((active, _tied(final_grad_m), -_tied(m)))]
+        proxy_ranking = active[np.lexsort((active, _tied(final_grad_g), -_tied(g)))]
         ranking = np.r_[ranking, np.array(excluded, dtype=np.int64)]
         proxy_ranking = np.r_[proxy_ranking, np.array(excluded, dtype=np.int64)]
         support = np.zeros(d, dtype=bool)
