@@ -235,7 +235,6 @@ def materialise_rows(lf: Any, roles: ColumnRoles, spec: ChainSpec, n_input: int,
     """The rows held in memory. ``draw(columns, keys, max_rows, seed) -> (frame, valid rows,
     sample_info)`` draws them where the data lives (a database engine's ``draw_rows``); by
     default they are drawn here, from ``lf``."""
-    import polars as pl
 
     cols = list(dict.fromkeys([*roles.features, *roles.sensitive, *filter(None, [roles.labels])]))
     keys = [*roles.sensitive, *filter(None, [roles.labels])]

@@ -44,6 +44,17 @@ def _deltalake() -> Any:
     return deltalake
 
 
+def storage_options(spec: str) -> dict[str, str] | None:
+    """deltalake reads the store's standard variables itself; an S3 endpoint over plain http
+    (a local S3 such as MinIO) also needs ``AWS_ALLOW_HTTP``, which polars' own reader infers."""
+    import os
+
+    endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL", "")
+    if is_object_store(spec) and endpoint.startswith("http://"):
+        return {"AWS_ALLOW_HTTP": os.environ.get("AWS_ALLOW_HTTP", "true")}
+    return None
+
+
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return text[0] if text else type(exc).__name__
@@ -59,7 +70,7 @@ def scan_delta(spec: str, options: Mapping[str, Any]) -> pl.LazyFrame:
     version = options.get("version")
     shown = mask(spec)
     try:
-        table = deltalake.DeltaTable(spec)
+        table = deltalake.DeltaTable(spec, storage_options=storage_options(spec))
     except Exception as exc:
         raise InputError(f"{shown}: not a Delta table ({_first_line(exc)})") from exc
     latest = table.version()
@@ -67,7 +78,7 @@ def scan_delta(spec: str, options: Mapping[str, Any]) -> pl.LazyFrame:
         raise InputError(f"{shown}: the Delta table has no version {version} (versions 0 to "
                          f"{latest}); --version takes one of them")
     try:
-        lf = pl.scan_delta(spec, version=version)
+        lf = pl.scan_delta(spec, version=version, storage_options=storage_options(spec))
         lf.collect_schema()
     except Exception as exc:
         raise InputError(f"{shown}: cannot be read as a Delta table: {_first_line(exc)}") from exc
@@ -79,7 +90,8 @@ def describe_delta(spec: str, options: Mapping[str, Any]) -> dict[str, Any]:
     version = options.get("version")
     if version is None:
         try:
-            version = _deltalake().DeltaTable(spec).version()
+            version = _deltalake().DeltaTable(spec, storage_options=storage_options(spec)
+                                              ).version()
         except Exception:  # the read reported it; the JSON says what it knows
             version = None
     return {"kind": "delta", "path": mask(spec), "version": version}

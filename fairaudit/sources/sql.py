@@ -366,7 +366,6 @@ class SqlSource:
         selected columns are read in batches (only what a plan asks for leaves the database).
         ``not_null``: only the rows without a NULL in these columns (filtered in the
         database)."""
-        import polars as pl
         from polars.io.plugins import register_io_source
 
         schema = self.schema()
