@@ -40,62 +40,78 @@ def _pg_bin(name: str) -> str | None:
     return None
 
 
+class NoServer(Exception):
+    """PostgreSQL cannot be started here (the reason says what to install)."""
+
+
 def _as_user() -> list[str]:
     """``runuser -u postgres --`` when root (initdb refuses root), else nothing."""
     if os.geteuid() != 0:
         return []
     runuser = shutil.which("runuser")
     if runuser is None:
-        pytest.skip("PostgreSQL tests as root need runuser (util-linux) to run as 'postgres'")
+        raise NoServer("PostgreSQL as root needs runuser (util-linux) to run as 'postgres'")
     try:
         import pwd
 
         pwd.getpwnam("postgres")
     except KeyError:
-        pytest.skip("PostgreSQL tests as root need the 'postgres' user (apt-get install "
-                    "postgresql)")
+        raise NoServer("PostgreSQL as root needs the 'postgres' user (apt-get install "
+                       "postgresql)") from None
     return [runuser, "-u", "postgres", "--"]
+
+
+@contextlib.contextmanager
+def postgres_server(settings: tuple[str, ...] = ("fsync=off",)):
+    """A fresh PostgreSQL server (a temporary folder, 127.0.0.1, a free port, password
+    authentication over TCP), stopped and removed at the end; yields its URL
+    ``postgresql+psycopg://postgres:<PG_PASSWORD>@127.0.0.1:<port>/postgres``."""
+    initdb, pg_ctl = _pg_bin("initdb"), _pg_bin("pg_ctl")
+    if initdb is None or pg_ctl is None:
+        raise NoServer("PostgreSQL is not installed (apt-get install postgresql)")
+    prefix = _as_user()
+    root = Path(tempfile.mkdtemp(prefix="fairaudit-pg-"))
+    try:
+        data, sock = root / "data", root / "sock"
+        sock.mkdir()
+        pwfile = root / "pw"
+        pwfile.write_text(PG_PASSWORD + "\n")
+        if prefix:
+            for p in (root, sock, pwfile):
+                shutil.chown(p, "postgres")
+        subprocess.run([*prefix, initdb, "-D", str(data), "-U", "postgres", "--pwfile",
+                        str(pwfile), "--auth-host=scram-sha-256", "--auth-local=trust",
+                        "-E", "UTF8", "--locale=C"], check=True, capture_output=True)
+        options = " ".join(f"-c {x}" for x in settings)
+        for _ in range(3):  # another process may take the free port first: try again
+            port = _free_port()
+            done = subprocess.run(
+                [*prefix, pg_ctl, "-D", str(data), "-w", "-t", "60", "-l", str(root / "log"),
+                 "-o", f"-p {port} -k {sock} -c listen_addresses=127.0.0.1 {options}",
+                 "start"], capture_output=True)
+            if done.returncode == 0:
+                break
+        else:
+            log = (root / "log").read_text() if (root / "log").exists() else ""
+            raise RuntimeError(f"PostgreSQL did not start: {log[-2000:]}")
+        try:
+            yield f"postgresql+psycopg://postgres:{PG_PASSWORD}@127.0.0.1:{port}/postgres"
+        finally:
+            subprocess.run([*prefix, pg_ctl, "-D", str(data), "-m", "fast", "-w", "stop"],
+                           capture_output=True)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
 def postgres_url():
-    """``postgresql+psycopg://postgres:<PG_PASSWORD>@127.0.0.1:<port>/postgres`` of a fresh
-    server with password authentication over TCP."""
+    """The URL of a fresh PostgreSQL server for this pytest process (see postgres_server)."""
     pytest.importorskip("psycopg", reason="pip install 'fairaudit-clusters[sql]'")
-    initdb, pg_ctl = _pg_bin("initdb"), _pg_bin("pg_ctl")
-    if initdb is None or pg_ctl is None:
-        pytest.skip("PostgreSQL is not installed (apt-get install postgresql)")
-    prefix = _as_user()
-    root = Path(tempfile.mkdtemp(prefix="fairaudit-pg-"))
-    data, sock = root / "data", root / "sock"
-    sock.mkdir()
-    pwfile = root / "pw"
-    pwfile.write_text(PG_PASSWORD + "\n")
-    if prefix:
-        shutil.chown(root, "postgres")
-        shutil.chown(sock, "postgres")
-        shutil.chown(pwfile, "postgres")
-    subprocess.run([*prefix, initdb, "-D", str(data), "-U", "postgres", "--pwfile", str(pwfile),
-                    "--auth-host=scram-sha-256", "--auth-local=trust", "-E", "UTF8",
-                    "--locale=C"], check=True, capture_output=True)
-    port = None
-    for _ in range(3):  # another process may take the free port first: try again
-        port = _free_port()
-        done = subprocess.run(
-            [*prefix, pg_ctl, "-D", str(data), "-w", "-t", "60", "-l", str(root / "log"),
-             "-o", f"-p {port} -k {sock} -c listen_addresses=127.0.0.1 -c fsync=off",
-             "start"], capture_output=True)
-        if done.returncode == 0:
-            break
-    else:
-        log = (root / "log").read_text() if (root / "log").exists() else ""
-        pytest.fail(f"PostgreSQL did not start: {log[-2000:]}")
     try:
-        yield f"postgresql+psycopg://postgres:{PG_PASSWORD}@127.0.0.1:{port}/postgres"
-    finally:
-        subprocess.run([*prefix, pg_ctl, "-D", str(data), "-m", "fast", "-w", "stop"],
-                       capture_output=True)
-        shutil.rmtree(root, ignore_errors=True)
+        with postgres_server() as url:
+            yield url
+    except NoServer as exc:
+        pytest.skip(str(exc))
 
 
 def load_postgres(url: str, name: str, frame) -> None:

@@ -230,37 +230,43 @@ class SqlSource:
         return self._schema
 
     def _probe(self) -> dict[str, Any]:
-        import polars as pl
-
         sa = _sqlalchemy()
-        from_ = (self._table_sql() if self.table is not None
-                 else f"({self.query}) AS {QUERY_ALIAS}")
-        stmt = sa.select(sa.text("*")).select_from(sa.text(from_)).limit(PROBE_ROWS)
+        from_ = sa.text(self._table_sql() if self.table is not None
+                        else f"({self.query}) AS {QUERY_ALIAS}")
+        names, description, _ = self._run_probe(sa.select(sa.text("*")).select_from(from_)
+                                                .limit(0))
+        if len(set(names)) != len(names):
+            dupes = sorted({n for n in names if names.count(n) > 1})
+            raise InputError(f"{self.what}: column name(s) {dupes} appear more than once; "
+                             "name each column once (AS ...)")
+        if not names:
+            raise InputError(f"{self.what}: the table has no columns")
+        declared = self._declared() if self.dialect == "sqlite" and self.table else {}
+        out: dict[str, Any] = {}
+        for j, name in enumerate(names):
+            code = description[j][1] if j < len(description) else None
+            out[name] = polars_type(self._type_name(code) or declared.get(name), self.dialect)
+        unknown = [c for c, t in out.items() if t is None]
+        if unknown:  # no type from the driver (SQLite, a query's expressions): the values say
+            prep = self.engine.dialect.identifier_preparer
+            cols = [sa.literal_column(prep.quote(c)) for c in unknown]
+            _, _, rows = self._run_probe(sa.select(*cols).select_from(from_).limit(PROBE_ROWS))
+            self.moved.rows["schema probe"] = len(rows)
+            self.moved.bytes["schema probe"] = sum(len(repr(r)) for r in rows)
+            for j, c in enumerate(unknown):
+                out[c] = _infer([r[j] for r in rows])
+        log.debug("%s: columns %s", self.what, {k: str(v) for k, v in out.items()})
+        return out
+
+    def _run_probe(self, stmt: Any) -> tuple[list[str], Any, list[Any]]:
         try:
             with self.engine.connect() as conn:
                 res = conn.execute(stmt)
                 names = list(res.keys())
                 description = getattr(res.cursor, "description", None) or ()
-                rows = res.fetchall()
+                return names, description, res.fetchall()
         except Exception as exc:
             raise self.error("cannot be read", exc) from exc
-        if len(set(names)) != len(names):
-            dupes = sorted({n for n in names if names.count(n) > 1})
-            raise InputError(f"{self.what}: column name(s) {dupes} appear more than once; "
-                             "name each column once (AS ...)")
-        declared = self._declared() if self.dialect == "sqlite" and self.table else {}
-        out: dict[str, Any] = {}
-        for j, name in enumerate(names):
-            code = description[j][1] if j < len(description) else None
-            dtype = polars_type(self._type_name(code) or declared.get(name), self.dialect)
-            if dtype is None:
-                dtype = _infer([r[j] for r in rows])
-            out[name] = dtype
-        log.debug("%s: columns %s", self.what, {k: str(v) for k, v in out.items()})
-        if not out:
-            raise InputError(f"{self.what}: the table has no columns")
-        del pl
-        return out
 
     def _table_sql(self) -> str:
         prep = self.engine.dialect.identifier_preparer
