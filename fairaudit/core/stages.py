@@ -435,10 +435,10 @@ def document(s: RunState) -> RunState:
         doc["input"] = {**doc["input"], "path": "<in-memory table>", "format": "polars"}
     from fairaudit.sources import describe_source
 
-    source = describe_source(s.path, s.spec.data.reader_options, s.engine)
+    source = describe_source(s.path, s.spec.data.reader_options, s.engine,
+                             fingerprint=doc["input"]["fingerprint"])
     if source is not None:  # a database, object store or Delta table (the URL masked)
-        doc["input"] = {**doc["input"], "path": source.pop("path"),
-                        "format": source.pop("format"), "source": source}
+        doc["input"] = {**doc["input"], **source}
     doc["gates"] = [g.to_json() for g in s.gates]
     labs = []
     for lab_doc in doc["labellings"]:  # names of the clusters of a labels column of names

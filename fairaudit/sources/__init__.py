@@ -66,10 +66,12 @@ def read_source(path: Any, options: Mapping[str, Any]) -> Any:
     return None  # local files: the built-in reader (which tells the format from the file)
 
 
-def describe_source(path: Any, options: Mapping[str, Any], engine: Any = None
-                    ) -> dict[str, Any] | None:
-    """The audit JSON's ``input.source`` block (with the masked ``path`` and ``format``), or
-    None for local files and in-memory tables."""
+def describe_source(path: Any, options: Mapping[str, Any], engine: Any = None,
+                    fingerprint: str = "unavailable") -> dict[str, Any] | None:
+    """The audit JSON's ``input`` fields of a database, object store or Delta table: the masked
+    ``path``, the ``format``, the ``source`` block, and for a Delta table the ``fingerprint``
+    of the version audited (its folder also holds other versions' files). None for local
+    files and in-memory tables."""
     from fairaudit.sources import lake
 
     if not isinstance(path, str):
@@ -78,14 +80,16 @@ def describe_source(path: Any, options: Mapping[str, Any], engine: Any = None
         source = getattr(engine, "source", None)
         block = source.describe() if source is not None else {"kind": "database",
                                                                 "url": mask(path)}
-        return {**block, "path": mask(path), "format": "database"}
+        return {"path": mask(path), "format": "database", "source": block}
     if lake.is_delta(path, options):
-        return {**lake.describe_delta(path, options), "format": "delta"}
+        block = lake.describe_delta(path, options)
+        return {"path": block.pop("path"), "format": "delta", "source": block,
+                "fingerprint": f"{fingerprint}@delta-version-{block['version']}"}
     if is_object_store(path):
         from fairaudit.sources.objectstore import format_of
 
-        return {"kind": "object store", "path": mask(path),
-                "format": format_of(path, options)}
+        return {"path": mask(path), "format": format_of(path, options),
+                "source": {"kind": "object store"}}
     return None
 
 

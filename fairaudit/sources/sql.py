@@ -289,7 +289,9 @@ class SqlSource:
                 from psycopg.postgres import types
 
                 info = types.get(code)
-                return None if info is None else info.name
+                if info is None:
+                    return None
+                return "ARRAY" if getattr(info, "array_oid", None) == code else info.name
             except ImportError:
                 return None
         if isinstance(code, int):
