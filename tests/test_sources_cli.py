@@ -137,3 +137,15 @@ def test_a_missing_extra_names_its_install_line(files, module, extra, tmp_path):
                           text=True, timeout=120)
     assert done.returncode == 2, done.stderr
     assert f"pip install 'fairaudit-clusters[{extra}]'" in done.stderr
+
+
+def test_a_sqlalchemy_engine_is_a_source_and_a_table_object_is_explained(files):  # noqa: F811
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(files["sqlite"])
+    run = fairaudit.audit(engine, table="people", sensitive=["sex"], labels="segment",
+                          bootstrap=0, audit=["balance"])
+    assert run.doc["input"]["rows"] == 1600 and run.doc["input"]["format"] == "database"
+    people = sa.Table("people", sa.MetaData())
+    with pytest.raises(ConfigError, match="carries no connection.*table='people'"):
+        fairaudit.audit(people, sensitive=["sex"], labels="segment")
