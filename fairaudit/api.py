@@ -48,6 +48,11 @@ def audit(
     null_values: Sequence[str] | str | None = None,
     default_nulls: bool | None = None,
     decimal_comma: bool | None = None,
+    table: str | None = None,
+    query: str | None = None,
+    key: str | None = None,
+    format: str | None = None,
+    version: int | None = None,
     timing: bool | None = None,
     chain: str | Path | ChainSpec | None = None,
     disabled_plugins: Sequence[str] = (),
@@ -118,6 +123,11 @@ def audit(
     where ``NA`` is Namibia) and ``decimal_comma=True`` (a CSV's numbers written ``3,5``, with
     ``separator=";"``) are reader options, as ``--separator``, ``--null-values``,
     ``--no-default-nulls`` and ``--decimal-comma``.
+    ``data`` may also be a database URL (``"postgresql://me@db/crm"``, ``"duckdb:///f.duckdb"``,
+    ``"sqlite:///f.db"``, a SQLAlchemy ``Engine``) with ``table="people"`` or
+    ``query="SELECT ..."``: the counts run in the database, a seeded sample (ordered by ``key``
+    when given) is drawn there; an object-store path (``"s3://bucket/seg/*.parquet"``); or a
+    Delta table (``format="delta"``, ``version=3``). See docs/sources.md.
     ``progress=True`` shows the progress of long steps on stderr while it runs (bars on a
     terminal, a line every 10 s otherwise; :func:`fairaudit.core.progress.show_progress`).
     """
@@ -141,7 +151,8 @@ def audit(
         "disabled_plugins": disabled_plugins, "chain": chain, "engine": engine,
         "scheduler": scheduler, "workers": workers, "separator": separator,
         "null_values": null_values, "default_nulls": default_nulls,
-        "decimal_comma": decimal_comma,
+        "decimal_comma": decimal_comma, "table": table, "query": query, "key": key,
+        "format": format, "version": version,
     })
     if not isinstance(progress, bool):
         raise ConfigError(f"progress: expected True or False; got {progress!r}")
@@ -150,7 +161,9 @@ def audit(
         raise ConfigError(f"suppress: {problem}")
     if tolerance and baseline is None and chain is None:
         raise ConfigError("tolerance: needs baseline= (or a [compare] table in the chain)")
-    data = as_polars(data)
+    from fairaudit.sources.urls import url_of
+
+    data = as_polars(url_of(data))
     thresholds = [
         threshold_from(key, value, bound, f"{arg}[{key!r}]", severity)
         for arg, bound, severity in (("fail_under", "min", "error"), ("fail_over", "max", "error"),
@@ -175,7 +188,9 @@ def audit(
         privacy_names=API_NAMES, surface="api",
         reader_options={"separator": v["separator"], "null_values": v["null_values"],
                         "default_nulls": v["default_nulls"],
-                        "decimal_comma": v["decimal_comma"]},
+                        "decimal_comma": v["decimal_comma"], "table": v["table"],
+                        "query": v["query"], "key": v["key"], "format": v["format"],
+                        "version": v["version"]},
     )
     from fairaudit.ops.baseline import BaselineOptions, attach_comparison, resolve
 

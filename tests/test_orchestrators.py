@@ -36,7 +36,7 @@ def _table(path: Path, n: int = 400) -> Path:
     return path
 
 
-def _materialise(dg, mod, tmp_path: Path, fail_under: list[str]):
+def _materialise(dg, mod, tmp_path: Path, fail_under: list[str], warehouse=None):
     tmp_path.mkdir()
     config = mod.FairnessAuditConfig(data=str(_table(tmp_path / "t.parquet")), sensitive="sex",
                                      audits=str(tmp_path / "audits"), labels="segment",
@@ -44,8 +44,30 @@ def _materialise(dg, mod, tmp_path: Path, fail_under: list[str]):
     return dg.materialize(
         [mod.fairness_audit, mod.fairness_gates],
         run_config=dg.RunConfig({"fairness_audit": config}),
+        resources={"warehouse": warehouse or mod.WarehouseSource()},
         instance=dg.DagsterInstance.ephemeral(), raise_on_error=False,
     )
+
+
+@pytest.mark.slow
+def test_dagster_audits_a_database_table_through_its_resource(tmp_path):
+    dg = pytest.importorskip("dagster")
+    duckdb = pytest.importorskip("duckdb")
+    pytest.importorskip("duckdb_engine")
+    mod = _load("dagster_assets")
+    frame = pl.read_parquet(_table(tmp_path / "rows.parquet"))
+    con = duckdb.connect(str(tmp_path / "wh.duckdb"))
+    con.register("frame", frame.to_arrow())
+    con.execute("CREATE TABLE segments AS SELECT * FROM frame")
+    con.close()
+    res = _materialise(dg, mod, tmp_path / "db", ["balance=0.0"], mod.WarehouseSource(
+        url=f"duckdb:///{tmp_path / 'wh.duckdb'}", table="segments"))
+    assert res.success
+    [mat] = res.get_asset_materialization_events()
+    doc = __import__("json").loads(Path(mat.materialization.metadata["json"].value).read_text())
+    assert doc["input"]["source"]["table"] == "segments"
+    assert set(doc["input"]["source"]["moved"]) <= {"joint count table", "row count",
+                                                    "rows in memory"}
 
 
 @pytest.mark.slow
@@ -76,6 +98,7 @@ def test_dagster_bad_input_fails_the_materialisation(tmp_path):
                                      audits=str(tmp_path / "audits"), date="2026-11-26")
     res = dg.materialize([mod.fairness_audit, mod.fairness_gates],
                          run_config=dg.RunConfig({"fairness_audit": config}),
+                         resources={"warehouse": mod.WarehouseSource()},
                          instance=dg.DagsterInstance.ephemeral(), raise_on_error=False)
     assert not res.success
     assert not res.get_asset_materialization_events()

@@ -8,6 +8,11 @@
   worse than the baseline (``AUDITS/baseline.json``, once you promote a run by copying it there).
 - a daily schedule at 02:00 over a job that materialises the asset and runs its check.
 
+A database source is a Dagster resource, as a warehouse connection usually is:
+``WarehouseSource(url=dg.EnvVar("SEGMENTS_DB_URL"), table="segments")`` — the URL read from the
+environment at run time (never in the code or the run config), the counts run in the database
+(docs/sources.md). Without the resource (the default) the asset audits ``DATA``.
+
 Load it with ``dg dev`` in a Dagster project (import ``defs`` from your definitions module) or
 ``dagster dev -f examples/orchestrators/dagster_assets.py``. Set the constants, or the run
 config (``FairnessAuditConfig``) in the launchpad. tests/test_orchestrators.py materialises it
@@ -31,6 +36,15 @@ AUDITS = "/data/audits/customers"
 FAIL_UNDER = ["balance=0.8"]  # the threshold gate; the baseline is the other gate
 
 
+class WarehouseSource(dg.ConfigurableResource):
+    """A database table to audit instead of ``DATA``; an empty ``url`` (the default) means none.
+    Give the URL as ``dg.EnvVar("...")`` so it stays out of the code and the run config."""
+
+    url: str = ""
+    table: str | None = None
+    query: str | None = None
+
+
 class FairnessAuditConfig(dg.Config):
     """What to audit; every field has the module constant as its default."""
 
@@ -43,12 +57,15 @@ class FairnessAuditConfig(dg.Config):
 
 
 @dg.asset(group_name="fairness", kinds={"python"})
-def fairness_audit(context: dg.AssetExecutionContext,
-                   config: FairnessAuditConfig) -> dg.Output[dict]:
+def fairness_audit(context: dg.AssetExecutionContext, config: FairnessAuditConfig,
+                   warehouse: WarehouseSource) -> dg.Output[dict]:
     """The night's fairness audit: HTML report + JSON document under ``AUDITS/runs/``."""
     date = config.date or dt.datetime.now(dt.UTC).date().isoformat()
-    outcome = run_audit(config.data, sensitive=config.sensitive, audits=config.audits,
-                        date=date, labels=config.labels, fail_under=config.fail_under)
+    data = warehouse.url or config.data
+    outcome = run_audit(data, sensitive=config.sensitive, audits=config.audits,
+                        date=date, labels=config.labels, fail_under=config.fail_under,
+                        table=warehouse.table if warehouse.url else None,
+                        query=warehouse.query if warehouse.url else None)
     if outcome.exit_code not in (0, 1):  # 1 (a gate) is the check's business
         try:
             check(outcome)
@@ -57,7 +74,8 @@ def fairness_audit(context: dg.AssetExecutionContext,
                              metadata={"exit_code": outcome.exit_code}) from exc
     value = {"json": str(outcome.json_path), "report": str(outcome.html_path),
              "exit_code": outcome.exit_code}
-    context.log.info("fairness audit of %s: exit %d, report %s", config.data,
+    context.log.info("fairness audit of %s: exit %d, report %s",
+                     warehouse.table or ("a query" if warehouse.url else config.data),
                      outcome.exit_code, outcome.html_path)
     return dg.Output(value, metadata={
         "report": dg.MetadataValue.path(str(outcome.html_path)),
@@ -89,6 +107,7 @@ defs = dg.Definitions(
     assets=[fairness_audit],
     asset_checks=[fairness_gates],
     jobs=[nightly_fairness_audit],
+    resources={"warehouse": WarehouseSource()},  # e.g. url=dg.EnvVar("SEGMENTS_DB_URL")
     schedules=[dg.ScheduleDefinition(job=nightly_fairness_audit, cron_schedule="0 2 * * *",
                                      execution_timezone="UTC")],
 )

@@ -16,9 +16,15 @@ configuration -> fails, not retried, anything else -> an internal error (retryin
 Two gates: a threshold (``--fail-under balance=0.8``: an absolute bound every night) and the
 baseline (a headline metric significantly worse than the approved audit). Either fails the run.
 
+DATA may be a database URL with ``table`` (or ``query``): the counts then run in the database
+and only the joint count table leaves it (docs/sources.md). Keep the password out of the URL
+(``PGPASSWORD``, ``~/.pgpass`` or ``FAIRAUDIT_DB_PASSWORD``); fairaudit masks it anyway.
+
 Run:  python examples/orchestrators/nightly_audit.py DATA.parquet --sensitive sex,race \\
           --labels segment --audits audits/ --fail-under balance=0.8 [--date 2026-11-23]
           [--chain chain.toml]
+      python examples/orchestrators/nightly_audit.py postgresql://auditor@db/crm \\
+          --table segments --sensitive sex,race --labels segment --audits audits/
 """
 
 # ruff: noqa: T201  (printing is this example's job)
@@ -59,14 +65,20 @@ class AuditOutcome:
 def audit_command(data: str, *, sensitive: str, audits: Path, date: str,
                   labels: str | None = None, chain: str | None = None,
                   tolerance: Sequence[str] = (), fail_under: Sequence[str] = (),
-                  fail_over: Sequence[str] = ()) -> list[str]:
+                  fail_over: Sequence[str] = (), table: str | None = None,
+                  query: str | None = None) -> list[str]:
     """The ``fairaudit audit`` command line of one nightly run: its thresholds (``fail_under``
-    / ``fail_over``, e.g. ``"balance=0.8"``) and, once one is promoted, the baseline."""
+    / ``fail_over``, e.g. ``"balance=0.8"``) and, once one is promoted, the baseline; ``table``
+    / ``query`` when DATA is a database URL."""
     runs = Path(audits) / "runs"
     cmd = [sys.executable, "-m", "fairaudit", "audit", data, "--sensitive", sensitive,
            "--out", str(runs / f"{date}.html"), "--json", str(runs / f"{date}.json")]
     if labels:
         cmd += ["--labels", labels]
+    if table:
+        cmd += ["--table", table]
+    if query:
+        cmd += ["--query", query]
     if chain:
         cmd += ["--chain", chain]
     for t in fail_under:
@@ -84,7 +96,8 @@ def audit_command(data: str, *, sensitive: str, audits: Path, date: str,
 def run_audit(data: str, *, sensitive: str, audits: str | Path, date: str | None = None,
               labels: str | None = None, chain: str | None = None,
               tolerance: Sequence[str] = (), fail_under: Sequence[str] = (),
-              fail_over: Sequence[str] = (),
+              fail_over: Sequence[str] = (), table: str | None = None,
+              query: str | None = None,
               runner: Callable[..., subprocess.CompletedProcess] = subprocess.run,
               ) -> AuditOutcome:
     """Run one nightly audit (and rebuild the history page); return its outcome."""
@@ -93,7 +106,7 @@ def run_audit(data: str, *, sensitive: str, audits: str | Path, date: str | None
     (audits / "runs").mkdir(parents=True, exist_ok=True)
     cmd = audit_command(data, sensitive=sensitive, audits=audits, date=date, labels=labels,
                         chain=chain, tolerance=tolerance, fail_under=fail_under,
-                        fail_over=fail_over)
+                        fail_over=fail_over, table=table, query=query)
     proc = runner(cmd, capture_output=True, text=True)
     if proc.returncode in (EXIT_OK, EXIT_GATE):
         runner([sys.executable, "-m", "fairaudit", "history", str(audits / "runs"),
@@ -120,6 +133,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("data")
     ap.add_argument("--sensitive", required=True)
     ap.add_argument("--labels")
+    ap.add_argument("--table", help="DATA is a database URL: the table to audit")
+    ap.add_argument("--query", help="DATA is a database URL: the SELECT to audit")
     ap.add_argument("--chain")
     ap.add_argument("--audits", default="audits")
     ap.add_argument("--date")
@@ -129,7 +144,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     a = ap.parse_args(argv)
     outcome = run_audit(a.data, sensitive=a.sensitive, audits=a.audits, date=a.date,
                         labels=a.labels, chain=a.chain, tolerance=a.tolerance,
-                        fail_under=a.fail_under, fail_over=a.fail_over)
+                        fail_under=a.fail_under, fail_over=a.fail_over, table=a.table,
+                        query=a.query)
     print(outcome.output, end="")
     return outcome.exit_code
 

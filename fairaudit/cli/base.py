@@ -52,9 +52,11 @@ class _ConsoleFormatter(logging.Formatter):
         super().__init__("%(levelname)s %(name)s: %(message)s")
 
     def format(self, record: logging.LogRecord) -> str:
+        from fairaudit.sources.urls import redact  # a database URL's password: never shown
+
         if record.levelno == logging.WARNING and record.name.split(".")[0] in _OWN_LOGGERS:
-            return f"warning: {record.getMessage()}"
-        return super().format(record)
+            return redact(f"warning: {record.getMessage()}")
+        return redact(super().format(record))
 
 
 def _setup_logging(debug: bool, quiet: bool) -> None:
@@ -87,7 +89,7 @@ def _handle_errors(fn: Callable[..., int | None]) -> Callable[..., None]:
             code = fn(*args, **kwargs)
         except FairauditError as exc:
             _traceback(debug)
-            click.echo(f"error: {exc}", err=True)
+            click.echo(_redact(f"error: {exc}"), err=True)
             sys.exit(exc.exit_code)
         except click.exceptions.Exit:
             raise
@@ -104,7 +106,7 @@ def _handle_errors(fn: Callable[..., int | None]) -> Callable[..., None]:
         except Exception as exc:  # an internal error: say so, briefly
             _traceback(debug)
             click.echo(
-                f"internal error: {type(exc).__name__}: {exc}\n"
+                _redact(f"internal error: {type(exc).__name__}: {exc}\n")
                 + ("" if debug else "run again with --debug for the traceback, and ")
                 + "please report it",
                 err=True,
@@ -117,11 +119,17 @@ def _handle_errors(fn: Callable[..., int | None]) -> Callable[..., None]:
     return wrapper
 
 
+def _redact(text: str) -> str:
+    from fairaudit.sources.urls import redact
+
+    return redact(text)
+
+
 def _traceback(debug: bool) -> None:
     if debug:
         import traceback
 
-        click.echo(traceback.format_exc().rstrip(), err=True)
+        click.echo(_redact(traceback.format_exc().rstrip()), err=True)
 
 
 def _on_sigterm() -> Any:

@@ -95,6 +95,20 @@ from fairaudit.cli.base import (
 @click.option("--default-nulls/--no-default-nulls", default=None,
               help="With --no-default-nulls only empty cells (and --null-values) are missing in "
               "a CSV, e.g. where 'NA' is Namibia [default: on].")
+@click.option("--table", metavar="NAME", default=None,
+              help="DATA is a database URL: audit this table (NAME or SCHEMA.NAME); counted "
+              "in the database (docs/sources.md).")
+@click.option("--query", metavar="SQL", default=None,
+              help="DATA is a database URL: audit the rows of this SELECT (instead of --table).")
+@click.option("--key", metavar="COL", default=None,
+              help="Database source: a column that identifies rows; it orders the rows read "
+              "and seeds the sample [default: the row's values].")
+@click.option("--format", "data_format", type=click.Choice(["parquet", "csv", "delta"]),
+              default=None,
+              help="The input's format where its name does not say it: an object-store prefix, "
+              "or a Delta table (a folder with _delta_log/ is read as Delta anyway).")
+@click.option("--version", "table_version", type=int, default=None, metavar="N",
+              help="Delta table: audit version N [default: the latest].")
 @click.option("--bootstrap", type=int, default=None,
               help="Bootstrap replicates for confidence intervals, 0 = off, at most 10,000 "
               "[default: 200].")
@@ -117,11 +131,14 @@ from fairaudit.cli.base import (
 def audit(data: str, sensitive, labels, features, exclude, chain_file, clusters, k, seed,
           sample, out, json_out, fail_under, fail_over, warn_under, warn_over, audits,
           skip_audits, summary_md, timing, min_cell, no_suppress, on_null, on_nonfinite,
-          separator, decimal_comma, null_values, default_nulls, bootstrap, ci_method, engine_name,
+          separator, decimal_comma, null_values, default_nulls, table, query, key, data_format,
+          table_version, bootstrap, ci_method, engine_name,
           scheduler,
           workers, twins, baseline, tolerances, quiet, debug, disabled, publish, epsilon, privacy_budget, ledger,
           privacy_source, dp_categories, dp_clusters, dp_fitted, dp_domain, delta) -> int:
-    """Audit DATA (Parquet file, directory or glob of Parquet files, or CSV)."""
+    """Audit DATA: a Parquet file, directory or glob, a CSV file, an object-store path
+    (s3://bucket/prefix/*.parquet), a Delta table, or a database URL with --table or --query
+    (postgresql://user@host/db, duckdb:///file.duckdb, sqlite:///file.db; docs/sources.md)."""
     from fairaudit.core.build import chain_from_flags
     from fairaudit.core.chain import load_chain, parse_threshold_flag
     from fairaudit.core.params import check, check_all
@@ -132,7 +149,8 @@ def audit(data: str, sensitive, labels, features, exclude, chain_file, clusters,
     # every option checked in one place (fairaudit.core.params) before any work
     opts = check_all({"k": k, "seed": seed, "sample": sample, "min_cell": min_cell,
                       "bootstrap": bootstrap, "separator": separator, "workers": workers,
-                      "null_values": null_values},
+                      "null_values": null_values, "table": table, "query": query, "key": key,
+                      "version": table_version},
                      "cli")
     k, seed, sample, min_cell, bootstrap = (opts[n] for n in ("k", "seed", "sample", "min_cell",
                                                                 "bootstrap"))
@@ -159,7 +177,9 @@ def audit(data: str, sensitive, labels, features, exclude, chain_file, clusters,
                                dp_categories, dp_clusters, dp_fitted, dp_domain, delta),
         reader_options={"separator": opts["separator"], "null_values": opts["null_values"],
                         "default_nulls": default_nulls,
-                        "decimal_comma": decimal_comma or None},
+                        "decimal_comma": decimal_comma or None, "table": opts["table"],
+                        "query": opts["query"], "key": opts["key"], "format": data_format,
+                        "version": opts["version"]},
     )
     engine = _make_engine(spec, engine_name, scheduler, workers)
     try:

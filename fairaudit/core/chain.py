@@ -227,8 +227,11 @@ def _checked(d: Mapping[str, Any], key: str, name: str, path: str, problems: _Pr
 
 def _parse_data(d: Mapping[str, Any], problems: _Problems) -> DataSpec:
     kw: dict[str, Any] = {}
-    if "path" in d:
-        kw["path"] = str(d["path"])
+    if "path" in d and "source" in d:
+        problems.add("data.source", "give data.path or data.source (the same key), not both")
+    for name in ("path", "source"):  # source: a database URL reads better as a source
+        if name in d:
+            kw["path"] = str(d[name])
     for key in ("sensitive", "exclude", "features", "labels", "seed", "sample", "on_null",
                 "on_nonfinite", "allow_sensitive_features"):
         _checked(d, key, key, f"data.{key}", problems, kw)

@@ -265,6 +265,16 @@ def joint_from_slices(
                               ordinal=dict(ordinal or {}))
 
 
+def joint_from_counts(agg: pl.DataFrame, *, key: str, label: str | None,
+                      sensitive: Sequence[str], ordinal: Mapping[str, Sequence[str]]
+                      ) -> JointTable:
+    """The :class:`JointTable` of a group-by computed elsewhere (a database's ``GROUP BY``):
+    one row per cell with the columns ``key`` (the label, or :data:`LABEL_KEY`), the sensitive
+    columns and ``__n__`` (its rows); null keys are counted in ``null_rows``. The same table as
+    :func:`joint_from_frame` of those rows."""
+    return _joint_from_counts(agg, key=key, label=label, sensitive=sensitive, ordinal=ordinal)
+
+
 def _joint_from_counts(agg: pl.DataFrame, *, key: str, label: str | None,
                        sensitive: Sequence[str], ordinal: Mapping[str, Sequence[str]]
                        ) -> JointTable:

@@ -100,8 +100,10 @@ class LocalEngine:
 # ------------------------------------------------------------------------------ Dask
 def _read_part(file: str, options: Mapping[str, Any]) -> Any:
     from fairaudit.core.io import scan_builtin
+    from fairaudit.sources import read_source
 
-    return scan_builtin(file, options)
+    lf = read_source(file, options)  # an object-store file (s3://...), else a local one
+    return lf if lf is not None else scan_builtin(file, options)
 
 
 def _count_part(file: str, options: Mapping[str, Any], roles: ColumnRoles
@@ -173,7 +175,12 @@ class DaskEngine:
                 "not an in-memory table"
             )
         from fairaudit.core.io import resolve_input
+        from fairaudit.sources.urls import is_object_store
 
+        if is_object_store(path):
+            from fairaudit.sources.objectstore import list_files
+
+            return list_files(path)
         return [str(f) for f in resolve_input(path).files]
 
     def _run(self, fn: Callable[..., Any], files: list[str], what: str,

@@ -135,8 +135,9 @@ def skip_feature_steps(spec: ChainSpec, registry: Any, roles: ColumnRoles
 def source_name(path: Any) -> str:
     """How messages name the input: its path, or ``<in-memory table>`` (never a frame dump)."""
     from fairaudit.core.io import IN_MEMORY
+    from fairaudit.sources.urls import mask
 
-    return path if isinstance(path, str) else IN_MEMORY
+    return mask(path) if isinstance(path, str) else IN_MEMORY
 
 
 def check_groups(joint: JointTable, roles: ColumnRoles, n_input: int, spec: ChainSpec,
@@ -229,12 +230,28 @@ def _nothing_left(roles: ColumnRoles, n_input: int, lf: Any) -> str:
             "(no row has them all): nothing left to audit")
 
 
-def materialise_rows(lf: Any, roles: ColumnRoles, spec: ChainSpec, n_input: int, max_rows: int):
-    import polars as pl
+def materialise_rows(lf: Any, roles: ColumnRoles, spec: ChainSpec, n_input: int, max_rows: int,
+                     draw: Any = None):
+    """The rows held in memory. ``draw(columns, keys, max_rows, seed) -> (frame, valid rows,
+    sample_info)`` draws them where the data lives (a database engine's ``draw_rows``); by
+    default they are drawn here, from ``lf``."""
 
     cols = list(dict.fromkeys([*roles.features, *roles.sensitive, *filter(None, [roles.labels])]))
+    keys = [*roles.sensitive, *filter(None, [roles.labels])]
+    if draw is not None:
+        frame, n_valid, sample_info = draw(cols, keys, max_rows, spec.data.seed)
+    else:
+        frame, n_valid, sample_info = _draw_rows(lf, cols, keys, spec, max_rows)
+    return _rows_in_memory(frame, roles, spec, n_input, n_valid, sample_info)
+
+
+def _draw_rows(lf: Any, cols: list[str], keys: list[str], spec: ChainSpec, max_rows: int):
+    """The rows without a null key, a seeded sample of ``max_rows`` of them when there are more
+    (a choice of row numbers)."""
+    import polars as pl
+
     q = lf.with_row_index(ROW_ID).select([ROW_ID, *cols])
-    not_null = [pl.col(c).is_not_null() for c in [*roles.sensitive, *filter(None, [roles.labels])]]
+    not_null = [pl.col(c).is_not_null() for c in keys]
     if not_null:
         q = q.filter(pl.all_horizontal(not_null))
     sample_info = None
@@ -253,7 +270,14 @@ def materialise_rows(lf: Any, roles: ColumnRoles, spec: ChainSpec, n_input: int,
                 "input use every row"
             ),
         }
-    frame = q.collect(engine="streaming")
+    return q.collect(engine="streaming"), n_valid, sample_info
+
+
+def _rows_in_memory(frame: Any, roles: ColumnRoles, spec: ChainSpec, n_input: int, n_valid: int,
+                    sample_info: Any):
+    """The AuditData of the drawn rows: ID-like columns set aside, non-finite features."""
+    import polars as pl
+
     excluded_nulls = n_input - n_valid
     roles_features = list(roles.features)
     # ID-like feature columns (unique per row) tell nothing about structure: exclude, with a note

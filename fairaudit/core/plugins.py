@@ -45,6 +45,7 @@ BUILTIN_DIST = __distribution__
 
 DEFAULT_PLUGINS: tuple[tuple[str, str], ...] = (
     ("builtins_io", "fairaudit_builtins.io"),
+    ("builtins_sources", "fairaudit_builtins.sources"),
     ("builtins_clusterers", "fairaudit_builtins.clusterers"),
     ("builtins_auditors", "fairaudit_builtins.auditors"),
     ("builtins_sections", "fairaudit_builtins.sections"),

@@ -95,11 +95,18 @@ def _note_null_markers(run: AuditRun, spec: ChainSpec, data_path: Any) -> None:
 
 def _run_chain(spec: ChainSpec, host: Any, *, data_path: Any, engine: Any) -> AuditRun:
     from fairaudit.core.engines import LocalEngine
-    from fairaudit.core.io import with_null_markers
+    from fairaudit.sources import source_engine
 
     engine = engine if engine is not None else LocalEngine()
+    path = data_path if data_path is not None else spec.data.path
+    with source_engine(path, spec, engine) as engine:  # a database counts in the database
+        return _load_and_run(spec, host, data_path=data_path, engine=engine)
+
+
+def _load_and_run(spec: ChainSpec, host: Any, *, data_path: Any, engine: Any) -> AuditRun:
     import polars as pl
 
+    from fairaudit.core.io import with_null_markers
 
     started = time.perf_counter()
     clock = Clock(host)

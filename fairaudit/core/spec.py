@@ -74,8 +74,15 @@ _DATA_KEYS = {
     "null_values": "list of cell texts read as missing, added to the defaults",
     "default_nulls": "false: only empty cells (and null_values) are missing, not NA, NULL, ...",
     "decimal_comma": "true: a CSV's numbers are written 3,5 (with separator = ';')",
+    "source": "the same as path: a database URL, an object-store path, a file, folder or glob",
+    "table": "database source: the table to audit (name or schema.name)",
+    "query": "database source: the SELECT to audit (instead of table)",
+    "key": "database source: a column that identifies rows (orders and seeds the sample)",
+    "format": "'parquet', 'csv' or 'delta' (object stores without a suffix, Delta tables)",
+    "version": "Delta table: the version to audit (default: the latest)",
 }
-READER_OPTIONS = ("separator", "null_values", "default_nulls", "decimal_comma")
+READER_OPTIONS = ("separator", "null_values", "default_nulls", "decimal_comma", "table", "query",
+                  "key", "format", "version")
 """The ``[data]`` keys (and ``fairaudit.audit`` keywords, ``--separator`` ... flags) that are
 reader options: they go to the table reader (``DataSpec.reader_options``)."""
 

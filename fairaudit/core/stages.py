@@ -153,7 +153,8 @@ def materialise(s: RunState) -> RunState:
     max_rows = spec.data.sample or (min(limits) if limits else DEFAULT_MAX_ROWS)
     data, sample_info = s.clock.run(
         "load", "materialise", None,
-        lambda: materialise_rows(s.lf, s.roles, spec, s.n_input, max_rows),
+        lambda: materialise_rows(s.lf, s.roles, spec, s.n_input, max_rows,
+                                 draw=getattr(s.engine, "draw_rows", None)),
     )
     skipped_note = None
     if not data.roles.features and not spec.cluster:
@@ -168,7 +169,8 @@ def check(s: RunState) -> RunState:
     """The input checks, computed natively (none in a ``--publish`` release)."""
     checks = [] if s.spec.privacy.publish else s.clock.run(
         "checks", "input", None,
-        lambda: run_checks(s.lf, s.data, s.roles, s.joint_full, s.spec, s.n_input),
+        lambda: run_checks(s.lf, s.data, s.roles, s.joint_full, s.spec, s.n_input,
+                           engine=s.engine),
     )
     feature_notes = tuple(s.data.notes) if s.data is not None else ()
     bins = [*binning_notes(s.joint_full, s.roles, s.lf), *decimal_comma_notes(s.data)]
@@ -431,6 +433,12 @@ def document(s: RunState) -> RunState:
     )
     if s.in_memory:
         doc["input"] = {**doc["input"], "path": "<in-memory table>", "format": "polars"}
+    from fairaudit.sources import describe_source
+
+    source = describe_source(s.path, s.spec.data.reader_options, s.engine,
+                             fingerprint=doc["input"]["fingerprint"])
+    if source is not None:  # a database, object store or Delta table (the URL masked)
+        doc["input"] = {**doc["input"], **source}
     doc["gates"] = [g.to_json() for g in s.gates]
     labs = []
     for lab_doc in doc["labellings"]:  # names of the clusters of a labels column of names

@@ -152,13 +152,17 @@ def labelling_from(comp: Any, cls: type, step: StepSpec, data: AuditData, second
     )
 
 
-def run_checks(lf, data, roles, joint, spec, n_input) -> list[dict[str, Any]]:
+def run_checks(lf, data, roles, joint, spec, n_input, engine=None) -> list[dict[str, Any]]:
     import polars as pl
 
     from fairaudit.core.checks import run_input_checks
 
+    backend = None
+    grouped = getattr(engine, "check_rows", lambda: None)() if data is None else None
     if data is not None:
         sample = data.frame.drop(ROW_ID)
+    elif grouped is not None:  # a database's GROUP BY: each distinct row with its count
+        sample, backend = grouped
     else:
         cols = list(dict.fromkeys([*roles.sensitive, *filter(None, [roles.labels])]))
         sample = lf.select(cols).head(CHECK_SAMPLE_ROWS).collect(engine="streaming")
@@ -173,6 +177,7 @@ def run_checks(lf, data, roles, joint, spec, n_input) -> list[dict[str, Any]]:
         group_counts=group_counts,
         min_cell=spec.options.min_cell,
         n_rows=n_input,
+        backend=backend,
     )
     del pl
     return [r.to_json() for r in results]

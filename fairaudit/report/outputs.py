@@ -59,7 +59,10 @@ def input_refs(data: Any, label: str = "input") -> list[InputRef]:
     spec = os.fspath(data)
     if not spec or spec.startswith("<"):  # "<in-memory table>" in a saved document
         return []
-    return [InputRef(label, spec)]
+    from fairaudit.sources.urls import local_file_of
+
+    local = local_file_of(spec)  # a database file (sqlite:///f.db), none for a server or store
+    return [] if local is None else [InputRef(label, local)]
 
 
 def _real(path: str | os.PathLike) -> str:
