@@ -14,13 +14,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-SCHEMA_VERSION = "1.1"
+from fairaudit.report.values import SCHEMA_VERSION, TARGET_NOTE, check_document, finite
 
-
-TARGET_NOTE = "Fairness target: "
-"""A clusterer's note (``notes_``, in ``labellings[i].notes``) that starts with this says it
-balanced something other than each sensitive attribute the user named (e.g. their
-intersection): the console shows it among the warnings, not only the report and the JSON."""
+__all__ = ["SCHEMA_VERSION", "TARGET_NOTE", "AuditRun", "Direction", "MetricResult", "Status",
+           "Threshold", "ci_end", "evaluate", "finite", "overall_status"]
 
 
 class Direction(enum.StrEnum):
@@ -105,20 +102,6 @@ class MetricResult:
         }
 
 
-def finite(x: Any) -> float | None:
-    """``x`` as a float, or ``None`` when it is null, a bool, NaN, infinite or not a number.
-
-    JSON has no NaN: undefined values are written as null. Auditors and report sections use this
-    for every number they put into the JSON document."""
-    if x is None or isinstance(x, bool):
-        return None
-    try:
-        v = float(x)
-    except (TypeError, ValueError):
-        return None
-    return v if math.isfinite(v) else None
-
-
 def ci_end(th: Threshold) -> str | None:
     """Which end of the CI a threshold judges: "lower", "upper", or None (the value). ``@ci`` is
     the conservative end: lower for a lower bound (--fail-under), upper for an upper bound."""
@@ -192,16 +175,7 @@ class AuditRun:
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> AuditRun:
-        from fairaudit.errors import InputError
-
-        if not isinstance(doc, Mapping) or "schema_version" not in doc or "results" not in doc:
-            raise InputError("not a fairaudit audit JSON document (no 'schema_version'/'results')")
-        major = str(doc["schema_version"]).split(".")[0]
-        if major != SCHEMA_VERSION.split(".")[0]:
-            raise InputError(
-                f"audit JSON has schema_version {doc['schema_version']}; this fairaudit reads "
-                f"{SCHEMA_VERSION.split('.')[0]}.x"
-            )
+        check_document(doc)
         return cls(doc)
 
     def to_json(self) -> dict[str, Any]:

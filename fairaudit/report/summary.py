@@ -209,7 +209,7 @@ def caveat_lines(doc: Mapping[str, Any]) -> list[str]:
         shown = ", ".join(failed[:3]) + (f" and {len(failed) - 3} more" if len(failed) > 3 else "")
         out.append(f"warning: {len(failed)} data check(s) failed: {shown} (the report's data "
                    "checks say why)")
-    from fairaudit.report.results import TARGET_NOTE
+    from fairaudit.report.values import TARGET_NOTE
 
     warnings = [(str(lab.get("name")), w) for lab in doc.get("labellings") or ()
                 if isinstance(lab, Mapping) for w in lab.get("warnings") or ()
