@@ -17,11 +17,11 @@ $(VENV)/.installed: $(BIN)/python pyproject.toml
 	@# the distribution was called "fairaudit" before it became "fairaudit-clusters" (the name
 	@# "fairaudit" on the package index is another project): drop a stale copy from old venvs
 	@$(PIP) uninstall --quiet --yes fairaudit >/dev/null 2>&1 || true
-	$(PIP) install --quiet -e .
+	$(PIP) install --quiet -e ".[all]"
 	@touch $@
 
 $(VENV)/.installed-test: $(VENV)/.installed examples/fairaudit-example-plugin/pyproject.toml
-	$(PIP) install --quiet -e ".[test]"
+	$(PIP) install --quiet -e ".[all,test]"
 	$(PIP) install --quiet -e examples/fairaudit-example-plugin
 	@touch $@
 
