@@ -158,7 +158,7 @@ def _threshold_text(th: Any) -> str | None:
 
 
 def _names(doc: Mapping[str, Any]) -> dict[str, Sequence[str]]:
-    out = {}
+    out: dict[str, Sequence[str]] = {}
     for lab in doc.get("labellings") or ():
         names = lab.get("cluster_names") if isinstance(lab, Mapping) else None
         if isinstance(names, Sequence) and not isinstance(names, str) and names:

@@ -234,7 +234,7 @@ class AuditRun:
 
     @property
     def status(self) -> str:
-        return self.doc["status"]
+        return str(self.doc["status"])
 
     @property
     def results(self) -> list[Mapping[str, Any]]:
