@@ -22,11 +22,11 @@ $(VENV)/.installed: $(BIN)/python pyproject.toml $(CONSTRAINTS)
 	@# the distribution was called "fairaudit" before it became "fairaudit-clusters" (the name
 	@# "fairaudit" on the package index is another project): drop a stale copy from old venvs
 	@$(PIP) uninstall --quiet --yes fairaudit >/dev/null 2>&1 || true
-	$(PIP) install --quiet -c $(CONSTRAINTS) -e .
+	$(PIP) install --quiet -c $(CONSTRAINTS) -e ".[all]"
 	@touch $@
 
 $(VENV)/.installed-test: $(VENV)/.installed examples/fairaudit-example-plugin/pyproject.toml
-	$(PIP) install --quiet -c $(CONSTRAINTS) -e ".[test]"
+	$(PIP) install --quiet -c $(CONSTRAINTS) -e ".[all,test]"
 	$(PIP) install --quiet -c $(CONSTRAINTS) -e examples/fairaudit-example-plugin
 	@touch $@
 
@@ -52,14 +52,14 @@ lint: $(VENV)/.installed-test
 bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/bench_audit.py
 
-# Refresh constraints/test.txt: resolve pyproject.toml's ranges (core + test extras + the example
+# Refresh constraints/test.txt: resolve pyproject.toml's ranges (core + every extra + test + the example
 # plugin) in a fresh virtualenv and pin what was installed. Review the diff, run `make test`
 # and regenerate the goldens only if a value moved for a reason you understand.
 lock:
 	rm -rf .venv-lock
 	$(PYTHON) -m venv .venv-lock
 	.venv-lock/bin/python -m pip install --quiet --upgrade pip
-	.venv-lock/bin/python -m pip install --quiet -e ".[test]" -e examples/fairaudit-example-plugin
+	.venv-lock/bin/python -m pip install --quiet -e ".[all,test]" -e examples/fairaudit-example-plugin
 	mkdir -p constraints
 	{ echo "# Pinned test environment: made by \`make lock\` on $$(date -u +%F) with $$(.venv-lock/bin/python -V)"; \
 	  echo "# on $$(uname -sm); \`make demo\`, \`make test\` and .ci/run install from it (pip -c)."; \

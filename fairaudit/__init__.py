@@ -1,7 +1,9 @@
 """fairaudit: audit the fairness of clusterings of tabular data about people.
 
 ``fairaudit.audit(...)`` runs an audit from Python; ``fairaudit.write_report(run, path)`` writes
-its HTML and JSON. A run's configuration is one frozen :class:`ChainSpec` (with
+its HTML and JSON; ``fairaudit.load("audit.json")`` gives a saved run back. A run shows its answer
+(in a notebook, inline), ``run.to_polars()`` gives its results as a table and ``run.verdicts``
+its verdicts as :class:`Verdict` records. A run's configuration is one frozen :class:`ChainSpec` (with
 :class:`DataSpec`, :class:`Options`, :class:`StepSpec`, :class:`Threshold`,
 :class:`EngineSpec`, :class:`PrivacySpec`), which ``fairaudit.audit(data, chain=spec)`` also
 takes. Algorithms live in :mod:`fairaudit.cluster`, :mod:`fairaudit.metrics` and
@@ -24,6 +26,7 @@ the unrelated ``fairaudit`` on the index is another project)."""
 
 _LAZY = {
     "audit": "fairaudit.api",
+    "load": "fairaudit.api",
     "write_report": "fairaudit.api",
     "AuditRun": "fairaudit.report.results",
     "hookimpl": "fairaudit.hookspecs",
@@ -34,6 +37,7 @@ _LAZY = {
     "EngineSpec": "fairaudit.core.spec",
     "PrivacySpec": "fairaudit.core.spec",
     "Threshold": "fairaudit.report.results",
+    "Verdict": "fairaudit.report.frames",
 }
 __all__ = ["__version__", *_LAZY]
 
@@ -43,6 +47,9 @@ __getattr__, __dir__ = lazy_attributes(__name__, _LAZY, globals())
 if TYPE_CHECKING:  # what type checkers see; at run time the names load lazily (above)
     from fairaudit.api import (
         audit as audit,
+    )
+    from fairaudit.api import (
+        load as load,
     )
     from fairaudit.api import (
         write_report as write_report,
@@ -67,6 +74,9 @@ if TYPE_CHECKING:  # what type checkers see; at run time the names load lazily (
     )
     from fairaudit.hookspecs import (
         hookimpl as hookimpl,
+    )
+    from fairaudit.report.frames import (
+        Verdict as Verdict,
     )
     from fairaudit.report.results import (
         AuditRun as AuditRun,

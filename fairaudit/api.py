@@ -5,12 +5,15 @@
     ...                       fail_under={"balance": 0.8})
     >>> run.status, run.exit_code
     >>> fairaudit.write_report(run, "audit.html")          # + audit.json beside it
+    >>> run.to_polars(), run.verdicts                       # results as data
+    >>> fairaudit.load("audit.json") == run                 # the same run back
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -226,6 +229,23 @@ def _base_chain(chain: Any) -> Any:
     if chain is None or isinstance(chain, ChainSpec):
         return chain
     return load_chain(chain)
+
+
+def load(path: str | Path) -> AuditRun:
+    """The :class:`~fairaudit.report.results.AuditRun` of a saved audit JSON document (what
+    ``fairaudit.write_report`` or ``fairaudit audit --json`` wrote): the same run back, with its
+    view, ``to_polars()``, ``verdicts`` and ``exit_code``; ``write_report`` renders it again.
+
+    Raises :class:`~fairaudit.errors.InputError` naming the file when it is missing, too large,
+    not JSON, or not a valid audit document (the shipped schema); a comparison or history file
+    is refused by name."""
+    from fairaudit.errors import ConfigError
+    from fairaudit.ops.compare import load_audit
+
+    if isinstance(path, bool) or not isinstance(path, str | os.PathLike) or not str(path):
+        raise ConfigError(f"path: expected the path of an audit JSON file; got "
+                          f"{type(path).__name__}")
+    return AuditRun(load_audit(Path(path)))
 
 
 def write_report(run: AuditRun, html_path: str | Path, json_path: str | Path | None = None,

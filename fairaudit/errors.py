@@ -6,6 +6,7 @@ Every message names the file, column, key or parameter at fault and says what wa
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 
 class FairauditError(Exception):
@@ -50,3 +51,31 @@ class PluginError(FairauditError):
 
 class DuplicateComponentError(PluginError):
     """Two plugins registered components with the same kind and name."""
+
+
+class MissingExtraError(ConfigError, ImportError):
+    """A feature needs an optional dependency that is not installed. The message names the
+    feature, the package and the line that installs it (``pip install
+    'fairaudit-clusters[publish]'``); the CLI exits 2. It is an :class:`ImportError` too, so
+    code that guards an optional import keeps working."""
+
+    def __init__(self, feature: str, extra: str, module: str, reason: str = ""):
+        self.feature, self.extra, self.module = feature, extra, module
+        self.install = f"pip install 'fairaudit-clusters[{extra}]'"
+        state = f"which does not import ({reason})" if reason else "which is not installed"
+        super().__init__(f"{feature} needs {module}, {state}: {self.install}")
+
+
+def require_extra(module: str, extra: str, feature: str) -> Any:
+    """Import ``module`` (an optional dependency) or raise :class:`MissingExtraError` naming
+    ``feature`` and the extra ``[extra]`` that installs it. Returns the module."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        missing = getattr(exc, "name", None)
+        broken = missing not in (None, module) and not module.startswith(f"{missing}.")
+        # installed, but one of its own imports fails: say so (reinstalling the extra mends it)
+        reason = str(exc) if broken else ""
+        raise MissingExtraError(feature, extra, module, reason) from exc

@@ -122,14 +122,17 @@ def test_the_line_names_the_cell_that_sets_the_value_when_another_decides(run_cl
     assert line.rstrip().endswith("]") and "balance 0.000 [" in line, line
 
 
-def test_audit_run_repr_is_one_line(segments):
+def test_audit_run_repr_is_the_answer_not_the_document(segments):
+    """repr(run) says what the console says (issue 37: the answer in a terminal), a few lines,
+    never the 130 KB document (a new-user trial printed it)."""
     import fairaudit
 
     run = fairaudit.audit(segments, sensitive=["race"], labels="segment")
     text = repr(run)
-    assert "\n" not in text and len(text) < 300, text
-    assert text.startswith("AuditRun(status=") and "rows=3000" in text
-    assert "labellings=['segment']" in text and "attributes=['race']" in text
+    assert text.count("\n") < 15 and len(text) < 3000, text
+    assert text.startswith("AuditRun \u00b7 fairaudit: ") and "3,000 rows" in text
+    assert "attributes: race" in text and "race \u2014 " in text
+    assert "run.to_polars()" in text
 
 
 def test_console_shows_rows_left_out_and_warnings(run_cli, tmp_path):

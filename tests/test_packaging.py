@@ -75,12 +75,19 @@ def test_entry_points(wheel):
     assert "pytest11" not in parser
 
 
-def test_metadata_pins_great_expectations(wheel):
+def test_metadata_pins_great_expectations_in_its_extra(wheel):
+    """GX is the [gx] extra (not a core dependency), pinned to the 1.x it is tested with."""
     meta = next(n for n in _names(wheel) if n.endswith(".dist-info/METADATA"))
     text = wheel.read(meta).decode("utf-8")
     requires = [line for line in text.splitlines() if line.startswith("Requires-Dist:")]
-    gx = [r for r in requires if "great-expectations" in r and "extra" not in r]
-    assert gx and "<2" in gx[0] and ">=1.24" in gx[0]
+    gx = [r for r in requires if "great-expectations" in r]
+    assert gx and all("extra ==" in r for r in gx), gx  # [gx], and [all] / [test] that hold it
+    assert any("extra == 'gx'" in r or 'extra == "gx"' in r for r in gx), gx
+    assert "<2" in gx[0] and ">=1.24" in gx[0]
+    core = [r for r in requires if "extra ==" not in r]
+    assert not any(name in r for r in core for name in ("opendp", "great-expectations", "pandas",
+                                                          "dask")), core
+    assert "Provides-Extra: all" in text and "Provides-Extra: publish" in text
 
 
 def test_no_stray_files(wheel):

@@ -34,6 +34,9 @@ if TYPE_CHECKING:  # what type checkers see; at run time the names load lazily (
     from fairaudit.cluster._ffcm_ops import (
         nearest_centre as nearest_centre,
     )
+    from fairaudit.cluster.bera import (
+        BeraFairAssignment as BeraFairAssignment,
+    )
     from fairaudit.cluster.dc_distance import (
         MergeTree as MergeTree,
     )
@@ -55,6 +58,12 @@ if TYPE_CHECKING:  # what type checkers see; at run time the names load lazily (
     from fairaudit.cluster.fairden import (
         FairDen as FairDen,
     )
+    from fairaudit.cluster.fairlets import (
+        FairletClustering as FairletClustering,
+    )
+    from fairaudit.cluster.fairsc import (
+        FairSC as FairSC,
+    )
     from fairaudit.cluster.fce import (
         FairClusteringEnsemble as FairClusteringEnsemble,
     )
@@ -67,4 +76,6 @@ if TYPE_CHECKING:  # what type checkers see; at run time the names load lazily (
     from fairaudit.cluster.lofkm import (
         LOFKMeans as LOFKMeans,
     )
-
+    from fairaudit.cluster.vfc import (
+        VariationalFairClustering as VariationalFairClustering,
+    )

@@ -37,6 +37,7 @@ import warnings
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -348,6 +349,20 @@ class BeraFairAssignment(ClusterMixin, BaseEstimator):
         [r_g (1 - delta), r_g / (1 - delta)]).
     """
 
+
+    # fitted attributes (set by ``fit``), typed for type checkers
+    labels_: NDArray[np.intp]
+    cluster_centers_: NDArray[np.float64]
+    kmeans_labels_: NDArray[np.intp]
+    n_iter_: int
+    fair_applied_: bool
+    lp_objective_: float | None
+    rounds_: int
+    repaired_rows_: int
+    bound_violations_: list[dict[str, Any]]
+    group_shares_: list[NDArray[np.float64]]
+    n_features_in_: int
+
     def __init__(
         self,
         n_clusters: int = 2,
@@ -424,10 +439,10 @@ class BeraFairAssignment(ClusterMixin, BaseEstimator):
         labels, moved, left = integer_repair(labels, x, cost, attrs)
         return labels, obj, rounds, moved, left
 
-    def fit_predict(self, X: Any, y: Any = None, *, sensitive: Any = None) -> np.ndarray:
+    def fit_predict(self, X: Any, y: Any = None, *, sensitive: Any = None) -> NDArray[np.intp]:
         return self.fit(X, sensitive=sensitive).labels_
 
-    def predict(self, X: Any, sensitive: Any = None) -> np.ndarray:
+    def predict(self, X: Any, sensitive: Any = None) -> NDArray[np.intp]:
         """Nearest centre; with ``sensitive`` (the fit's attributes) the fair assignment of the
         new rows to the fitted centres, bounds from the new rows' own group shares."""
         check_is_fitted(self, "cluster_centers_")

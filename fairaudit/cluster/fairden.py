@@ -22,8 +22,10 @@ import logging
 import time
 import warnings
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.cluster import KMeans
 from sklearn.utils import check_random_state
@@ -171,6 +173,23 @@ class FairDen(ClusterMixin, BaseEstimator):
         moved away from the plain k-means labels (None when it did not run)
     n_features_in_ : int
     """
+
+
+    # fitted attributes (set by ``fit``), typed for type checkers
+    labels_: NDArray[np.intp]
+    n_clusters_: int
+    embedding_: NDArray[np.float64]
+    eigenvalues_: NDArray[np.float64]
+    merge_tree_: MergeTree
+    k_history_: tuple[int, ...]
+    constrained_: bool
+    excluded_: ExcludedGroups
+    groups_: tuple[str, ...]
+    min_pts_: int
+    min_cluster_size_: int
+    solver_: str
+    rounding_: dict[str, Any] | None
+    n_features_in_: int
 
     def __init__(
         self,
@@ -516,11 +535,11 @@ class FairDen(ClusterMixin, BaseEstimator):
         *,
         sensitive: np.ndarray | None = None,
         categorical: np.ndarray | None = None,
-    ) -> np.ndarray:
+    ) -> NDArray[np.intp]:
         """``fit`` and return ``labels_``."""
         return self.fit(X, sensitive=sensitive, categorical=categorical).labels_
 
-    def predict(self, X: np.ndarray, *, sensitive: np.ndarray | None = None) -> np.ndarray:
+    def predict(self, X: np.ndarray, *, sensitive: np.ndarray | None = None) -> NDArray[np.intp]:
         """Assign new rows to the fitted clusters (out-of-sample), −1 = noise.
 
         After a proportional rounding (``rounding_`` is set) the labels depend on the group, so

@@ -27,6 +27,7 @@ import math
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -138,6 +139,17 @@ class FairletClustering(ClusterMixin, BaseEstimator):
     random_state : int, Generator or None
     """
 
+
+    # fitted attributes (set by ``fit``), typed for type checkers
+    labels_: NDArray[np.intp]
+    cluster_centers_: NDArray[np.float64]
+    fairlet_labels_: NDArray[np.intp]
+    n_fairlets_: int
+    objective_: float
+    balance_target_: tuple[int, int] | None
+    fair_applied_: bool
+    n_features_in_: int
+
     def __init__(
         self,
         n_clusters: int = 2,
@@ -241,10 +253,10 @@ class FairletClustering(ClusterMixin, BaseEstimator):
         self.fair_applied_ = red is not None
         return self
 
-    def fit_predict(self, X: Any, y: Any = None, *, sensitive: Any = None) -> np.ndarray:
+    def fit_predict(self, X: Any, y: Any = None, *, sensitive: Any = None) -> NDArray[np.intp]:
         return self.fit(X, sensitive=sensitive).labels_
 
-    def predict(self, X: Any, sensitive: Any = None, *, random_state: Any = None) -> np.ndarray:
+    def predict(self, X: Any, sensitive: Any = None, *, random_state: Any = None) -> NDArray[np.intp]:
         """Nearest centre; with ``sensitive`` (two groups), the new rows are decomposed into
         fairlets (scalable decomposition, the fitted p/q when the new rows allow it) and each
         fairlet goes to the centre nearest its own centre."""
@@ -253,7 +265,7 @@ class FairletClustering(ClusterMixin, BaseEstimator):
         if sensitive is None or not self.fair_applied_ or X.shape[0] < 2:
             return nearest(X, self.cluster_centers_)
         red = self._red(sensitive, X.shape[0], type(self).__name__)
-        if red is None or red.all() or not red.any():
+        if red is None or red.all() or not red.any() or self.balance_target_ is None:
             return nearest(X, self.cluster_centers_)
         p, q = self.balance_target_
         r, b = int(red.sum()), int((~red).sum())

@@ -30,6 +30,7 @@ import logging
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -224,6 +225,19 @@ class FairSC(ClusterMixin, BaseEstimator):
         Refits after setting near-isolated clusters aside.
     """
 
+
+    # fitted attributes (set by ``fit``), typed for type checkers
+    labels_: NDArray[np.intp]
+    embedding_: NDArray[np.float64]
+    eigenvalues_: NDArray[np.float64]
+    solver_: str
+    n_groups_: int
+    fair_applied_: bool
+    aside_: NDArray[np.bool_]
+    aside_rounds_: int
+    proportion_gap_: float
+    n_features_in_: int
+
     def __init__(
         self,
         n_clusters: int = 2,
@@ -328,10 +342,10 @@ class FairSC(ClusterMixin, BaseEstimator):
         return {"H": H, "vals": vals, "solver": solver, "kept": kept, "labels": labels,
                 "kept_labels": self._nn_labels, "nn": self._nn}
 
-    def fit_predict(self, X: Any, y: Any = None, *, sensitive: Any = None) -> np.ndarray:
+    def fit_predict(self, X: Any, y: Any = None, *, sensitive: Any = None) -> NDArray[np.intp]:
         return self.fit(X, sensitive=sensitive).labels_
 
-    def predict(self, X: Any) -> np.ndarray:
+    def predict(self, X: Any) -> NDArray[np.intp]:
         """Majority cluster among the ``n_neighbors`` nearest fitted rows (ties: the nearer)."""
         check_is_fitted(self, "labels_")
         X = validate_data(self, X, dtype=np.float64, reset=False)

@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
+from numpy.typing import NDArray
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -305,6 +306,25 @@ class FairClusteringEnsemble(ClusterMixin, BaseEstimator):
         Number of clusters found in each base labelling (noise excluded).
     """
 
+
+    # fitted attributes (set by ``fit``), typed for type checkers
+    labels_: NDArray[np.intp]
+    weights_: NDArray[np.float64]
+    objective_: tuple[FCEIteration, ...]
+    n_iter_: int
+    lambda2_: float
+    lambda2_tried_: tuple[float, ...]
+    fair_applied_: bool
+    group_weights_: NDArray[np.float64]
+    contingency_: NDArray[np.int64]
+    embedding_: NDArray[np.float64]
+    rotation_: NDArray[np.float64]
+    base_rotations_: tuple[NDArray[np.float64], ...]
+    n_clusters_bases_: tuple[int, ...]
+    group_sizes_: tuple[int, ...]
+    base_estimators_: tuple[Any, ...]
+    n_features_in_: int
+
     def __init__(
         self,
         n_clusters: int = 8,
@@ -542,11 +562,11 @@ class FairClusteringEnsemble(ClusterMixin, BaseEstimator):
         return {"labels": labels, "A": A, "H": H, "R": R, "rotations": rotations,
                 "alpha": alpha, "history": history, "n_iter": n_iter}
 
-    def fit_predict(self, X: Any, y: None = None, *, sensitive: Any = None) -> np.ndarray:
+    def fit_predict(self, X: Any, y: None = None, *, sensitive: Any = None) -> NDArray[np.intp]:
         """``fit`` and return ``labels_``."""
         return self.fit(X, sensitive=sensitive).labels_
 
-    def predict(self, X: Any, *, sensitive: Any = None) -> np.ndarray:
+    def predict(self, X: Any, *, sensitive: Any = None) -> NDArray[np.intp]:
         """Consensus labels of new rows from their base labels (out-of-sample).
 
         ``X``: with ``bases="precomputed"`` the new rows' labels from the *same* base

@@ -30,6 +30,7 @@ import warnings
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.cluster import kmeans_plusplus
 from sklearn.utils import check_random_state
@@ -271,6 +272,25 @@ class FairFuzzyCMeans(ClusterMixin, BaseEstimator):
     Sensitive groups are passed to ``fit(X, y=None, sensitive=S)`` (n values or n x a). Without
     them the term has nothing to act on: ``fit`` warns and fits the unfair twin.
     """
+
+
+    # fitted attributes (set by ``fit``), typed for type checkers
+    labels_: NDArray[np.intp]
+    memberships_: NDArray[np.float64]
+    cluster_centers_: NDArray[np.float64]
+    objective_: NDArray[np.float64]
+    n_iter_: int
+    converged_: bool
+    m_: float
+    eta_raw_: float
+    eta_reductions_: tuple[float, ...]
+    fair_table_: str | None
+    data_scale_: float
+    fair_applied_: bool
+    groups_: list[NDArray[Any]]
+    fairness_penalty_: list[NDArray[np.float64]] | None
+    cluster_bias_: NDArray[np.float64]
+    n_features_in_: int
 
     def __init__(
         self,
@@ -622,12 +642,12 @@ class FairFuzzyCMeans(ClusterMixin, BaseEstimator):
         progress.close()
         return centres, used, labels, False
 
-    def fit_predict(self, X: Any, y: Any = None, *, sensitive: Any = None) -> np.ndarray:
+    def fit_predict(self, X: Any, y: Any = None, *, sensitive: Any = None) -> NDArray[np.intp]:
         """Fit and return ``labels_`` (argmax memberships of the training rows)."""
         return self.fit(X, sensitive=sensitive).labels_
 
     # ----------------------------------------------------------------- predict
-    def predict_memberships(self, X: Any, sensitive: Any = None) -> np.ndarray:
+    def predict_memberships(self, X: Any, sensitive: Any = None) -> NDArray[np.float64]:
         """Memberships of new rows from the fitted centres (eq. 6).
 
         Without ``sensitive``: plain fuzzy c-means memberships, u_ij ~ ||x_j - c_i||^(-2/(m-1)).
@@ -647,7 +667,7 @@ class FairFuzzyCMeans(ClusterMixin, BaseEstimator):
         inv /= inv.sum(axis=1, keepdims=True)
         return inv
 
-    def predict(self, X: Any, sensitive: Any = None) -> np.ndarray:
+    def predict(self, X: Any, sensitive: Any = None) -> NDArray[np.intp]:
         """Cluster of each new row: argmax of :meth:`predict_memberships` (without
         ``sensitive``: the nearest fitted centre)."""
         check_is_fitted(self, "cluster_centers_")

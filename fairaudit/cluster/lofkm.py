@@ -21,6 +21,7 @@ import numbers
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 from scipy.spatial import cKDTree
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.cluster import KMeans
@@ -207,6 +208,19 @@ class LOFKMeans(ClusterMixin, BaseEstimator):
         is kept — the twin's solution only when every refined one is higher there.
     """
 
+
+    # fitted attributes (set by ``fit``), typed for type checkers
+    labels_: NDArray[np.intp]
+    cluster_centers_: NDArray[np.float64]
+    lof_: NDArray[np.float64] | None
+    weights_: NDArray[np.float64]
+    deduplicated_: bool
+    inertia_: float
+    n_iter_: int
+    converged_: bool
+    refinement_: dict[str, Any] | None
+    n_features_in_: int
+
     def __init__(
         self,
         n_clusters: int = 8,
@@ -319,7 +333,7 @@ class LOFKMeans(ClusterMixin, BaseEstimator):
         self.weights_ = weights
         self.deduplicated_ = dedup
         self.cluster_centers_ = km.cluster_centers_
-        self.labels_ = km.labels_
+        self.labels_ = km.labels_.astype(np.intp)  # scikit-learn gives int32
         self.inertia_ = float(km.inertia_)  # weighted objective, eq. 11
         self.n_iter_ = int(km.n_iter_)
         self.converged_ = bool(km.n_iter_ < int(self.max_iter))
@@ -416,11 +430,11 @@ class LOFKMeans(ClusterMixin, BaseEstimator):
 
     def fit_predict(
         self, X: Any, y: Any = None, *, sample_weight: Any = None, sensitive: Any = None
-    ) -> np.ndarray:
+    ) -> NDArray[np.intp]:
         """Fit and return ``labels_``."""
         return self.fit(X, sample_weight=sample_weight).labels_
 
-    def predict(self, X: Any) -> np.ndarray:
+    def predict(self, X: Any) -> NDArray[np.intp]:
         """Nearest prototype (eq. 12); on the training rows of a converged fit this is
         ``labels_`` (Lloyd's fixed point)."""
         check_is_fitted(self, "cluster_centers_")

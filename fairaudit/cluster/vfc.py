@@ -33,6 +33,7 @@ import logging
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -139,6 +140,19 @@ class VariationalFairClustering(ClusterMixin, BaseEstimator):
     random_state : int, Generator or None
     """
 
+
+    # fitted attributes (set by ``fit``), typed for type checkers
+    labels_: NDArray[np.intp]
+    cluster_centers_: NDArray[np.float64]
+    lmbda_: float
+    fairness_error_: float
+    lambda_search_: list[dict[str, Any]]
+    mean_: NDArray[np.float64]
+    scale_: NDArray[np.float64]
+    n_iter_: int
+    fair_applied_: bool
+    n_features_in_: int
+
     def __init__(
         self,
         n_clusters: int = 2,
@@ -236,10 +250,10 @@ class VariationalFairClustering(ClusterMixin, BaseEstimator):
         C = np.stack([Z[lab == c].mean(axis=0) if (lab == c).any() else C[c] for c in range(k)])
         return C, lab, it
 
-    def fit_predict(self, X: Any, y: Any = None, *, sensitive: Any = None) -> np.ndarray:
+    def fit_predict(self, X: Any, y: Any = None, *, sensitive: Any = None) -> NDArray[np.intp]:
         return self.fit(X, sensitive=sensitive).labels_
 
-    def predict(self, X: Any, sensitive: Any = None) -> np.ndarray:
+    def predict(self, X: Any, sensitive: Any = None) -> NDArray[np.intp]:
         """Nearest centre (in the normalised space); with ``sensitive``, the bound optimisation
         of the new rows' assignments with the fitted centres and lambda."""
         check_is_fitted(self, "cluster_centers_")

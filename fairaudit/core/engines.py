@@ -135,12 +135,9 @@ class DaskEngine:
                  where: str = "--scheduler/--workers"):
         if not scheduler and not workers:
             raise ConfigError("the Dask engine needs a scheduler address or a number of workers")
-        try:
-            import distributed  # noqa: F401
-        except ImportError as exc:
-            raise ConfigError(
-                f"{where}: the Dask engine needs Dask: pip install 'fairaudit-clusters[dask]'"
-            ) from exc
+        from fairaudit.errors import require_extra
+
+        require_extra("distributed", "dask", f"{where} (the Dask engine)")
         self.scheduler = scheduler
         self.workers = workers
         self._client: Any = None

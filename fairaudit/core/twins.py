@@ -18,7 +18,7 @@ import inspect
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from fairaudit.report.results import finite
+from fairaudit.report.values import finite
 
 TWIN_SUFFIX = "-unfair"
 """A twin step's labelling name is its fair step's name plus this suffix."""

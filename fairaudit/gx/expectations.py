@@ -41,8 +41,11 @@ import os
 from abc import abstractmethod
 from typing import Any, ClassVar, Literal
 
+from fairaudit.errors import require_extra
+
 # GX must never phone home: switch analytics off before GX is imported for the first time.
 os.environ["GX_ANALYTICS_ENABLED"] = "False"
+require_extra("great_expectations", "gx", "fairaudit.gx (the Great Expectations integration)")
 
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402

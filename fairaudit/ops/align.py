@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from fairaudit.report.results import finite
+from fairaudit.report.values import finite
 
 __all__ = ["Alignment", "align_clusters", "composition_similarity"]
 

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from fairaudit.errors import ConfigError, InputError
-from fairaudit.report.results import finite
+from fairaudit.report.values import check_document, finite
 
 __all__ = [
     "COMPARE_SCHEMA_VERSION",
@@ -90,7 +90,6 @@ def load_audit(source: str | Path | Mapping[str, Any], *, what: str = "audit") -
     Raises :class:`InputError` naming the file when it is missing, not JSON, or not a fairaudit
     audit document (a comparison or history file, say)."""
     from fairaudit.ops.audit_json import read_json, schema_problem
-    from fairaudit.report.results import AuditRun
 
     if isinstance(source, Mapping):
         doc, where = dict(source), f"the {what} document"
@@ -107,7 +106,7 @@ def load_audit(source: str | Path | Mapping[str, Any], *, what: str = "audit") -
                                                         "fairaudit-history"):
         raise InputError(f"{where}: this is a {doc['kind']} file, not an audit JSON")
     try:
-        AuditRun.from_json(doc)
+        check_document(doc)
     except InputError as exc:
         raise InputError(f"{where}: {exc}") from None
     problem = schema_problem(doc)

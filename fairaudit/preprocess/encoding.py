@@ -102,6 +102,23 @@ class CategoricalEncoder:
         Human-readable sentences on what was bucketed or dropped.
     """
 
+
+    # fitted attributes (set by ``fit``), typed for type checkers
+    feature_names_in_: tuple[str, ...]
+    input_dtypes_: dict[str, pl.DataType]
+    feature_names_out_: tuple[str, ...]
+    source_columns_: dict[str, str]
+    categorical_columns_: tuple[str, ...]
+    numeric_columns_: tuple[str, ...]
+    ordinal_columns_: tuple[str, ...]
+    ordinal_levels_: dict[str, tuple[str, ...]]
+    dropped_columns_: tuple[str, ...]
+    levels_: dict[str, tuple[str, ...]]
+    bucketed_: dict[str, tuple[str, ...]]
+    means_: dict[str, float]
+    scales_: dict[str, float]
+    notes_: tuple[str, ...]
+
     def __init__(
         self,
         *,

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from fairaudit._rng import as_generator
 
@@ -302,6 +303,24 @@ class FUFS:
         The constant the kernel-alignment traces were divided by (see ``normalize``).
     notes_ : tuple of str
     """
+
+
+    # fitted attributes (set by ``fit``), typed for type checkers
+    n_features_in_: int
+    scores_: NDArray[np.float64]
+    proxy_scores_: NDArray[np.float64]
+    ranking_: NDArray[np.intp]
+    proxy_ranking_: NDArray[np.intp]
+    support_: NDArray[np.bool_]
+    n_features_selected_: int
+    excluded_features_: tuple[int, ...]
+    sample_indices_: NDArray[np.intp] | None
+    gamma_: float
+    scale_: float
+    sensitive_kernel_: str
+    loss_: tuple[float, ...]
+    final_gradients_: tuple[NDArray[np.float64], NDArray[np.float64]]
+    notes_: tuple[str, ...]
 
     def __init__(
         self,
@@ -642,7 +661,7 @@ class FUFS:
         self._check_fitted()
         return np.flatnonzero(self.support_) if indices else self.support_.copy()
 
-    def transform(self, X: Any) -> np.ndarray:
+    def transform(self, X: Any) -> NDArray[Any]:
         """The selected columns of X (original values, in column order)."""
         self._check_fitted()
         X = np.asarray(X)
@@ -652,6 +671,6 @@ class FUFS:
             )
         return X[:, self.support_]
 
-    def fit_transform(self, X: Any, y: None = None, *, sensitive: Any) -> np.ndarray:
+    def fit_transform(self, X: Any, y: None = None, *, sensitive: Any) -> NDArray[Any]:
         """``fit`` then ``transform``."""
         return self.fit(X, sensitive=sensitive).transform(X)

@@ -30,13 +30,17 @@ MECHANISM = "discrete Laplace (OpenDP make_laplace on integer counts)"
 THRESHOLD_MECHANISM = ("discrete Laplace with a threshold (OpenDP make_laplace_threshold): "
                        "only cells whose noisy count reaches the threshold are released")
 NEIGHBOURS = "add or remove one row"
+PUBLISH_FEATURE = "--publish (a differentially private release)"
+"""How a missing OpenDP names the feature (``pip install 'fairaudit-clusters[publish]'``)."""
 MAX_CELLS = 50_000
 """Largest number of cells of all cubes together: each cell gets noise, and the bootstrap holds
 replicates x cells integers."""
 
 
 def _opendp():
-    import opendp.prelude as dp
+    from fairaudit.errors import require_extra
+
+    dp = require_extra("opendp.prelude", "publish", PUBLISH_FEATURE)
 
     dp.enable_features("contrib")
     return dp

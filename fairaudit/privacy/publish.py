@@ -345,7 +345,9 @@ def prepare(spec: Any, registry: Any) -> Any:
     they are listed as left out), and no clusterer fitted on these rows unless
     ``[privacy] fitted = "conditional"`` accepts the narrower guarantee."""
     from fairaudit.core.components import CountingAuditor
+    from fairaudit.errors import require_extra
 
+    require_extra("opendp", "publish", dp.PUBLISH_FEATURE)  # before any work: exit 2, the pip line
     if spec.cluster and spec.privacy.fitted != "conditional":
         names = ", ".join(dict.fromkeys(s.use for s in spec.cluster))
         raise ConfigError(

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from fairaudit.report.results import finite
+from fairaudit.report.values import finite
 
 __all__ = ["ORDER", "answers", "entry_text", "overall", "overall_text", "twin_names"]
 

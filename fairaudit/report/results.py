@@ -12,16 +12,18 @@ import enum
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-SCHEMA_VERSION = "1.1"
+from fairaudit.report.values import SCHEMA_VERSION, TARGET_NOTE, check_document, finite
 
+if TYPE_CHECKING:
+    import pandas
+    import polars
 
-TARGET_NOTE = "Fairness target: "
-"""A clusterer's note (``notes_``, in ``labellings[i].notes``) that starts with this says it
-balanced something other than each sensitive attribute the user named (e.g. their
-intersection): the console shows it among the warnings, not only the report and the JSON."""
+    from fairaudit.report.frames import Verdict
 
+__all__ = ["SCHEMA_VERSION", "TARGET_NOTE", "AuditRun", "Direction", "MetricResult", "Status",
+           "Threshold", "ci_end", "evaluate", "finite", "overall_status"]
 
 class Direction(enum.StrEnum):
     """Whether larger values of a metric are fairer/better. Defined with the results (a
@@ -105,20 +107,6 @@ class MetricResult:
         }
 
 
-def finite(x: Any) -> float | None:
-    """``x`` as a float, or ``None`` when it is null, a bool, NaN, infinite or not a number.
-
-    JSON has no NaN: undefined values are written as null. Auditors and report sections use this
-    for every number they put into the JSON document."""
-    if x is None or isinstance(x, bool):
-        return None
-    try:
-        v = float(x)
-    except (TypeError, ValueError):
-        return None
-    return v if math.isfinite(v) else None
-
-
 def ci_end(th: Threshold) -> str | None:
     """Which end of the CI a threshold judges: "lower", "upper", or None (the value). ``@ci`` is
     the conservative end: lower for a lower bound (--fail-under), upper for an upper bound."""
@@ -192,35 +180,61 @@ class AuditRun:
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> AuditRun:
-        from fairaudit.errors import InputError
-
-        if not isinstance(doc, Mapping) or "schema_version" not in doc or "results" not in doc:
-            raise InputError("not a fairaudit audit JSON document (no 'schema_version'/'results')")
-        major = str(doc["schema_version"]).split(".")[0]
-        if major != SCHEMA_VERSION.split(".")[0]:
-            raise InputError(
-                f"audit JSON has schema_version {doc['schema_version']}; this fairaudit reads "
-                f"{SCHEMA_VERSION.split('.')[0]}.x"
-            )
+        check_document(doc)
         return cls(doc)
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.doc)
 
     def __repr__(self) -> str:
-        """A line, not the document (``run.to_json()`` has it all)."""
-        doc = self.doc if isinstance(self.doc, Mapping) else {}
-        inp = doc.get("input") or {}
-        names = [str(lab.get("name")) for lab in doc.get("labellings") or ()
-                 if isinstance(lab, Mapping)]
-        return (f"AuditRun(status={doc.get('status')!r}, rows={inp.get('rows_audited', inp.get('rows'))!r}, "
-                f"attributes={list(inp.get('attributes') or ())!r}, labellings={names!r}, "
-                f"results={len(doc.get('results') or ())}, "
-                f"verdicts={len(doc.get('verdicts') or ())})")
+        """The answer, as the console gives it (a few lines, never the document:
+        ``run.to_json()`` has it all): the headline, who may read it, the verdicts or gates."""
+        from fairaudit.report.view import view_text
+
+        return view_text(self.doc if isinstance(self.doc, Mapping) else {}, self.ledger_now)
+
+    def _repr_markdown_(self) -> str:
+        """The same answer as Markdown (notebook front ends without HTML)."""
+        from fairaudit.report.view import view_markdown
+
+        return view_markdown(self.doc)
+
+    def _repr_html_(self) -> str:
+        """The answer first, inline in a notebook: the verdict per attribute and labelling, the
+        deciding cell by its cluster's name, the headline numbers with their intervals
+        (:mod:`fairaudit.report.view`; no script, styles scoped to ``.fairaudit-view``)."""
+        from fairaudit.report.view import view_html
+
+        return view_html(self.doc)
+
+    def to_polars(self, level: str = "metric") -> polars.DataFrame:
+        """The results as a tidy polars frame: one row per metric result (``labelling,
+        attribute, metric, value, ci_low, ci_high, status, verdict``, then ``auditor, headline,
+        direction, threshold, judged, n_rows``), or with ``level="cluster"`` one row per cluster
+        of each result (``labelling, attribute, auditor, metric, cluster, cluster_name, n,
+        value, worst_group, detail``). See :mod:`fairaudit.report.frames`."""
+        from fairaudit.report.frames import results_frame
+
+        return results_frame(self.doc, level)
+
+    def to_pandas(self, level: str = "metric") -> pandas.DataFrame:
+        """:meth:`to_polars` as a pandas DataFrame (``pip install 'fairaudit-clusters[pandas]'``;
+        :class:`~fairaudit.errors.MissingExtraError` naming it when pandas is missing)."""
+        from fairaudit.report.frames import pandas_frame, results_frame
+
+        return pandas_frame(results_frame(self.doc, level))
+
+    @property
+    def verdicts(self) -> tuple[Verdict, ...]:
+        """The verdict on each attribute in each labelling, as typed records (``attribute``,
+        ``labelling``, ``verdict``, ``decided_by``, ``sentence``, ``reasons``, ``twin``)."""
+        from fairaudit.report.frames import verdicts
+
+        return verdicts(self.doc)
 
     @property
     def status(self) -> str:
-        return self.doc["status"]
+        return str(self.doc["status"])
 
     @property
     def results(self) -> list[Mapping[str, Any]]:

@@ -209,7 +209,7 @@ def caveat_lines(doc: Mapping[str, Any]) -> list[str]:
         shown = ", ".join(failed[:3]) + (f" and {len(failed) - 3} more" if len(failed) > 3 else "")
         out.append(f"warning: {len(failed)} data check(s) failed: {shown} (the report's data "
                    "checks say why)")
-    from fairaudit.report.results import TARGET_NOTE
+    from fairaudit.report.values import TARGET_NOTE
 
     warnings = [(str(lab.get("name")), w) for lab in doc.get("labellings") or ()
                 if isinstance(lab, Mapping) for w in lab.get("warnings") or ()
@@ -227,11 +227,12 @@ def caveat_lines(doc: Mapping[str, Any]) -> list[str]:
     return out
 
 
-def console_lines(doc: Mapping[str, Any], ledger_now: Mapping[str, Any] | None = None
-                  ) -> list[str]:
+def console_lines(doc: Mapping[str, Any], ledger_now: Mapping[str, Any] | None = None,
+                  *, with_answer: bool = False) -> list[str]:
     """The console summary: a headline, the privacy notice, then a fixed-width table of every
     gate — or, without thresholds, the verdicts with the cell that set each
-    (:func:`answer_lines`)."""
+    (:func:`answer_lines`). ``with_answer``: the verdicts after the gates too (a run's own
+    view, ``repr(run)``)."""
     lines = [headline(doc)]
     notice = privacy_notice(doc)
     if notice:
@@ -248,12 +249,13 @@ def console_lines(doc: Mapping[str, Any], ledger_now: Mapping[str, Any] | None =
         lines.append("  " + "  ".join(v.ljust(w) for v, w in zip(c, widths, strict=True)).rstrip())
         if n and rows[n - 1]["reason"]:
             lines.append("      why: " + rows[n - 1]["reason"])
-    return lines
+    return lines + (answer_lines(doc) if with_answer else [])
 
 
 def markdown(doc: Mapping[str, Any], report: str | None = None,
-             json_path: str | None = None) -> str:
-    """The same summary as GitHub-flavoured Markdown (e.g. for ``$GITHUB_STEP_SUMMARY``)."""
+             json_path: str | None = None, *, with_answer: bool = False) -> str:
+    """The same summary as GitHub-flavoured Markdown (e.g. for ``$GITHUB_STEP_SUMMARY``);
+    ``with_answer``: the verdicts after the gates too (a run's own view in a notebook)."""
     out = [f"### fairaudit: {status_words(doc['status'])}", "",
            headline(doc).split("  ", 1)[1], ""]
     notice = privacy_notice(doc)
@@ -272,19 +274,11 @@ def markdown(doc: Mapping[str, Any], report: str | None = None,
                 r["judged"], r["on"], r["bound"], r["severity"], r["reason"],
             )
             out.append("| " + " | ".join(_md(c) for c in cells) + " |")
+        if with_answer and answer_lines(doc):
+            out += [""] + _answer_markdown(doc)
     else:
-        answer = answer_lines(doc)
-        if answer:
-            out.append(f"**{_md(answer[0])}**")
-            out.append("")
-            for a in _answers(doc):
-                out.append(f"- {_md(a['line'])}")
-                if a["n"] > 1:
-                    for e in a["labellings"]:
-                        out.append(f"  - {_md(e['labelling'])}: **{e['verdict']}** — "
-                                   f"{_md(e['text'])}")
-        else:
-            out.append("No thresholds were set: values are reported, not judged.")
+        out += _answer_markdown(doc) or [
+            "No thresholds were set: values are reported, not judged."]
     out.append("")
     if report:
         out.append(f"Report: `{report}`")
@@ -293,10 +287,20 @@ def markdown(doc: Mapping[str, Any], report: str | None = None,
     return "\n".join(out).rstrip() + "\n"
 
 
-def _answers(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
+def _answer_markdown(doc: Mapping[str, Any]) -> list[str]:
+    """The verdicts as Markdown lines (:func:`answer_lines`), or none."""
     from fairaudit.report.answer import answers
 
-    return answers(doc)
+    answer = answer_lines(doc)
+    if not answer:
+        return []
+    out = [f"**{_md(answer[0])}**", ""]
+    for a in answers(doc):
+        out.append(f"- {_md(a['line'])}")
+        if a["n"] > 1:
+            for e in a["labellings"]:
+                out.append(f"  - {_md(e['labelling'])}: **{e['verdict']}** — {_md(e['text'])}")
+    return out
 
 
 def _md(text: str) -> str:
