@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fairaudit.cluster.fairden import FairDen
 from fairaudit.cluster._mr_assign import mutual_reachability_assign
+from fairaudit.cluster.fairden import FairDen
 from fairaudit.core.assign import FittedStep, assign_all_rows
 from fairaudit.core.contingency import joint_from_frame, sum_joint_tables
 from fairaudit.core.data import ROW_ID, AuditData, ColumnRoles, _codes
