@@ -229,7 +229,14 @@ def _nothing_left(roles: ColumnRoles, n_input: int, lf: Any) -> str:
             "(no row has them all): nothing left to audit")
 
 
-def materialise_rows(lf: Any, roles: ColumnRoles, spec: ChainSpec, n_input: int, max_rows: int):
+def materialise_rows(lf: Any, roles: ColumnRoles, spec: ChainSpec, n_input: int, max_rows: int,
+                     *, n_valid: int | None = None, sample_to: int | None = None):
+    """The rows held in memory: every row with its sensitive and labels values, or — above
+    ``max_rows`` such rows — a seeded sample of ``max_rows`` of them (of ``sample_to`` rows when
+    given: what the feature-reading auditors of a chain without clusterers read). ``n_valid``:
+    the number of such rows when the count already knows it (``n_input`` minus its null rows),
+    so that no pass is spent counting them again, nor reading their row numbers when every row
+    is valid (the sample is the same)."""
     import polars as pl
 
     cols = list(dict.fromkeys([*roles.features, *roles.sensitive, *filter(None, [roles.labels])]))
@@ -238,12 +245,17 @@ def materialise_rows(lf: Any, roles: ColumnRoles, spec: ChainSpec, n_input: int,
     if not_null:
         q = q.filter(pl.all_horizontal(not_null))
     sample_info = None
-    n_valid = int(q.select(pl.len()).collect(engine="streaming").item())
+    if n_valid is None:
+        n_valid = int(q.select(pl.len()).collect(engine="streaming").item())
     if n_valid > max_rows:
+        max_rows = int(min(max_rows, sample_to)) if sample_to else max_rows
         rng = np.random.default_rng(spec.data.seed)
-        valid_ids = q.select(ROW_ID).collect(engine="streaming").get_column(ROW_ID).to_numpy()
+        if n_valid == n_input:  # no null key: the valid rows are the row numbers 0..n-1
+            valid_ids = np.arange(n_input, dtype=np.int64)
+        else:
+            valid_ids = q.select(ROW_ID).collect(engine="streaming").get_column(ROW_ID).to_numpy()
         keep = np.sort(rng.choice(valid_ids, size=max_rows, replace=False))
-        q = q.filter(pl.col(ROW_ID).is_in(keep.tolist()))
+        q = _take_rows(lf, cols, keep, not_null)
         sample_info = {
             "rows": int(max_rows),
             "seed": spec.data.seed,
@@ -311,6 +323,17 @@ def materialise_rows(lf: Any, roles: ColumnRoles, spec: ChainSpec, n_input: int,
                 "those rows (--on-nonfinite drop)"
             )
     return data, sample_info
+
+
+def _take_rows(lf: Any, cols: list[str], keep: np.ndarray, not_null: list[Any]) -> Any:
+    """The lazy frame of rows ``keep`` (sorted row numbers) of ``lf``: the row-number filter
+    goes first, then the columns and the null filter (the rows kept are valid already)."""
+    import polars as pl
+
+    q = lf.with_row_index(ROW_ID)
+    ids = pl.Series(ROW_ID, keep).cast(q.collect_schema()[ROW_ID])
+    q = q.filter(pl.col(ROW_ID).is_in(ids.implode())).select([ROW_ID, *cols])
+    return q.filter(pl.all_horizontal(not_null)) if not_null else q
 
 
 def _nonfinite_mask(frame: Any, column: str) -> np.ndarray:
