@@ -35,7 +35,6 @@ import platform
 import statistics
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -100,27 +99,19 @@ def generate_labels(path: Path, rows: int, seed: int = 0) -> None:
         return
     path.parent.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(seed)
-    sexes = np.array(["female", "male"])
-    races = np.array(["white", "black", "asian", "amer-indian", "other"])
-    tmpdir = Path(tempfile.mkdtemp(dir=path.parent))
-    parts = []
-    chunk = 5_000_000
-    for i, start in enumerate(range(0, rows, chunk)):
-        n = min(chunk, rows - start)
-        segment = rng.integers(0, 8, size=n, dtype=np.int32)
-        sex = sexes[(rng.random(n) < 0.3 + 0.05 * (segment % 3)).astype(np.int8)]
-        race = races[rng.choice(5, size=n, p=[0.7, 0.12, 0.1, 0.03, 0.05])]
-        score = rng.normal(size=n) + 0.3 * segment
-        part = tmpdir / f"part{i:03d}.parquet"
-        pl.DataFrame({"segment": segment, "sex": sex, "race": race, "score": score}
-                     ).write_parquet(part)
-        parts.append(part)
+    segment = rng.integers(0, 8, size=rows, dtype=np.int32)
+    sex = (rng.random(rows) < 0.3 + 0.05 * (segment % 3)).astype(np.uint8)
+    race = rng.choice(5, size=rows, p=[0.7, 0.12, 0.1, 0.03, 0.05]).astype(np.uint8)
+    frame = pl.DataFrame({
+        "segment": segment,
+        "sex": pl.Series(sex).replace_strict([0, 1], ["female", "male"]),
+        "race": pl.Series(race).replace_strict(
+            list(range(5)), ["white", "black", "asian", "amer-indian", "other"]),
+        "score": rng.normal(size=rows) + 0.3 * segment,
+    })
     tmp = path.with_suffix(".tmp.parquet")
-    pl.scan_parquet([str(p) for p in parts]).sink_parquet(tmp)
+    frame.write_parquet(tmp)
     tmp.replace(path)
-    for p in parts:
-        p.unlink()
-    tmpdir.rmdir()
 
 
 def _header(what: str) -> None:
