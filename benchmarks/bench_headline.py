@@ -123,7 +123,7 @@ def _steps(doc: dict) -> list[tuple[str, float]]:
     """The ``--timing`` steps of an audit JSON, as (name, seconds)."""
     out = []
     for t in doc.get("timing", {}).get("steps", []):
-        name = " ".join(str(v) for v in (t.get("kind"), t.get("name"), t.get("labelling"))
+        name = " ".join(str(v) for v in (t.get("kind"), t.get("step"), t.get("labelling"))
                         if v)
         out.append((name, float(t.get("seconds", 0.0))))
     return out
