@@ -123,10 +123,17 @@ def lightest_below(
     U: float,
     *,
     workers: int = -1,
+    lightest_only: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(r, q)``: for each p in ``rows`` the exact lightest edge
     ``r = max(‖X[p] − X[q]‖, core[p], core[q])`` over q in ``others`` if it is below ``U``
-    (finite), and its q (ties: the smaller index); ``(inf, -1)`` for rows with none."""
+    (finite), and its q (ties: the smaller index); ``(inf, -1)`` for rows with none.
+
+    ``lightest_only``: only the lightest edge over all rows is wanted (Borůvka: a component's
+    lightest edge out). Every row's limit then drops to the lightest edge any row has found so
+    far, instead of to its own: on data where many pairs lie within U (clusters close to each
+    other, issue 38) a row stops collecting candidates it cannot use. The rows whose lightest
+    edge is that minimum get it, exactly as above (ties included); the others ``(inf, -1)``."""
     m = rows.size
     r_best = np.full(m, np.inf)
     q_best = np.full(m, -1, dtype=np.int64)
@@ -145,6 +152,7 @@ def lightest_below(
         best = np.full(sub.size, U)  # exact lightest edge per row so far (U: none yet)
         bq = np.full(sub.size, -1, dtype=np.int64)
         lr_all = lim.copy()  # per-row limit on G, lowered as edges are found
+        shared = U  # lightest_only: the lightest edge found by any row
         for r0 in range(0, sub.size, _ROWS):
             Pr = pr.P2[r0 : r0 + _ROWS]
             lr = lr_all[r0 : r0 + _ROWS]
@@ -161,6 +169,10 @@ def lightest_below(
                 # a row's later candidates must beat its best: ‖p − q‖ <= best (margin kept)
                 t = np.unique(ii)
                 lr[t - r0] = np.minimum(lr[t - r0], best[t] ** 2 - pr.sqP[t] + pr.tol2)
+                if lightest_only and best[t].min() < shared:
+                    shared = float(best[t].min())
+                    np.minimum(lr_all, shared * shared - pr.sqP + pr.tol2,
+                               out=lr_all, casting="unsafe")
         return best, bq
 
     parts = _parallel(scan, others.size, workers)
@@ -172,6 +184,8 @@ def lightest_below(
         best[better] = r[better]
         bq[better] = q[better]
     found = bq >= 0
+    if lightest_only and found.any():
+        found &= best == best[found].min()
     r_best[sub[found]] = best[found]
     q_best[sub[found]] = bq[found]
     return r_best, q_best

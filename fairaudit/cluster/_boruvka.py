@@ -407,7 +407,8 @@ def _resolve_component_pivots(
     ub[c] = U
     pts = members[unc]
     if np.isfinite(U):
-        r, y = lightest_below(X, core, pts, others, U)
+        # only the component's lightest edge out is used (the pick below takes the minimum)
+        r, y = lightest_below(X, core, pts, others, U, lightest_only=True)
         better = r < cand[pts]
         cand[pts[better]] = r[better]
         partner[pts[better]] = y[better]

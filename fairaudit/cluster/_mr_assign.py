@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fairaudit.cluster._knn import kd_tree
+from fairaudit.cluster._knn import search_tree
 from fairaudit.cluster._progress import Progress
 
 __all__ = ["mutual_reachability_assign"]
@@ -38,17 +38,20 @@ def mutual_reachability_assign(
     *,
     method: str = "auto",
     workers: int = -1,
+    index: dict | None = None,
 ) -> np.ndarray:
     """Labels of new rows ``X``: the label of the fitted row y minimising, in this order,
     r(x, y) = max(d(x, y), κ(x), κ(y)), then d(x, y), then the row number of y.
 
     κ(x) = distance to the (min_pts − 1)-th nearest fitted row (x counts itself, so it is the
     fit's core-distance convention); κ(y) = ``fit_core``. A row at distance 0 from fitted rows
-    takes the label of the first of them (an identical row is that row) among the K = max(16, q)
-    nearest the k-d tree returns: with more identical fitted rows than that, not necessarily the
-    first overall (as before; both paths). ``method``: ``"auto"`` (products where they are
-    faster, see the module), ``"tree"`` or ``"products"`` (products wherever they apply); all
-    give the same labels. ``workers``: threads (-1: one per core).
+    takes the label of the first of them (an identical row is that row; before issue 38, with
+    more than max(16, q) identical fitted rows, the first of those the k-d tree returned).
+    ``method``: ``"auto"`` (products where they are faster, see the module), ``"tree"`` or
+    ``"products"`` (products wherever they apply); all
+    give the same labels. ``workers``: threads (-1: one per core). ``index``: a dict the caller
+    keeps between calls on the same fitted rows (batches of one pass), where the search
+    structures over them are kept instead of being rebuilt per call (the labels are the same).
     """
     fit_X = np.asarray(fit_X, dtype=np.float64)
     fit_core = np.asarray(fit_core, dtype=np.float64)
@@ -69,29 +72,37 @@ def mutual_reachability_assign(
     if use and np.isfinite(X).all():  # (non-finite rows: the tree refuses them, as before)
         from fairaudit.cluster._mr_products import Cells, product_labels
 
-        cells = Cells(fit_X, fit_core, fit_labels, q)
+        cells = index.get("cells") if index is not None else None
+        if cells is None:
+            cells = Cells(fit_X, fit_core, fit_labels, q)
+            if index is not None:
+                index["cells"] = cells
         out, unsettled = product_labels(cells, X, q, progress, workers)
         todo = np.flatnonzero(unsettled)
     if todo.size:
+        tree = index.get("tree") if index is not None else None
+        if tree is None:
+            tree = search_tree(fit_X)
+            if index is not None:
+                index["tree"] = tree
         out[todo] = _tree_assign(fit_X, fit_core, fit_labels, X[todo], q,
-                                 None if todo.size < X.shape[0] else progress, workers)
+                                 None if todo.size < X.shape[0] else progress, workers, tree)
     progress.close()
     return out
 
 
 def _tree_assign(fit_X: np.ndarray, fit_core: np.ndarray, fit_labels: np.ndarray,
-                 X: np.ndarray, q: int, progress: Progress | None, workers: int = -1
-                 ) -> np.ndarray:
+                 X: np.ndarray, q: int, progress: Progress | None, workers: int = -1,
+                 tree: object = None) -> np.ndarray:
     """The rule by k-d tree queries: each row asks K neighbours and doubles K until no row not
-    yet seen can win (such a row has r >= d >= the K-th distance)."""
-    from scipy.spatial import cKDTree
-
+    yet seen can win (such a row has r >= d >= the K-th distance). ``tree``: a k-d tree of
+    ``fit_X`` from :func:`search_tree` (built here when not given)."""
     n_fit = fit_X.shape[0]
     out = np.empty(X.shape[0], dtype=np.int64)
-    tree = kd_tree(fit_X)  # leaf size by dimension: 1.9x the queries/s of scipy's in 10-d
+    tree = search_tree(fit_X) if tree is None else tree
     # rows are answered independently: ask them in a spatially coherent order (the leaf order
     # of a k-d tree over the new rows), so consecutive queries walk the same nodes of ``tree``
-    spatial = np.asarray(cKDTree(X).indices) if X.shape[0] > 1 else np.arange(X.shape[0])
+    spatial = np.asarray(search_tree(X).indices) if X.shape[0] > 1 else np.arange(X.shape[0])
     X = X[spatial]
     k_zero = int(min(n_fit, max(_FIRST_K, q)))
     for lo in range(0, X.shape[0], _BATCH):
@@ -123,7 +134,14 @@ def _tree_assign(fit_X: np.ndarray, fit_core: np.ndarray, fit_labels: np.ndarray
                 if K != k_zero:
                     dz, iz = tree.query(X[zr], k=k_zero, workers=workers)
                     dz, iz = dz.reshape(zr.size, k_zero), iz.reshape(zr.size, k_zero)
-                best[zero] = np.where(dz == 0.0, iz, n_fit).min(axis=1)
+                first = np.where(dz == 0.0, iz, n_fit).min(axis=1)
+                # every row returned is identical: there may be more, and which ones the tree
+                # returns depends on its shape; take the first identical fitted row overall
+                more = np.flatnonzero(dz[:, -1] == 0.0)
+                if more.size:
+                    hits = tree.query_ball_point(X[zr[more]], r=0.0)
+                    first[more] = [min(h) for h in hits]
+                best[zero] = first
             dK = d[:, -1]
             done = (best_r < dK) | ((best_r == dK) & (best_d < dK)) | zero | (K >= n_fit)
             out[rows[done]] = fit_labels[best[done]]

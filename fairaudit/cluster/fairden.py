@@ -78,6 +78,21 @@ class ExcludedGroups:
         return len(self.rows)
 
 
+def _row_groups(S: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct groups of the rows of ``S`` (n x a) and each row's: (names, inverse), a name
+    being ``"|".join(str(v) for v in row)``. Integer columns are combined as codes, and only the
+    distinct rows are turned into text (the names are the same)."""
+    if S.dtype.kind in "iub" and S.shape[0]:
+        uniq, inv = np.unique(S, axis=0, return_inverse=True)
+        rows = uniq.astype(object)
+    else:
+        text = np.asarray(["|".join(str(v) for v in row) for row in S.astype(object)],
+                          dtype=object)
+        return np.unique(text, return_inverse=True)
+    names = np.asarray(["|".join(str(v) for v in row) for row in rows], dtype=object)
+    return names, inv.reshape(-1)
+
+
 def _as_2d(a: object, name: str, n: int | None) -> np.ndarray:
     arr = np.asarray(a)
     if arr.ndim == 1:
@@ -565,26 +580,39 @@ class FairDen(ClusterMixin, BaseEstimator):
         fit_groups = getattr(self, "_fit_groups", None)
         if sensitive is None or fit_groups is None:
             return mutual_reachability_assign(self._fit_X, self._fit_core, self._fit_labels, Xn,
-                                              mu)
-        S = _as_2d(sensitive, "sensitive", Xn.shape[0]).astype(object)
-        names = np.asarray(["|".join(str(v) for v in row) for row in S], dtype=object)
+                                              mu, index=self._search_index(None))
+        names, inv = _row_groups(_as_2d(sensitive, "sensitive", Xn.shape[0]))
         out = np.empty(Xn.shape[0], dtype=np.int64)
         unseen = np.ones(Xn.shape[0], dtype=bool)
         for g in np.unique(fit_groups):
-            rows = np.flatnonzero(names == g)
+            at = np.flatnonzero(names == g)
+            if at.size == 0:
+                continue
+            rows = np.flatnonzero(inv == at[0])
             if rows.size == 0:
                 continue
             mine = np.flatnonzero(fit_groups == g)
             out[rows] = mutual_reachability_assign(
                 self._fit_X[mine], self._fit_core[mine], self._fit_labels[mine], Xn[rows],
-                min(mu, mine.size),
+                min(mu, mine.size), index=self._search_index(g),
             )
             unseen[rows] = False
         if unseen.any():
             out[unseen] = mutual_reachability_assign(
-                self._fit_X, self._fit_core, self._fit_labels, Xn[unseen], mu
+                self._fit_X, self._fit_core, self._fit_labels, Xn[unseen], mu,
+                index=self._search_index(None),
             )
         return out
+
+    def _search_index(self, group: object) -> dict:
+        """The search structures over the fitted rows (all, or one group's) that predict keeps
+        between calls: one pass over a large table calls predict once per batch. Rebuilt after
+        a new fit (they belong to its fitted rows)."""
+        cache = self.__dict__.get("_predict_index")
+        if cache is None or cache[0] is not self._fit_X:
+            cache = (self._fit_X, {})
+            self.__dict__["_predict_index"] = cache
+        return cache[1].setdefault(group, {})
 
     def _check_X(self, X: object, *, reset: bool) -> np.ndarray:
         try:

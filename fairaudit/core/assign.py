@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -54,6 +55,11 @@ class Assignment:
     """Labellings whose clusterer has no ``predict``: name -> reason."""
     warnings: dict[str, list[str]] = dataclasses.field(default_factory=dict)
     """The distinct ``UserWarning`` messages each labelling's ``predict`` raised (name -> them)."""
+    seconds: dict[tuple[str, str | None], float] = dataclasses.field(default_factory=dict)
+    """Wall seconds of the pass's parts, by (part, labelling): ``("read", None)`` streaming the
+    batches, ``("prepare", None)`` the finiteness check and the fitted preprocessors,
+    ``("predict", name)`` and ``("count", name)`` each labelling's ``predict`` and its counts
+    (``--timing`` shows them under ``assign``)."""
 
 
 def assign_all_rows(
@@ -105,13 +111,20 @@ def assign_all_rows(
     partial: dict[str, list[JointTable]] = {s.label: [] for s in predictors}
     skipped: dict[str, int] = {}
     raised_by: dict[str, list[str]] = {}
+    seconds: dict[tuple[str, str | None], float] = {("read", None): 0.0, ("prepare", None): 0.0}
+    seconds.update({("predict", s.label): 0.0 for s in predictors})
+    seconds.update({("count", s.label): 0.0 for s in predictors})
     assigned = 0
     if not predictors:
         return Assignment({}, 0, {}, cannot)
     from fairaudit.core.progress import Meter
 
     meter = Meter("assign rows", total, "rows")
+    clock = time.perf_counter()
     for batch in _batches(q, batch_rows):
+        now = time.perf_counter()
+        seconds["read", None] += now - clock
+        clock = now
         data = dataclasses.replace(
             template, frame=batch, features=batch.select(list(roles.features)),
             labellings={}, exclusions={},
@@ -122,10 +135,14 @@ def assign_all_rows(
                 skipped.get("missing or non-finite feature value", 0) + dropped
             )
         if data.n_rows == 0:
+            clock = _lap(seconds, ("prepare", None), clock)
             continue
         for step in preprocessors:
             view = data if step.sees_sensitive else data.without_sensitive()
             data = step.component.transform(view).replace(include_sensitive=True)
+        # one feature matrix and one table of sensitive codes per batch, for every labelling
+        data = data.shared()
+        clock = _lap(seconds, ("prepare", None), clock)
         for step in predictors:
             view = data if step.sees_sensitive else data.without_sensitive()
             labels, raised = recording_warnings(step.component.predict, view)
@@ -138,17 +155,28 @@ def assign_all_rows(
                     f"clusterer {step.label!r}: predict returned shape {labels.shape}; expected "
                     f"({data.n_rows},)"
                 )
+            clock = _lap(seconds, ("predict", step.label), clock)
             data = data.with_labelling(Labelling(name=step.label, labels=labels,
                                                  origin="clusterer", component=step.use))
             partial[step.label].append(joint_from_frame(
                 data.frame, label=None, sensitive=roles.sensitive, ordinal=roles.ordinal,
                 labels_array=labels,
             ))
+            clock = _lap(seconds, ("count", step.label), clock)
         assigned += data.n_rows
         meter.update(assigned)
+    seconds["read", None] += time.perf_counter() - clock
     meter.close(assigned)
     joints = {name: sum_joint_tables(parts) for name, parts in partial.items() if parts}
-    return Assignment(joints, assigned, skipped, cannot, raised_by)
+    return Assignment(joints, assigned, skipped, cannot, raised_by, seconds)
+
+
+def _lap(seconds: dict[tuple[str, str | None], float], key: tuple[str, str | None],
+         since: float) -> float:
+    """Add the time since ``since`` to ``seconds[key]``; returns now."""
+    now = time.perf_counter()
+    seconds[key] = seconds.get(key, 0.0) + now - since
+    return now
 
 
 def _can_predict(component: Any) -> bool:

@@ -319,6 +319,14 @@ class Auditor(Component):
     def audit(self, ctx: AuditContext) -> Sequence[MetricResult]:  # pragma: no cover
         raise NotImplementedError
 
+    def rows_needed(self) -> int | None:
+        """The most in-memory rows ``audit`` reads (it draws a seeded sample of that many), or
+        ``None``: every row the host holds. When no clusterer runs and the table is larger than
+        the host would hold anyway (a seeded sample of 100,000 rows), the host reads a seeded
+        sample of the largest ``rows_needed`` of the chain's feature-reading auditors instead,
+        so their cost is bounded by their samples, not by the table."""
+        return None
+
 
 class CountingAuditor(Auditor):
     """An auditor whose metrics are functions of a group x cluster count table alone.

@@ -223,7 +223,10 @@ class DaskEngine:
         joints: dict[str, list[JointTable]] = {}
         skipped: dict[str, int] = {}
         raised: dict[str, list[str]] = {}
+        seconds: dict[tuple[str, str | None], float] = {}  # summed over the workers
         for p in parts:
+            for key, sec in p.seconds.items():
+                seconds[key] = seconds.get(key, 0.0) + sec
             for name, j in p.joints.items():
                 joints.setdefault(name, []).append(j)
             for k, v in p.rows_skipped.items():
@@ -237,6 +240,7 @@ class DaskEngine:
             rows_skipped=skipped,
             cannot_predict=dict(parts[0].cannot_predict) if parts else {},
             warnings=raised,
+            seconds=seconds,
         )
 
     def close(self) -> None:

@@ -231,23 +231,33 @@ def _nothing_left(roles: ColumnRoles, n_input: int, lf: Any) -> str:
 
 
 def materialise_rows(lf: Any, roles: ColumnRoles, spec: ChainSpec, n_input: int, max_rows: int,
-                     draw: Any = None):
-    """The rows held in memory. ``draw(columns, keys, max_rows, seed) -> (frame, valid rows,
-    sample_info)`` draws them where the data lives (a database engine's ``draw_rows``); by
-    default they are drawn here, from ``lf``."""
+                     draw: Any = None, *, n_valid: int | None = None,
+                     sample_to: int | None = None):
+    """The rows held in memory: every row with its sensitive and labels values, or — above
+    ``max_rows`` such rows — a seeded sample of ``max_rows`` of them (of ``sample_to`` rows when
+    given: what the feature-reading auditors of a chain without clusterers read). ``n_valid``:
+    the number of such rows when the count already knows it (``n_input`` minus its null rows),
+    so that no pass is spent counting them again, nor reading their row numbers when every row
+    is valid (the sample is the same).
+
+    ``draw(columns, keys, max_rows, seed) -> (frame, valid rows, sample_info)`` draws them where
+    the data lives (a database engine's ``draw_rows``); by default they are drawn here, from
+    ``lf``."""
 
     cols = list(dict.fromkeys([*roles.features, *roles.sensitive, *filter(None, [roles.labels])]))
     keys = [*roles.sensitive, *filter(None, [roles.labels])]
     if draw is not None:
         frame, n_valid, sample_info = draw(cols, keys, max_rows, spec.data.seed)
     else:
-        frame, n_valid, sample_info = _draw_rows(lf, cols, keys, spec, max_rows)
+        frame, n_valid, sample_info = _draw_rows(lf, cols, keys, spec, n_input, max_rows,
+                                                 n_valid=n_valid, sample_to=sample_to)
     return _rows_in_memory(frame, roles, spec, n_input, n_valid, sample_info)
 
 
-def _draw_rows(lf: Any, cols: list[str], keys: list[str], spec: ChainSpec, max_rows: int):
-    """The rows without a null key, a seeded sample of ``max_rows`` of them when there are more
-    (a choice of row numbers)."""
+def _draw_rows(lf: Any, cols: list[str], keys: list[str], spec: ChainSpec, n_input: int,
+               max_rows: int, *, n_valid: int | None, sample_to: int | None):
+    """The rows without a null key, a seeded sample of ``max_rows`` (``sample_to``) of them when
+    there are more than ``max_rows`` (a choice of row numbers)."""
     import polars as pl
 
     q = lf.with_row_index(ROW_ID).select([ROW_ID, *cols])
@@ -255,12 +265,17 @@ def _draw_rows(lf: Any, cols: list[str], keys: list[str], spec: ChainSpec, max_r
     if not_null:
         q = q.filter(pl.all_horizontal(not_null))
     sample_info = None
-    n_valid = int(q.select(pl.len()).collect(engine="streaming").item())
+    if n_valid is None:
+        n_valid = int(q.select(pl.len()).collect(engine="streaming").item())
     if n_valid > max_rows:
+        max_rows = int(min(max_rows, sample_to)) if sample_to else max_rows
         rng = np.random.default_rng(spec.data.seed)
-        valid_ids = q.select(ROW_ID).collect(engine="streaming").get_column(ROW_ID).to_numpy()
+        if n_valid == n_input:  # no null key: the valid rows are the row numbers 0..n-1
+            valid_ids = np.arange(n_input, dtype=np.int64)
+        else:
+            valid_ids = q.select(ROW_ID).collect(engine="streaming").get_column(ROW_ID).to_numpy()
         keep = np.sort(rng.choice(valid_ids, size=max_rows, replace=False))
-        q = q.filter(pl.col(ROW_ID).is_in(keep.tolist()))
+        q = _take_rows(lf, cols, keep, not_null)
         sample_info = {
             "rows": int(max_rows),
             "seed": spec.data.seed,
@@ -335,6 +350,17 @@ def _rows_in_memory(frame: Any, roles: ColumnRoles, spec: ChainSpec, n_input: in
                 "those rows (--on-nonfinite drop)"
             )
     return data, sample_info
+
+
+def _take_rows(lf: Any, cols: list[str], keep: np.ndarray, not_null: list[Any]) -> Any:
+    """The lazy frame of rows ``keep`` (sorted row numbers) of ``lf``: the row-number filter
+    goes first, then the columns and the null filter (the rows kept are valid already)."""
+    import polars as pl
+
+    q = lf.with_row_index(ROW_ID)
+    ids = pl.Series(ROW_ID, keep).cast(q.collect_schema()[ROW_ID])
+    q = q.filter(pl.col(ROW_ID).is_in(ids.implode())).select([ROW_ID, *cols])
+    return q.filter(pl.all_horizontal(not_null)) if not_null else q
 
 
 def _nonfinite_mask(frame: Any, column: str) -> np.ndarray:

@@ -154,7 +154,9 @@ def materialise(s: RunState) -> RunState:
     data, sample_info = s.clock.run(
         "load", "materialise", None,
         lambda: materialise_rows(s.lf, s.roles, spec, s.n_input, max_rows,
-                                 draw=getattr(s.engine, "draw_rows", None)),
+                                 draw=getattr(s.engine, "draw_rows", None),
+                                 n_valid=s.n_input - s.joint_full.null_rows,
+                                 sample_to=_auditors_rows(s)),
     )
     skipped_note = None
     if not data.roles.features and not spec.cluster:
@@ -163,6 +165,26 @@ def materialise(s: RunState) -> RunState:
         spec, skipped_note = skip_feature_steps(spec, s.host.registry, data.roles)
     return dataclasses.replace(s, spec=spec, data=data, sample_info=sample_info,
                                sample_data=data, skipped_note=skipped_note)
+
+
+def _auditors_rows(s: RunState) -> int | None:
+    """Without clusterers (and without ``--sample``), the rows the feature-reading auditors
+    read at most (the largest of their :meth:`~fairaudit.core.components.Auditor.rows_needed`),
+    or None when one of them reads every row it is given."""
+    if s.spec.cluster or s.spec.data.sample:
+        return None
+    needed = []
+    for step, cls in zip(s.spec.audit, s.classes("auditor", "audit"), strict=True):
+        if issubclass(cls, CountingAuditor):
+            continue
+        try:
+            n = instantiate(cls, step, 0, s.spec).rows_needed()
+        except Exception:  # noqa: BLE001 - a step that fails here reports itself when it runs
+            n = None
+        if n is None:
+            return None
+        needed.append(int(n))
+    return max(needed) if needed else None
 
 
 def check(s: RunState) -> RunState:
@@ -287,6 +309,8 @@ def assign(s: RunState) -> RunState:
                                 on_nonfinite=s.spec.data.on_nonfinite,
                                 total=s.n_input - s.joint_full.null_rows),
     )
+    for (part, labelling), seconds in res.seconds.items():  # --timing: the pass's parts
+        s.clock.record("assign", part, labelling, seconds)
     fitted_rows = s.sample_data.n_rows
     joints = dict(s.joints)
     out = []

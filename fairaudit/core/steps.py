@@ -64,6 +64,11 @@ class Clock:
         log.info("%s %s%s: %.3f s", kind, step, f" on {labelling}" if labelling else "", dt)
         return out
 
+    def record(self, kind: str, step: str, labelling: str | None, seconds: float) -> None:
+        """A part of the step timed last (e.g. one labelling's share of the assignment pass),
+        timed by the step itself: listed in ``--timing``, not announced again to the hooks."""
+        self.timings.append(StepTiming(kind, step, labelling, seconds))
+
 
 def fit_transform(comp: Preprocessor, view: AuditData) -> AuditData:
     return comp.fit_transform(view).replace(include_sensitive=True)

@@ -240,11 +240,14 @@ class FFCMClusterer(Clusterer):
         the nearest fitted centre."""
         est = self.estimator_
         X = data.feature_matrix()
-        out = est.predict(X).astype(np.int64)
         if est.fairness_penalty_ is None:
-            return out
+            return est.predict(X).astype(np.int64)
         codes = _fitted_codes(data, self._categories)
         known = (codes >= 0).all(axis=1)
+        if known.all():  # the usual case: no copy of X, one product
+            return est.predict(X, sensitive=codes).astype(np.int64)
+        out = np.empty(X.shape[0], dtype=np.int64)
+        out[~known] = est.predict(X[~known])
         if known.any():
             out[known] = est.predict(X[known], sensitive=codes[known])
         return out

@@ -256,6 +256,9 @@ class ProxyAuditor(Auditor):
         self.max_bins = max_bins
         self.random_state = random_state
 
+    def rows_needed(self) -> int | None:
+        return int(self.max_samples)
+
     def audit(self, ctx: AuditContext) -> list[MetricResult]:
         data = ctx.data
         if data is None:

@@ -130,6 +130,9 @@ class QualityAuditor(Auditor):
         self.min_pts = min_pts
         self.random_state = random_state
 
+    def rows_needed(self) -> int | None:
+        return self.sample_size
+
     def _density_based(self, ctx: AuditContext, labels: np.ndarray) -> bool:
         if self.dcsi != "auto":
             return self.dcsi == "always"

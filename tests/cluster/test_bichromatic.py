@@ -44,20 +44,26 @@ def test_nearest_lower_bound(small_blocks, d, seed):
     assert np.all(dq - g <= scale)  # a near-nearest point
 
 
-@pytest.mark.parametrize("d", [2, 10])
-@pytest.mark.parametrize("seed", range(4))
-def test_lightest_below_is_exact(small_blocks, d, seed):
-    rng = np.random.default_rng(10 + seed)
+def _two_sets(d, seed, shift):
+    """260 points in two sets of 130 ``shift`` apart; odd seeds rounded (exact ties), seeds
+    from 2 on rounded core distances."""
+    rng = np.random.default_rng(seed)
     X = rng.normal(size=(260, d))
-    X[130:] += 2.5
+    X[130:] += shift
     if seed % 2:
         X = np.round(X)  # many exact ties
     core = rng.uniform(0, 1.5, size=260)
-    if seed >= 2:
+    if seed % 10 >= 2:
         core = np.round(core, 1)
     rows = np.arange(130)
     others = np.arange(130, 260)
-    _, R = _brute_reach(X, core, rows, others)
+    return X, core, rows, others, _brute_reach(X, core, rows, others)[1]
+
+
+@pytest.mark.parametrize("d", [2, 10])
+@pytest.mark.parametrize("seed", range(4))
+def test_lightest_below_is_exact(small_blocks, d, seed):
+    X, core, rows, others, R = _two_sets(d, 10 + seed, 2.5)
     U = float(np.quantile(R.min(axis=1), 0.5))
     r, q = bc.lightest_below(X, core, rows, others, U, workers=2)
     want = R.min(axis=1)
@@ -67,6 +73,24 @@ def test_lightest_below_is_exact(small_blocks, d, seed):
     # ties: the smallest index among the lightest
     for t in np.flatnonzero(below):
         assert q[t] == others[np.flatnonzero(R[t] == want[t])[0]]
+
+
+
+@pytest.mark.parametrize("d", [2, 10])
+@pytest.mark.parametrize("seed", range(4))
+def test_lightest_only_gives_the_minimum_and_every_row_reaching_it(small_blocks, d, seed):
+    # issue 38: the limits drop to the lightest edge any row found; the rows whose lightest
+    # edge is the minimum get it (ties: every such row, the smallest partner), the rest none
+    X, core, rows, others, R = _two_sets(d, 20 + seed, 0.8)  # close: many pairs within U
+    want = R.min(axis=1)
+    U = float(np.quantile(want, 0.9))
+    r, q = bc.lightest_below(X, core, rows, others, U, workers=2, lightest_only=True)
+    m = want.min()
+    at = want == m
+    np.testing.assert_array_equal(r[at], want[at])
+    assert np.all(np.isinf(r[~at])) and np.all(q[~at] == -1)
+    for t in np.flatnonzero(at):
+        assert q[t] == others[np.flatnonzero(R[t] == m)[0]]
 
 
 def _prim_mr(X, min_pts):

@@ -41,7 +41,7 @@ def _case(kind, dim, min_pts, seed, n_fit=1_300, n_new=700):
                          + rng.normal(size=(n_new - 40, dim)) * 1.3,
                          rng.normal(size=(40, dim)) * 15])  # far rows: winner beyond q
     else:  # integer grid: ties in d and r, exact duplicates of fitted rows (a few per point:
-        # with more than 16 the label of a duplicate is the tree's pick, tested below)
+        # with more than 16 the label is the first overall, tested below)
         side = {1: 200, 2: 16, 3: 8}.get(dim, 3)
         fit_X = rng.integers(0, side, size=(n_fit, dim)).astype(float)
         new = np.vstack([rng.integers(-1, side + 1, size=(n_new // 2, dim)).astype(float),
@@ -98,17 +98,22 @@ def test_identical_to_main_on_benchmark_like_data():
 
 
 @pytest.mark.parametrize("method", ["products", "tree"])
-def test_many_identical_fitted_rows_keep_mains_label(method):
-    # more identical fitted rows than the tree returns (40 > 16): the label is the first of
-    # those the tree returns, as on main (not necessarily the first overall)
+def test_many_identical_fitted_rows_take_the_first_overall(method):
+    # more identical fitted rows than the tree returns (40 > 16): the label is the first
+    # identical fitted row overall, whatever the tree's shape (issue 38; main took the first of
+    # those its tree returned); every other row as on main
     rng = np.random.default_rng(3)
     fit_X = rng.normal(size=(1500, 2))
-    fit_X[rng.choice(1500, 40, replace=False)] = fit_X[7]
+    dup = rng.choice(1500, 40, replace=False)
+    fit_X[dup] = fit_X[7]
     labels = np.arange(1500) % 5
     core = core_distances(fit_X, 5)
     new = np.vstack([np.repeat(fit_X[7:8], 10, axis=0), rng.normal(size=(2500, 2))])
     got = mutual_reachability_assign(fit_X, core, labels, new, 5, method=method)
-    np.testing.assert_array_equal(got, main_assign(fit_X, core, labels, new, 5))
+    first = min(7, int(dup.min()))
+    np.testing.assert_array_equal(got[:10], labels[first])
+    np.testing.assert_array_equal(got[10:], main_assign(fit_X, core, labels, new, 5)[10:])
+    np.testing.assert_array_equal(got, brute_rule(fit_X, core, labels, new, 5))
 
 
 def test_non_finite_rows_are_refused_as_before():

@@ -7,6 +7,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sklearn.metrics import silhouette_samples, silhouette_score
 
 from fairaudit.metrics.quality import silhouette
@@ -72,3 +74,33 @@ def test_noise_must_be_removed_first():
         silhouette(np.zeros((3, 1)), np.array([0, 1, -1]))
     with pytest.raises(ValueError, match="rows"):
         silhouette(np.zeros((3, 1)), np.array([0, 1]))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(3, 60), st.integers(1, 4), st.integers(2, 7),
+       st.booleans())
+def test_by_row_equals_sklearn_samples_with_duplicates_and_singletons(seed, n, d, k, dup):
+    # issue 38: the numpy silhouette (no scikit-learn import) row by row against sklearn's
+    from fairaudit.metrics.quality import silhouette_by_row
+
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d)).round(1)  # rounded: ties and exact duplicates
+    if dup:
+        X[: n // 3] = X[0]
+    labels = rng.integers(0, k, size=n)
+    got = silhouette_by_row(X, labels)
+    if not 2 <= np.unique(labels).size <= n - 1:
+        assert np.isnan(got).all()
+        return
+    np.testing.assert_allclose(got, silhouette_samples(X, labels), rtol=0, atol=1e-12)
+
+
+def test_by_row_in_chunks_equals_sklearn(monkeypatch):
+    from fairaudit.metrics import quality
+
+    monkeypatch.setattr(quality, "_CHUNK_ENTRIES", 2500 * 7)  # chunks of 7 rows
+    rng = np.random.default_rng(9)
+    X = rng.normal(size=(2500, 3))
+    labels = rng.integers(0, 4, size=2500)
+    np.testing.assert_allclose(quality.silhouette_by_row(X, labels),
+                               silhouette_samples(X, labels), rtol=0, atol=1e-12)
