@@ -50,3 +50,8 @@ class PluginError(FairauditError):
 
 class DuplicateComponentError(PluginError):
     """Two plugins registered components with the same kind and name."""
+
+
+class InfeasibleTargetError(InputError):
+    """``fairaudit repair``: no relabelling of these rows meets the targets (exit 2); the
+    message names the group that makes it so when one does."""
