@@ -1,0 +1,48 @@
+"""A chain file's repair: ``[data]`` (path, sensitive, labels, features, seed, reader options),
+``[options]`` (min_cell, bootstrap, ci_method), ``[[audit]]`` (the auditors of the before and
+after audits) and ``[repair]`` (targets, outputs, objective...)::
+
+    [data]
+    path = "customers.parquet"
+    sensitive = ["sex", "race"]
+    labels = "segment"
+
+    [repair]
+    target = {balance = 0.8}
+    out = "customers_fair.parquet"
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from fairaudit.errors import ChainValidationError, ConfigError
+
+__all__ = ["chain_values"]
+
+
+def chain_values(path: str | Path) -> tuple[dict[str, Any], dict[str, Any], Any, str | None]:
+    """(repair parameters, reader options, the chain for the audits or None, data path) of
+    the chain file ``path``; ConfigError when it has no ``[repair]`` table."""
+    from fairaudit.core.chain import load_chain
+    from fairaudit.repair.spec import load_repair_table
+
+    table = load_repair_table(path)
+    if table is None:
+        raise ConfigError(f"{path}: no [repair] table (e.g. [repair] target = {{balance = 0.8}} "
+                          "out = \"repaired.parquet\")")
+    chain = load_chain(path)
+    if chain.problems:
+        raise ChainValidationError(chain.problems, str(path))
+    if chain.cluster:
+        raise ConfigError(f"{path}: [repair] repairs the segmentation in data.labels; remove "
+                          "the [[cluster]] steps (repair the labels a clusterer wrote instead)")
+    d, o = chain.data, chain.options
+    values: dict[str, Any] = {
+        "sensitive": d.sensitive or None, "labels": d.labels,
+        "features": d.features or None, "seed": d.seed, "min_cell": o.min_cell,
+        "bootstrap": o.bootstrap, "ci_method": o.ci_method,
+    }
+    values.update({k: table[k] for k in table})
+    return values, dict(d.reader_options), chain if chain.audit else None, d.path
