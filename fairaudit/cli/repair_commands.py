@@ -152,7 +152,9 @@ def summary_lines(doc: Any) -> list[str]:
     c = doc.get("cost")
     if s["objective"] == "cost":
         proof = "proven the least" if s["optimal"] else "not proven the least"
-        lines[0] += f"; distance added {s['value']:,.3f}, LP bound {s['lp_bound']:,.3f}, {proof}"
+        bound = ("no lower bound (the LP did not finish)" if s["lp_bound"] is None
+                 else f"LP bound {s['lp_bound']:,.3f}")
+        lines[0] += f"; distance added {s['value']:,.3f}, {bound}, {proof}"
     else:
         proof = ("proven the fewest" if s["optimal"]
                  else f"at least {s['lower_bound']:,.0f} needed; not proven the fewest")

@@ -47,6 +47,10 @@ __all__ = ["CostSolution", "solve_cost"]
 ETA = 1e-6
 """Each move's cost floor, relative to the mean positive added distance."""
 
+UNFINISHED_SHARE = 0.75
+"""Share of the time limit the column generation may take before the repair falls back to the
+fewest moves with the cheapest people (the rest is for the fallback and the integer step)."""
+
 NEAR = 16
 """Pairs per (cell, segment, segment) added to the small problems' pool beyond the LP's: those
 with the lowest reduced cost (an integer repair may need people the LP leaves out)."""
@@ -60,11 +64,12 @@ the pool (fast at this size); the cheaper of it and the rounded counts is kept."
 class CostSolution:
     counts: np.ndarray
     moves: Moves
-    lp_cost: float
-    """The LP's optimum (distance added, without the eta terms): a lower bound."""
+    lp_cost: float | None
+    """The LP's optimum (distance added, without the eta terms): a lower bound (None when the
+    LP did not finish in time)."""
     cost: float
     """The integer repair's distance added."""
-    lp_moves: float
+    lp_moves: float | None
     """People the LP moves (fractional)."""
     optimal: bool
     """The integer repair's cost equals the LP's (to 1e-9 relative)."""
@@ -236,6 +241,33 @@ def _price(master: _Master, duals: np.ndarray, layout: dict, order: np.ndarray,
     return added
 
 
+def _seed(master: _Master, problem: CountProblem, order: np.ndarray, starts: np.ndarray,
+          time_limit: float) -> None:
+    """Start the master from the fewest-moves repair's flows: for every (cell, segment) that
+    loses people and every segment its cell gains people in, the cheapest of its people for
+    that segment (as many as could go there). Only a start: pricing adds what the optimum
+    needs, and a start that is not feasible is made so by the reserve."""
+    try:
+        counts = solve_counts(problem, time_limit=max(time_limit, 1.0), proof_seconds=0.0,
+                              diagnose=False).counts
+    except Infeasible:
+        return  # the cost LP says why (or finds it infeasible itself)
+    S, K = problem.shape
+    N = problem.counts
+    for s in range(S):
+        out = np.maximum(N[s] - counts[s], 0)
+        inn = np.maximum(counts[s] - N[s], 0)
+        for k in np.flatnonzero(out):
+            rows = order[starts[s * K + k]:starts[s * K + k + 1]]
+            dests = np.flatnonzero(inn)
+            c = master.f.added(rows, np.full(rows.size, k), dests) + master.eta
+            for j, m in enumerate(dests.tolist()):
+                take = min(int(out[k]), int(inn[m]), rows.size)
+                pick = np.argpartition(c[:, j], take - 1)[:take] if take < rows.size else \
+                    np.arange(rows.size)
+                master.add(rows[pick], np.full(pick.size, m), c[pick, j])
+
+
 def solve_cost(problem: CountProblem, cell: np.ndarray, segment: np.ndarray, f: Features, *,
                time_limit: float = 60.0, seed: int = 0, max_rounds: int = 200) -> CostSolution:
     """The least distance added meeting every target (see the module's note)."""
@@ -253,6 +285,7 @@ def solve_cost(problem: CountProblem, cell: np.ndarray, segment: np.ndarray, f: 
     pos = a[a > 0]
     eta = ETA * (float(pos.mean()) if pos.size else 1.0)
     master = _Master(problem, cell, segment, f, eta)
+    _seed(master, problem, order, starts, time_limit / 4)
     batch, rounds = 64, 0
     tol = 1e-9 * max(eta, 1.0)
     while True:
@@ -271,9 +304,17 @@ def solve_cost(problem: CountProblem, cell: np.ndarray, segment: np.ndarray, f: 
             if reserve_used > 1e-7:
                 raise RuntimeError("column generation stopped with the reserve in use")
             break
-        if rounds >= max_rounds or time.monotonic() - start > time_limit:
-            raise Infeasible(f"the cost LP did not converge within {rounds} rounds / "
-                             f"{time_limit:g} s; give it more time (--time-limit)")
+        if rounds >= max_rounds or time.monotonic() - start > time_limit * UNFINISHED_SHARE:
+            log.warning("repair: the least-cost LP did not finish within %d rounds / %g s "
+                        "(give it more time with --time-limit); the repair is the fewest "
+                        "moves with the cheapest people, and no lower bound on its cost is "
+                        "known", rounds, time_limit * UNFINISHED_SHARE)
+            counts = solve_counts(problem, time_limit=max(time_limit / 4, 5.0))
+            mv = choose_movers(cell, segment, N, counts.counts, features=f, seed=seed)
+            return CostSolution(counts.counts, mv, None, float(mv.cost or 0.0), None, False,
+                                rounds, int(master.pair_row.size),
+                                "fewest moves, people by transport (the least-cost LP did "
+                                "not finish)", time.monotonic() - start)
         batch = min(batch * 2, 1 << 16)
     base = layout["base"]
     y = res.x[base:base + master.pair_row.size]

@@ -137,9 +137,6 @@ def choose_movers(cell: np.ndarray, segment: np.ndarray, N: np.ndarray, M: np.nd
 def _cheapest(blocks: list[np.ndarray], out: np.ndarray, inn: np.ndarray, f: Features, K: int
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
     """The least-cost choice of one cell's movers (a transportation problem on candidates)."""
-    import scipy.sparse as sp
-    from scipy.optimize import linprog
-
     dests = np.flatnonzero(inn)
     cand_rows, cand_own, cand_cost = [], [], []
     for k in np.flatnonzero(out):
@@ -157,29 +154,60 @@ def _cheapest(blocks: list[np.ndarray], out: np.ndarray, inn: np.ndarray, f: Fea
     rows = np.concatenate(cand_rows)
     own = np.concatenate(cand_own)
     cost = np.vstack(cand_cost)  # (n_cand, n_dest)
-    n, d = cost.shape
-    var = np.arange(n * d).reshape(n, d)
-    # each candidate at most once; each leaving segment exactly out_k; each destination inn_l
-    A_ub = sp.csr_matrix((np.ones(n * d), (np.repeat(np.arange(n), d), var.ravel())),
-                         shape=(n, n * d))
     srcs = np.flatnonzero(out)
-    src_of = np.searchsorted(srcs, own)
-    A_src = sp.csr_matrix((np.ones(n * d), (np.repeat(src_of, d), var.ravel())),
-                          shape=(srcs.size, n * d))
-    A_dst = sp.csr_matrix((np.ones(n * d), (np.tile(np.arange(d), n), var.ravel())),
-                          shape=(d, n * d))
-    res = linprog(cost.ravel(), A_ub=A_ub, b_ub=np.ones(n),
-                  A_eq=sp.vstack([A_src, A_dst]).tocsr(),
-                  b_eq=np.concatenate([out[srcs], inn[dests]]).astype(float),
-                  bounds=(0, 1), method="highs-ds")
-    if res.status != 0:
-        raise RuntimeError(f"choosing who moves: the transportation problem failed "
-                           f"({res.message})")
-    y = res.x.reshape(n, d)
-    take = y > 0.5
-    if not np.allclose(y, take, atol=1e-6):  # a network matrix: the vertex is integral
-        raise RuntimeError("choosing who moves: a fractional vertex (not a network problem?)")
-    i, j = np.nonzero(take)
+    # sinks: "stays in k" for each leaving segment k (cost 0, only k's people), then the
+    # destinations; each candidate goes to exactly one sink, every sink gets its count
+    stay = np.where(own[:, None] == srcs[None, :], 0.0, np.inf)
+    full = np.hstack([stay, cost])
+    caps = np.concatenate([np.bincount(np.searchsorted(srcs, own), minlength=srcs.size)
+                           - out[srcs], inn[dests]]).astype(np.int64)
+    sink = assign_exact(full, caps)
+    moved = sink >= srcs.size
+    i = np.flatnonzero(moved)
+    j = sink[moved] - srcs.size
     plan = np.zeros((K, K), dtype=np.int64)
     np.add.at(plan, (own[i], dests[j]), 1)
     return rows[i], dests[j], plan, float(cost[i, j].sum())
+
+
+PRICE_SAMPLE = 2_000
+"""Rows of the LP that estimates the columns' prices before the exact assignment."""
+
+
+def assign_exact(cost: np.ndarray, caps: np.ndarray) -> np.ndarray:
+    """The least-cost assignment of the rows of ``cost`` (n x m, ``inf`` = not allowed) to
+    columns holding exactly ``caps`` rows each: successive shortest paths over the m columns
+    (:func:`fairaudit.cluster.fair_rounding._transport`, exact), after shifting each column's
+    costs by a price from the transportation LP of an evenly spaced sample of the rows. A shift
+    changes no assignment's ranking (every assignment pays a column's shift ``caps`` times);
+    it starts the paths near the optimum, so few are needed. (The LP over every row with exact
+    caps is degenerate and slow in HiGHS: 45 s at 3,049 x 6 where the sample's takes 0.5 s.)"""
+    from fairaudit.cluster.fair_rounding import _transport
+
+    n, m = cost.shape
+    if m == 1 or n == 0:
+        return np.zeros(n, dtype=np.int64)
+    return _transport(cost - _prices(cost, caps)[None, :] if n > 64 else cost, caps)
+
+
+def _prices(cost: np.ndarray, caps: np.ndarray) -> np.ndarray:
+    """The columns' duals of the transportation LP of a sample of the rows (caps scaled,
+    within one row either way); zeros when that LP fails."""
+    import scipy.sparse as sp
+    from scipy.optimize import linprog
+
+    n, m = cost.shape
+    k = min(n, PRICE_SAMPLE)
+    pick = np.linspace(0, n - 1, k).astype(np.int64)
+    sub = cost[pick]
+    r, c = np.nonzero(np.isfinite(sub))
+    rows = sp.csr_matrix((np.ones(r.size), (r, np.arange(r.size))), shape=(k, r.size))
+    cols = sp.csr_matrix((np.ones(r.size), (c, np.arange(r.size))), shape=(m, r.size))
+    want = caps * (k / n)
+    res = linprog(sub[r, c], A_eq=rows, b_eq=np.ones(k), A_ub=sp.vstack([cols, -cols]).tocsr(),
+                  b_ub=np.concatenate([np.ceil(want) + 1, -np.maximum(np.floor(want) - 1, 0)]),
+                  bounds=(0, 1), method="highs-ds")
+    if res.status != 0:
+        return np.zeros(m)
+    mu = res.ineqlin.marginals
+    return mu[:m] - mu[m:]

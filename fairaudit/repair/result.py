@@ -40,10 +40,11 @@ class Solved:
     moves_to: np.ndarray
     plan: np.ndarray
     moves: int
-    lp_bound: float
-    """The LP relaxation's optimum of the objective (people moved, or distance added)."""
-    lower_bound: float
-    """A proven lower bound of the objective over every repair."""
+    lp_bound: float | None
+    """The LP relaxation's optimum of the objective (people moved, or distance added); None
+    when the least-cost LP did not finish in time."""
+    lower_bound: float | None
+    """A proven lower bound of the objective over every repair (None: unknown)."""
     optimal: bool
     method: str
     cost: float | None = None
@@ -52,10 +53,12 @@ class Solved:
     """People the cost LP moves (fractionally)."""
     margin: float = 0.0
 
+    objective: str = "moves"
+
     @property
     def value(self) -> float:
         """The objective's value: people moved, or distance added."""
-        return float(self.cost or 0.0) if self.lp_moves is not None else float(self.moves)
+        return float(self.cost or 0.0) if self.objective == "cost" else float(self.moves)
 
 
 @dataclass(frozen=True)
@@ -81,10 +84,11 @@ class RepairResult:
         return int(self.doc["solution"]["moves"])
 
     @property
-    def lp_bound(self) -> float:
+    def lp_bound(self) -> float | None:
         """The LP relaxation's optimum of the objective: no repair moves fewer people (with
-        ``objective="cost"``: adds less distance)."""
-        return float(self.doc["solution"]["lp_bound"])
+        ``objective="cost"``: adds less distance; None when that LP did not finish)."""
+        v = self.doc["solution"]["lp_bound"]
+        return None if v is None else float(v)
 
     @property
     def optimal(self) -> bool:
@@ -121,8 +125,9 @@ class RepairResult:
         s = self.doc["solution"]
         import html
 
+        bound = "unknown" if s["lp_bound"] is None else f"{s['lp_bound']:,.2f}"
         return (f"<p><b>fairaudit repair</b>: {s['moves']:,} people moved "
-                f"({s['objective']}: {s['value']:,.2f}, LP bound {s['lp_bound']:,.2f}); column "
+                f"({s['objective']}: {s['value']:,.2f}, LP bound {bound}); column "
                 f"<code>{html.escape(self.column)}</code>. {html.escape(self.doc['meaning'])}</p>")
 
 
@@ -243,7 +248,7 @@ def build_document(spec: RepairSpec, src: Source, rows: Rows, problem: CountProb
             "objective": spec.objective,
             "moves": int(solved.moves), "share_moved": solved.moves / n if n else 0.0,
             "value": solved.value,
-            "lp_bound": float(solved.lp_bound), "lower_bound": float(solved.lower_bound),
+            "lp_bound": solved.lp_bound, "lower_bound": solved.lower_bound,
             "optimal": bool(solved.optimal), "method": solved.method,
             "margin": float(solved.margin),
             "rounding_allowance": S * K,

@@ -43,8 +43,8 @@ def solve(spec: RepairSpec, rows: Rows, problem: CountProblem) -> Solved:
                            seed=spec.seed)
             mv = c.moves
             return Solved(c.counts, mv.rows, mv.to, mv.plan, int(mv.rows.size),
-                          float(c.lp_cost), float(c.lp_cost), c.optimal, c.method,
-                          c.cost, float(c.lp_moves))
+                          c.lp_cost, c.lp_cost, c.optimal, c.method, c.cost, c.lp_moves,
+                          objective="cost")
         from fairaudit.repair.program import solve_counts
 
         sol = solve_counts(problem, time_limit=spec.time_limit)

@@ -107,3 +107,41 @@ def test_column_generation_equals_the_dense_lp_and_the_integer_program(seed):
     np.add.at(M, (cell, new), 1)
     assert np.array_equal(M, got.counts)
     assert all(e["met"] for e in evaluate(p, M))
+
+
+def test_an_unfinished_cost_lp_falls_back_to_the_fewest_moves(monkeypatch, caplog):
+    import fairaudit.repair.cost as cost
+
+    p, cell, seg, f = _case(0)
+    monkeypatch.setattr(cost, "UNFINISHED_SHARE", 0.0)  # the first round already "late"
+    got = solve_cost(p, cell, seg, f)
+    assert got.lp_cost is None and not got.optimal and "did not finish" in got.method
+    assert "did not finish" in caplog.text
+    new = seg.copy()
+    new[got.moves.rows] = got.moves.to
+    M = np.zeros_like(p.counts)
+    np.add.at(M, (cell, new), 1)
+    assert all(e["met"] for e in evaluate(p, M))
+
+
+def test_assign_exact_equals_the_transportation_lp():
+    from fairaudit.repair.people import assign_exact
+
+    rng = np.random.default_rng(9)
+    for n, m in ((300, 4), (3000, 6)):
+        cost = np.abs(rng.normal(size=(n, m))) + rng.random((n, 1))
+        cost[rng.random((n, m)) < 0.2] = np.inf
+        cost[:, 0] = np.where(np.isinf(cost).all(axis=1), 0.0, cost[:, 0])
+        free = np.isfinite(cost)
+        caps = np.bincount(np.argmax(np.where(free, rng.random((n, m)), -1), axis=1),
+                           minlength=m)  # feasible: a random allowed column per row
+        got = assign_exact(cost, caps)
+        assert np.array_equal(np.bincount(got, minlength=m), caps)
+        r, c = np.nonzero(free)
+        res = linprog(cost[r, c],
+                      A_eq=sp.vstack([sp.csr_matrix((np.ones(r.size), (r, np.arange(r.size))),
+                                                    shape=(n, r.size)),
+                                      sp.csr_matrix((np.ones(r.size), (c, np.arange(r.size))),
+                                                    shape=(m, r.size))]).tocsr(),
+                      b_eq=np.concatenate([np.ones(n), caps]), bounds=(0, 1), method="highs")
+        assert abs(cost[np.arange(n), got].sum() - res.fun) <= 1e-7 * max(1.0, res.fun)
