@@ -123,18 +123,14 @@ def run_repair_command(spec: Any, data: Any, host: Any, audit_chain: Any, quiet:
 def run_chain_repair(chain_file: str, data: str | None, report: str | None,
                      json_out: str | None, host: Any, quiet: bool) -> int:
     """``fairaudit run CHAIN.toml [DATA]`` for a chain with a ``[repair]`` table."""
-    from fairaudit.core import params
-    from fairaudit.repair.chain import chain_values
-    from fairaudit.repair.spec import repair_spec
+    import dataclasses
 
-    values, reader, audit_chain, data_path = chain_values(chain_file)
-    if report is not None:
-        values["report"] = report
-    if json_out is not None:
-        values["json"] = json_out
-    checked = params.check_all(reader, "chain")
-    spec = repair_spec(surface="chain", reader_options={k: v for k, v in checked.items()
-                                                        if v is not None}, **values)
+    from fairaudit.repair.chain import chain_values, check_chain_repair
+
+    _, _, audit_chain, data_path = chain_values(chain_file)
+    spec = check_chain_repair(chain_file)
+    spec = dataclasses.replace(spec, report=report if report is not None else spec.report,
+                               json=json_out if json_out is not None else spec.json)
     if spec.out is None:
         from fairaudit.errors import ConfigError
 

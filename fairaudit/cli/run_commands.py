@@ -321,7 +321,14 @@ def validate(chain_file: str, quiet: bool, debug: bool, disabled: Sequence[str])
 
     _setup_logging(debug, quiet)
     host = _host(disabled)
+    from fairaudit.repair.spec import load_repair_table
+
     spec = load_chain(chain_file)
+    if load_repair_table(chain_file) is not None:  # every [repair] key and target checked
+        from fairaudit.repair.chain import check_chain_repair, with_default_audits
+
+        check_chain_repair(chain_file)
+        spec = with_default_audits(spec)
     validate_chain(spec, host.registry)
     if not quiet:
         click.echo(f"{chain_file}: OK ({len(spec.preprocess)} preprocess, {len(spec.cluster)} "

@@ -19,7 +19,7 @@ from typing import Any
 
 from fairaudit.errors import ChainValidationError, ConfigError
 
-__all__ = ["chain_values"]
+__all__ = ["chain_values", "check_chain_repair", "with_default_audits"]
 
 
 def chain_values(path: str | Path) -> tuple[dict[str, Any], dict[str, Any], Any, str | None]:
@@ -46,3 +46,29 @@ def chain_values(path: str | Path) -> tuple[dict[str, Any], dict[str, Any], Any,
     }
     values.update({k: table[k] for k in table})
     return values, dict(d.reader_options), chain if chain.audit else None, d.path
+
+
+def check_chain_repair(path: str | Path) -> Any:
+    """The :class:`~fairaudit.repair.spec.RepairSpec` of the chain's ``[repair]`` table, every
+    value checked (``fairaudit validate``); ConfigError naming the key otherwise."""
+    from fairaudit.core import params
+    from fairaudit.repair.spec import repair_spec
+
+    values, reader, _, _ = chain_values(path)
+    checked = params.check_all(reader, "chain")
+    return repair_spec(surface="chain", reader_options={k: v for k, v in checked.items()
+                                                        if v is not None}, **values)
+
+
+def with_default_audits(chain: Any) -> Any:
+    """``chain`` with the repair's default auditors when it names none (what the before and
+    after audits run)."""
+    import dataclasses
+
+    from fairaudit.core.spec import StepSpec
+    from fairaudit.repair.spec import DEFAULT_AUDITS
+
+    if chain.audit:
+        return chain
+    return dataclasses.replace(chain, audit=tuple(StepSpec("audit", a, f"repair audit[{i}]")
+                                                  for i, a in enumerate(DEFAULT_AUDITS)))

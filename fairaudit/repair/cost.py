@@ -55,6 +55,10 @@ NEAR = 16
 """Pairs per (cell, segment, segment) added to the small problems' pool beyond the LP's: those
 with the lowest reduced cost (an integer repair may need people the LP leaves out)."""
 
+ROUND_NODES = 20
+"""Branch-and-bound nodes of the rounding program: it keeps the best rounding found by then
+(each node is costly at 1,000+ variables; the LP bound, not this search, is the guarantee)."""
+
 SMALL_POOL = 1_000
 """Pools of at most this many (person, segment) pairs also get the exact integer program over
 the pool (fast at this size); the cheaper of it and the rounded counts is kept."""
@@ -406,11 +410,16 @@ def _round_counts(problem: CountProblem, f: Features, order: np.ndarray, starts:
                 fixed_cost += float(srt[:lo].sum())
                 units += [(s, k, m, float(v)) for v in srt[lo:hi]]
         U = len(units)
-        n_vars = n_base + U
         us = np.array([u[0] for u in units], dtype=np.int64)
         uk = np.array([u[1] for u in units], dtype=np.int64)
         ul = np.array([u[2] for u in units], dtype=np.int64)
         uc = np.array([u[3] for u in units])
+        # one integer X per (s, k, l) = the sum of its units: the units stay continuous (the
+        # sorted costs fill them cheapest first), so branching is on X alone
+        gkey = (us * K + uk) * K + ul
+        groups, gid = np.unique(gkey, return_inverse=True)
+        G = groups.size
+        n_vars = n_base + U + G
         # M[s, k] + out - in = N[s, k] - fixed out + fixed in
         R = [np.arange(S * K), m_index[us, uk], m_index[us, ul]]
         C = [np.arange(S * K), n_base + np.arange(U), n_base + np.arange(U)]
@@ -420,31 +429,37 @@ def _round_counts(problem: CountProblem, f: Features, order: np.ndarray, starts:
         R.append(S * K + m_index[us, uk])
         C.append(n_base + np.arange(U))
         V.append(np.ones(U))
+        # X_g - sum of its units = 0
+        R += [2 * S * K + gid, 2 * S * K + np.arange(G)]
+        C += [n_base + np.arange(U), n_base + U + np.arange(G)]
+        V += [np.ones(U), -np.ones(G)]
         A1 = sp.csr_matrix((np.concatenate(V), (np.concatenate(R), np.concatenate(C))),
-                           shape=(2 * S * K, n_vars))
+                           shape=(2 * S * K + G, n_vars))
         A = sp.vstack([rows_.matrix(n_vars), A1]).tocsr()
         lo0, hi0 = rows_.bounds()
         cap = (N - fixed.sum(axis=2)).ravel().astype(float)
-        lo = np.concatenate([lo0, rhs, np.full(S * K, -np.inf)])
-        hi = np.concatenate([hi0, rhs, cap])
+        lo = np.concatenate([lo0, rhs, np.full(S * K, -np.inf), np.zeros(G)])
+        hi = np.concatenate([hi0, rhs, cap, np.zeros(G)])
         lb = np.zeros(n_vars)
         ub = np.full(n_vars, np.inf)
         ub[:S * K] = np.repeat(N.sum(axis=1), K)
         for j, (_, h) in enumerate(aux):
             ub[S * K + j] = h
-        ub[n_base:] = 1.0
+        ub[n_base:n_base + U] = 1.0
+        ub[n_base + U:] = np.bincount(gid, minlength=G)
         c = np.zeros(n_vars)
-        c[n_base:] = uc
+        c[n_base:n_base + U] = uc
         integ = np.zeros(n_vars)
-        integ[n_base:] = 1
+        integ[n_base + U:] = 1
         res = milp(c, integrality=integ, bounds=Bounds(lb, ub),
                    constraints=[LinearConstraint(A, lo, hi)],
                    options={"time_limit": max(end - time.monotonic(), 0.05),
-                            "mip_rel_gap": 1e-9})
+                            "mip_rel_gap": 1e-4, "node_limit": ROUND_NODES})
         if res.x is None:
             continue
         x = fixed.copy()
-        np.add.at(x, (us, uk, ul), np.rint(res.x[n_base:]).astype(np.int64))
+        ss, kk, ll = groups // (K * K), (groups // K) % K, groups % K
+        np.add.at(x, (ss, kk, ll), np.rint(res.x[n_base + U:]).astype(np.int64))
         moved_rows, moved_to, total = [], [], 0.0
         plan = np.zeros((S, K, K), dtype=np.int64)
         for (s, k), _c in costs.items():

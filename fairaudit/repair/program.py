@@ -240,8 +240,11 @@ def _lp(c: np.ndarray, rows: Rows, bounds: Any, n_vars: int, margin: float) -> A
 
 
 def _milp(c: np.ndarray, integrality: np.ndarray, rows: Rows, bounds: Any, n_vars: int,
-          margin: float, time_limit: float, *, cutoff: float | None = None) -> Any:
-    """HiGHS's branch and bound; ``cutoff``: only solutions with objective <= cutoff."""
+          margin: float, time_limit: float, *, cutoff: float | None = None,
+          node_limit: int | None = None) -> Any:
+    """HiGHS's branch and bound; ``cutoff``: only solutions with objective <= cutoff;
+    ``node_limit``: stop after that many nodes with the best solution found (deterministic,
+    unlike a time limit)."""
     import scipy.sparse as sp
     from scipy.optimize import LinearConstraint, milp
 
@@ -252,7 +255,8 @@ def _milp(c: np.ndarray, integrality: np.ndarray, rows: Rows, bounds: Any, n_var
         lo, hi = np.append(lo, -np.inf), np.append(hi, cutoff)
     return milp(c, integrality=integrality, bounds=bounds,
                 constraints=[LinearConstraint(A, lo, hi)],
-                options={"time_limit": max(float(time_limit), 0.05), "mip_rel_gap": 1e-9})
+                options={"time_limit": max(float(time_limit), 0.05), "mip_rel_gap": 1e-9,
+                         **({"node_limit": node_limit} if node_limit else {})})
 
 
 def _box(bounds: Any, centre: np.ndarray, radius: int | None, n: int) -> Any:
@@ -271,6 +275,11 @@ RADII = (1, 2, 4, 16, 64, None)
 """The integer program is first solved within this many people of the LP's counts in every
 (cell, segment) — a small box in which HiGHS's branch and bound is fast at any row count — and
 the box grows until it holds a repair (``None``: no box, the whole program)."""
+
+BOX_NODES = 200
+"""Branch-and-bound nodes a box's program may use: it keeps the best repair found by then
+(usually found within the first nodes; proving it the box's best can take thousands, and
+only the LP bound or the whole program's search can prove it the fewest anyway)."""
 
 PROOF_SECONDS = 5.0
 """Time the search for a repair with fewer moves than the box's (over the whole program) may
@@ -317,7 +326,7 @@ def solve_counts(problem: CountProblem, *, time_limit: float = 60.0,
             if left <= 0:
                 break
             res = _milp(c, integrality, rows, _box(bounds, lp.x, radius, 2 * S * K), n_vars,
-                        margin, left)
+                        margin, left, node_limit=BOX_NODES if radius is not None else None)
             if res.x is not None:
                 found = res
                 break

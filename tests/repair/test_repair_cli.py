@@ -163,6 +163,11 @@ out = "chain_fair.parquet"
     (tmp_path / "bad.toml").write_text('[repair]\ntarget = {balance = 0.8}\nkeep_size = 0.1\n')
     r = run_cli("run", "bad.toml")
     assert r.exit_code == 2 and "did you mean keep_sizes?" in r.output
+    assert run_cli("validate", "chain.toml").exit_code == 0
+    (tmp_path / "bad2.toml").write_text('[data]\nsensitive = ["sex"]\nlabels = "segment"\n'
+                                        '[repair]\ntarget = {ed = 0.1}\nout = "x.parquet"\n')
+    r = run_cli("validate", "bad2.toml")
+    assert r.exit_code == 2 and "repair.target['ed']" in r.output
 
 
 def test_api_returns_a_typed_result_and_writes_on_request(tmp_path, synthetic):
