@@ -104,8 +104,9 @@ def main() -> None:
         print(f"{name:18} wall {r['wall']:7.2f} s  cpu {r['cpu']:7.2f} s  peak "
               f"{r['peak_mb']:7.0f} MB  load {r['load'][0]:.2f}  "
               f"ratio {r['wall'] / base['wall']:.2f}x")
-    print(f"moves {s['moves']:,} (LP bound {s['lp_bound']:,.2f}, optimal {s['optimal']}, "
-          f"{s['method']}); value {s['value']:,.3f}; targets "
+    bound = "none" if s["lp_bound"] is None else f"{s['lp_bound']:,.3f}"
+    print(f"moves {s['moves']:,}; objective {s['objective']} = {s['value']:,.3f} (LP bound "
+          f"{bound}, proven {s['optimal']}, {s['method']}); targets "
           + "; ".join(f"{t['metric']}[{t['attribute']}] {t['before']:.3f} -> {t['after']:.3f}"
                       for t in doc["targets"]))
 
