@@ -78,8 +78,7 @@ def repair(data: str, sensitive, labels, targets, out, report, json_out, column,
       fairaudit repair customers.parquet --sensitive sex,race --labels segment \\
           --target balance=0.8 --out customers_fair.parquet
     """
-    from fairaudit.core import params
-    from fairaudit.repair.spec import repair_spec
+    from fairaudit.repair.chain import spec_from
 
     _setup_logging(debug, quiet)
     host = _host(disabled)
@@ -92,18 +91,11 @@ def repair(data: str, sensitive, labels, targets, out, report, json_out, column,
         "out": out, "report": report, "json": json_out}
     reader = {"separator": separator, "null_values": null_values,
               "decimal_comma": decimal_comma, "default_nulls": default_nulls}
-    audit_chain = None
-    if chain_file is not None:
-        from fairaudit.repair.chain import chain_values
-
-        values, reader_c, audit_chain, _ = chain_values(chain_file)
-        given = {k: (v if v is not None else values.get(k)) for k, v in given.items()}
-        reader = {k: (v if v is not None else reader_c.get(k)) for k, v in reader.items()}
-    if given["out"] is None:
+    if given["out"] is None and chain_file is None:
         raise click.UsageError("--out: give the path of the repaired table (.parquet or .csv)")
-    checked = params.check_all(reader, "cli")
-    spec = repair_spec(surface="cli", reader_options={k: v for k, v in checked.items()
-                                                      if v is not None}, **given)
+    spec, audit_chain, _ = spec_from(given, reader, "cli", chain_file)
+    if spec.out is None:
+        raise click.UsageError("--out: give the path of the repaired table (.parquet or .csv)")
     return run_repair_command(spec, data, host, audit_chain, quiet)
 
 
@@ -125,10 +117,10 @@ def run_chain_repair(chain_file: str, data: str | None, report: str | None,
     """``fairaudit run CHAIN.toml [DATA]`` for a chain with a ``[repair]`` table."""
     import dataclasses
 
-    from fairaudit.repair.chain import chain_values, check_chain_repair
+    from fairaudit.repair.chain import READER_KEYS, spec_from
 
-    _, _, audit_chain, data_path = chain_values(chain_file)
-    spec = check_chain_repair(chain_file)
+    spec, audit_chain, data_path = spec_from({}, {k: None for k in READER_KEYS}, "chain",
+                                             chain_file)
     spec = dataclasses.replace(spec, report=report if report is not None else spec.report,
                                json=json_out if json_out is not None else spec.json)
     if spec.out is None:

@@ -69,7 +69,6 @@ def repair(
     parameter :class:`~fairaudit.errors.ConfigError` naming it.
     """
     from fairaudit.errors import ConfigError
-    from fairaudit.repair.spec import repair_spec
 
     if not isinstance(progress, bool):
         raise ConfigError(f"progress: expected True or False; got {progress!r}")
@@ -80,21 +79,11 @@ def repair(
              "out": out, "report": report, "json": json}
     reader = {"separator": separator, "null_values": null_values,
               "default_nulls": default_nulls, "decimal_comma": decimal_comma}
-    audit_chain = None
-    surface = "api"
-    if chain is not None:
-        from fairaudit.repair.chain import chain_values
+    from fairaudit.repair.chain import spec_from
 
-        values, reader_c, audit_chain, data_path = chain_values(chain)
-        given = {k: (v if v is not None else values.get(k)) for k, v in given.items()}
-        reader = {k: (v if v is not None else reader_c.get(k)) for k, v in reader.items()}
-        if data is None:
-            data = data_path
-    from fairaudit.core import params
-
-    checked = params.check_all({k: v for k, v in reader.items()}, surface)
-    spec = repair_spec(surface=surface, reader_options={k: v for k, v in checked.items()
-                                                        if v is not None}, **given)
+    spec, audit_chain, data_path = spec_from(given, reader, "api", chain)
+    if data is None:
+        data = data_path
     return run_and_write(spec, data, audit_chain=audit_chain, progress=progress)
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from fairaudit.errors import ChainValidationError, ConfigError
 
-__all__ = ["chain_values", "check_chain_repair", "with_default_audits"]
+__all__ = ["chain_values", "check_chain_repair", "spec_from", "with_default_audits"]
 
 
 def chain_values(path: str | Path) -> tuple[dict[str, Any], dict[str, Any], Any, str | None]:
@@ -48,16 +48,32 @@ def chain_values(path: str | Path) -> tuple[dict[str, Any], dict[str, Any], Any,
     return values, dict(d.reader_options), chain if chain.audit else None, d.path
 
 
-def check_chain_repair(path: str | Path) -> Any:
-    """The :class:`~fairaudit.repair.spec.RepairSpec` of the chain's ``[repair]`` table, every
-    value checked (``fairaudit validate``); ConfigError naming the key otherwise."""
+def spec_from(given: dict[str, Any], reader: dict[str, Any], surface: str,
+              chain_file: str | Path | None = None) -> tuple[Any, Any, str | None]:
+    """(RepairSpec, the chain for the audits or None, the chain's data path) from the values a
+    surface was given, a chain file's filling in what was not (the one merge of the CLI, the
+    chain and the API)."""
     from fairaudit.core import params
     from fairaudit.repair.spec import repair_spec
 
-    values, reader, _, _ = chain_values(path)
-    checked = params.check_all(reader, "chain")
-    return repair_spec(surface="chain", reader_options={k: v for k, v in checked.items()
-                                                        if v is not None}, **values)
+    audit_chain, data_path = None, None
+    if chain_file is not None:
+        values, reader_c, audit_chain, data_path = chain_values(chain_file)
+        given = {"target": None, **values, **{k: v for k, v in given.items() if v is not None}}
+        reader = {k: (v if v is not None else reader_c.get(k)) for k, v in reader.items()}
+    checked = params.check_all(reader, surface)
+    spec = repair_spec(surface=surface, reader_options={k: v for k, v in checked.items()
+                                                        if v is not None}, **given)
+    return spec, audit_chain, data_path
+
+
+def check_chain_repair(path: str | Path) -> Any:
+    """The :class:`~fairaudit.repair.spec.RepairSpec` of the chain's ``[repair]`` table, every
+    value checked (``fairaudit validate``); ConfigError naming the key otherwise."""
+    return spec_from({}, {k: None for k in READER_KEYS}, "chain", path)[0]
+
+
+READER_KEYS = ("separator", "null_values", "default_nulls", "decimal_comma")
 
 
 def with_default_audits(chain: Any) -> Any:
