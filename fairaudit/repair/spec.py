@@ -244,16 +244,10 @@ def repair_spec(*, sensitive: Any, labels: Any, target: Any, surface: str = "api
 def load_repair_table(path: str | Path) -> Mapping[str, Any] | None:
     """The ``[repair]`` table of a chain file (None when it has none); unknown keys refused
     with a suggestion."""
-    import tomllib
-
-    from fairaudit.core.limits import MAX_TOML_BYTES, read_limited
+    from fairaudit.core.chain import read_chain_document
 
     p = Path(path)
-    text = read_limited(p, MAX_TOML_BYTES, "chain file", ConfigError)
-    try:
-        doc = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{p}: not valid TOML: {exc}") from None
+    doc = read_chain_document(p)
     table = doc.get("repair")
     if table is None:
         return None
