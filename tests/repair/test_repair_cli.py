@@ -115,6 +115,33 @@ def test_already_fair_is_returned_unchanged(run_cli, tmp_path):
     assert doc["solution"]["moves"] == 0 and doc["status"] == "unchanged"
 
 
+def test_intersection_is_held_and_the_seed_chooses_the_people(run_cli, unfair, tmp_path):
+    args = ("repair", unfair, "-s", "sex,race", "--labels", "segment", "--target",
+            "balance=0.7", "--intersection", *SMALL)
+    for out, seed in (("a.parquet", "1"), ("b.parquet", "1"), ("c.parquet", "2")):
+        r = run_cli(*args, "--out", out, "--seed", seed)
+        assert r.exit_code == 0, r.output
+    a, b, c = (pl.read_parquet(tmp_path / f"{x}.parquet") for x in "abc")
+    joint = a.with_columns(pl.concat_str(["sex", "race"], separator="|").alias("sex_race"))
+    assert independent_balance(joint, "sex_race", "segment") < 0.7
+    assert independent_balance(joint, "sex_race", "segment_fair") >= 0.7
+    for attr in ("sex", "race"):
+        assert independent_balance(a, attr, "segment_fair") >= 0.7
+    doc = json.loads((tmp_path / "a.json").read_text())
+    assert {t["attribute"] for t in doc["targets"]} == {"sex", "race", "sex|race"}
+    assert a["segment_fair"].equals(b["segment_fair"])  # the same seed, the same people
+    assert not a["segment_fair"].equals(c["segment_fair"])
+    assert int((a["segment"] != a["segment_fair"]).sum()) == doc["solution"]["moves"] == int(
+        (c["segment"] != c["segment_fair"]).sum())
+
+
+def test_a_chain_nested_too_deeply_exits_2(run_cli, tmp_path):
+    (tmp_path / "deep.toml").write_text("[repair]\ntarget = " + "[" * 60 + "]" * 60 + "\n")
+    for command in ("run", "validate"):
+        r = run_cli(command, "deep.toml")
+        assert r.exit_code == 2 and "nested" in r.output, (command, r.output)
+
+
 def test_bad_requests_exit_2_before_any_work(run_cli, unfair, tmp_path):
     base = ("repair", unfair, "-s", "sex,race", "--labels", "segment")
     cases = [

@@ -73,17 +73,23 @@ def _tiny(rng: np.random.Generator):
     return cell, seg, codes, N
 
 
-def test_brute_force_equals_the_repair_on_tiny_tables():
-    rng = np.random.default_rng(7)
+@pytest.mark.parametrize("intersection", [False, True])
+def test_brute_force_equals_the_repair_on_tiny_tables(intersection):
+    rng = np.random.default_rng(7 + intersection)
     checked = feasible = 0
     while checked < 24:
         tiny = _tiny(rng)
         if tiny is None:
             continue
         cell, seg, codes, N = tiny
+        if intersection and N.sum(axis=1).min() < N.shape[1]:
+            continue  # a joint cell smaller than the segments: infeasible for both, trivially
         t = float(rng.choice([0.2, 0.4, 0.5, 0.6, 0.8, 1.0]))
-        problem = CountProblem(N, scopes_of(codes, ("sex", "race"), N.sum(axis=1)),
-                               (Target("balance", t, "sex"), Target("balance", t, "race")))
+        targets = (Target("balance", t, "sex"), Target("balance", t, "race"))
+        if intersection:  # --intersection: the joint cells are a third table
+            targets += (Target("balance", float(rng.choice([0.2, 0.4, 0.6])), "sex|race"),)
+        problem = CountProblem(N, scopes_of(codes, ("sex", "race"), N.sum(axis=1),
+                                            intersection=intersection), targets)
         best = brute_force(cell, seg, problem)
         try:
             sol = solve_counts(problem, diagnose=False)
