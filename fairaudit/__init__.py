@@ -39,10 +39,22 @@ _LAZY = {
     "Threshold": "fairaudit.report.results",
     "Verdict": "fairaudit.report.frames",
 }
-__all__ = ["__version__", *_LAZY]
+__all__ = ["__version__", *_LAZY, "repair"]
 
 
-__getattr__, __dir__ = lazy_attributes(__name__, _LAZY, globals())
+_getattr, _dir = lazy_attributes(__name__, _LAZY, globals())
+
+
+def __getattr__(name: str) -> object:
+    if name == "repair":  # the callable sub-package: fairaudit.repair(...), fairaudit.repair.spec
+        import importlib
+
+        return importlib.import_module("fairaudit.repair")
+    return _getattr(name)
+
+
+def __dir__() -> list[str]:
+    return sorted({*_dir(), "repair"})
 
 if TYPE_CHECKING:  # what type checkers see; at run time the names load lazily (above)
     from fairaudit.api import (
@@ -74,6 +86,9 @@ if TYPE_CHECKING:  # what type checkers see; at run time the names load lazily (
     )
     from fairaudit.hookspecs import (
         hookimpl as hookimpl,
+    )
+    from fairaudit.repair.api import (
+        repair as repair,
     )
     from fairaudit.report.frames import (
         Verdict as Verdict,

@@ -79,3 +79,8 @@ def require_extra(module: str, extra: str, feature: str) -> Any:
         # installed, but one of its own imports fails: say so (reinstalling the extra mends it)
         reason = str(exc) if broken else ""
         raise MissingExtraError(feature, extra, module, reason) from exc
+
+
+class InfeasibleTargetError(InputError):
+    """``fairaudit repair``: no relabelling of these rows meets the targets (exit 2); the
+    message names the group that makes it so when one does."""

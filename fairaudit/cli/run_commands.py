@@ -210,13 +210,22 @@ def run(chain_file: str, data: str | None, out: str, json_out: str | None,
         summary_md: str | None, timing: bool | None, engine_name: str | None,
         scheduler: str | None, workers: int | None, quiet: bool, debug: bool,
         disabled: Sequence[str]) -> int:
-    """Run the chain in CHAIN.toml on DATA (or on its data.path)."""
+    """Run the chain in CHAIN.toml on DATA (or on its data.path). A chain with a [repair]
+    table repairs data.labels (see `fairaudit repair`); --out is then its HTML report."""
     import dataclasses
 
     from fairaudit.core.chain import load_chain
+    from fairaudit.repair.spec import load_repair_table
 
     _setup_logging(debug, quiet)
     host = _host(disabled)
+    if load_repair_table(chain_file) is not None:
+        from fairaudit.cli.repair_commands import run_chain_repair
+
+        given = click.get_current_context().get_parameter_source("out")
+        return run_chain_repair(chain_file, data,
+                                out if given == click.core.ParameterSource.COMMANDLINE else None,
+                                json_out, host, quiet)
     spec = load_chain(chain_file)
     if timing:
         spec = dataclasses.replace(spec, options=dataclasses.replace(spec.options, timing=True))
@@ -332,7 +341,14 @@ def validate(chain_file: str, quiet: bool, debug: bool, disabled: Sequence[str])
 
     _setup_logging(debug, quiet)
     host = _host(disabled)
+    from fairaudit.repair.spec import load_repair_table
+
     spec = load_chain(chain_file)
+    if load_repair_table(chain_file) is not None:  # every [repair] key and target checked
+        from fairaudit.repair.chain import check_chain_repair, with_default_audits
+
+        check_chain_repair(chain_file)
+        spec = with_default_audits(spec)
     validate_chain(spec, host.registry)
     if not quiet:
         click.echo(f"{chain_file}: OK ({len(spec.preprocess)} preprocess, {len(spec.cluster)} "

@@ -43,6 +43,12 @@ from fairaudit.report.results import Threshold
 
 def load_chain(path: str | Path) -> ChainSpec:
     """Read and parse a chain TOML file (structure only; see :func:`validate_chain`)."""
+    return parse_chain(read_chain_document(path), source=str(path))
+
+
+def read_chain_document(path: str | Path) -> dict[str, Any]:
+    """The TOML document of a chain file, read within the size and nesting limits (the one
+    reader of chain files: :func:`load_chain`, a ``[repair]`` table's reader)."""
     from fairaudit.core.limits import MAX_TOML_BYTES, MAX_TOML_DEPTH, check_nesting, read_limited
 
     p = Path(path)
@@ -53,12 +59,11 @@ def load_chain(path: str | Path) -> ChainSpec:
     import tomllib
 
     try:
-        doc = tomllib.loads(text)
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{p}: not valid TOML: {exc}") from None
     except RecursionError:  # nesting the scan above cannot see (dotted keys)
         raise ConfigError(f"{p}: nested too deeply to read") from None
-    return parse_chain(doc, source=str(p))
 
 
 def parse_chain(doc: Mapping[str, Any], *, source: str = "<chain>") -> ChainSpec:

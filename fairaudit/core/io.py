@@ -435,14 +435,16 @@ def fingerprint(spec: str) -> str:
     return ("sha256-sampled:" if partial else "sha256:") + h.hexdigest()
 
 
-def write_temp_sibling(path: Path, text: str) -> str:
-    """Write ``text`` to a new temporary file beside ``path`` (synced, with the mode of the file
-    it will replace) and return its name; the caller renames it over ``path``."""
+def write_temp_sibling(path: Path, text: str | bytes) -> str:
+    """Write ``text`` (or ``bytes``, e.g. a Parquet file's) to a new temporary file beside
+    ``path`` (synced, with the mode of the file it will replace) and return its name; the
+    caller renames it over ``path``."""
     path = Path(path)
     folder = path.parent if str(path.parent) else Path(".")
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+        with (os.fdopen(fd, "wb") if isinstance(text, bytes)
+              else os.fdopen(fd, "w", encoding="utf-8", newline="\n")) as fh:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())

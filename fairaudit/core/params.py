@@ -273,6 +273,23 @@ PARAMS: dict[str, Param] = {p.name: p for p in (
           "a Dask scheduler address such as 'tcp://host:8786'", optional(text)),
     Param("workers", "--workers", "engine.workers", f"an int in [1, {MAX_WORKERS}]",
           optional(integer(1, MAX_WORKERS))),
+    # fairaudit repair (fairaudit/repair/spec.py; the [repair] table of a chain)
+    Param("target", "--target", "repair.target",
+          "a mapping METRIC[[ATTR]] -> number, e.g. {'balance': 0.8}", optional(bounds)),
+    Param("column", "--as", "repair.column", "a column name (a string)", optional(column)),
+    Param("intersection", "--intersection", "repair.intersection", "true or false",
+          optional(boolean)),
+    Param("keep_sizes", "--keep-sizes", "repair.keep_sizes",
+          "a share in [0, 1), e.g. 0.05 for each segment's size within +-5 %",
+          optional(number(0.0, 1.0, hi_open=True))),
+    Param("objective", "--objective", "repair.objective", "'moves' or 'cost'",
+          optional(choice("moves", "cost"))),
+    Param("time_limit", "--time-limit", "repair.time_limit", "a number of seconds in (0, 86400]",
+          optional(number(1e-3, 86400.0))),
+    Param("out", "--out", "repair.out", "a file path (.parquet or .csv)",
+          optional(path_like)),
+    Param("report", "--report", "repair.report", "a file path (.html)", optional(path_like)),
+    Param("json", "--json", "repair.json", "a file path (.json)", optional(path_like)),
 )}
 
 

@@ -124,7 +124,9 @@ _PRIVACY_KEYS = {
 FITTED_CHOICES = ("refuse", "conditional")
 DOMAIN_CHOICES = ("public", "private")
 _TOP_KEYS = {"data", "options", "preprocess", "cluster", "audit", "threshold", "compare",
-             "engine", "privacy"}
+             "engine", "privacy", "repair"}
+"""``[compare]`` and ``[repair]`` are read by their own modules (fairaudit/ops/baseline.py,
+fairaudit/repair/spec.py)."""
 
 
 @dataclass(frozen=True)

@@ -162,7 +162,7 @@ def check_outputs(
     return given
 
 
-def _temp_sibling(path: Path, text: str) -> str:
+def _temp_sibling(path: Path, text: str | bytes) -> str:
     from fairaudit.core.io import write_temp_sibling
 
     return write_temp_sibling(path, text)
@@ -185,8 +185,9 @@ def _keep_aside(path: Path) -> str | None:
     return backup
 
 
-def write_outputs(files: Sequence[tuple[str | os.PathLike, str]]) -> list[Path]:
-    """Write ``(path, text)`` pairs as one unit: all of them, or none (old files kept).
+def write_outputs(files: Sequence[tuple[str | os.PathLike, str | bytes]]) -> list[Path]:
+    """Write ``(path, text)`` pairs as one unit: all of them, or none (old files kept). A
+    ``bytes`` content is written as it is (``fairaudit repair``'s Parquet table).
 
     Every text is written to a temporary file next to its target first; only then are the
     temporaries renamed over the targets, in order. When a rename fails, the targets already
