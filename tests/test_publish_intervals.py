@@ -259,14 +259,18 @@ def test_coverage_quick(regime, monkeypatch):
 
 
 PUBLIC = [name for name, r in dp_sims.REGIMES.items() if r.domain == "public"]
-FLOOR = 0.92
-"""95 % less 2.7 binomial sd of 400 draws."""
-WEAK_DISTANCES = {("null-48x6", "wd"): 0.87, ("null-48x6", "wd_sum"): 0.87,
-                  ("null-48x6", "wd_max"): 0.89, ("sparse-48x8", "wd"): 0.78,
-                  ("sparse-48x8", "wd_sum"): 0.78, ("sparse-48x8", "wd_max"): 0.86}
+SIMS = 200
+"""Releases per regime in the slow test (issue 33: 400 before; the full figures come from
+benchmarks/dp_coverage.py). The floors below widened by 2.7 x the growth of the binomial sd
+(1.1 -> 1.5 points at 95 %)."""
+FLOOR = 0.91
+"""95 % less 2.7 binomial sd of 200 draws (0.908)."""
+WEAK_DISTANCES = {("null-48x6", "wd"): 0.86, ("null-48x6", "wd_sum"): 0.86,
+                  ("null-48x6", "wd_max"): 0.88, ("sparse-48x8", "wd"): 0.77,
+                  ("sparse-48x8", "wd_sum"): 0.77, ("sparse-48x8", "wd_max"): 0.85}
 """The weighted distances in many-cell random-label tables: the triangle bounds over a
 multinomial bootstrap undercover there in exact tables too (docs/privacy.md)."""
-WEAK_SMALL_GROUP = {("zip200", "ed_max"): 0.89, ("zip200", "wd_max"): 0.89}
+WEAK_SMALL_GROUP = {("zip200", "ed_max"): 0.88, ("zip200", "wd_max"): 0.88}
 """A 4-group attribute with a group of 61 people, random labels, 5,000 rows (beside a 200- or
 20-group attribute): the largest distances cover 92-92.5 % (400 releases). balance and
 fairness_cce cover 93-95 % since the calibrated intervals' tie rule counts the large groups'
@@ -277,20 +281,20 @@ release; docs/privacy.md, docs/metrics.md "Random labels")."""
 @pytest.mark.slow
 @pytest.mark.parametrize("regime", PUBLIC)
 def test_coverage_by_regime(regime, monkeypatch):
-    """400 releases per regime (binomial sd about 1.1 points at 95 %), the noise seeded: every
-    metric of the balance and CCE families and every distance covers at least 92 % (95 % less
+    """SIMS releases per regime (binomial sd about 1.5 points at 95 %), the noise seeded: every
+    metric of the balance and CCE families and every distance covers at least 91 % (95 % less
     2.7 sd; the weighted distances of many-cell random-label tables: WEAK_DISTANCES), and
-    random labels are called unfair in at most 2 % of releases."""
+    random labels are called unfair in at most 2.5 % of releases."""
     seeded_stream(monkeypatch, 2026)
-    stats = dp_sims.coverage(regime, sims=400, seed=2026)
+    stats = dp_sims.coverage(regime, sims=SIMS, seed=2026)
     log.info("%s: %s", regime, {m: round(s["coverage"], 4) for m, s in stats.items()})
     family = regime.rsplit("-", 1)[0]
     for m in BALANCE_FAMILY + DISTANCES:
         floor = WEAK_DISTANCES.get((family, m), WEAK_SMALL_GROUP.get((family, m), FLOOR))
         assert stats[m]["coverage"] >= floor, (m, stats[m]["coverage"])
     if math.isclose(stats["balance"]["truth"], 1.0):  # random labels
-        assert stats["balance"]["unfair_rate"] <= 0.02
-        assert stats["wd"]["unfair_rate"] <= 0.02
+        assert stats["balance"]["unfair_rate"] <= 0.025
+        assert stats["wd"]["unfair_rate"] <= 0.025
 
 
 PRIVATE_FLOOR = {"private-20k-e1": 0.70, "private-100k-e1": 0.89}
