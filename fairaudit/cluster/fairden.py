@@ -537,6 +537,9 @@ class FairDen(ClusterMixin, BaseEstimator):
         # the fitted structure for predict: kept rows, their core distances and labels
         self._fit_X = Xk
         self._fit_core = np.asarray(tree.core_distances, dtype=np.float64)
+        # predict's search structures, filled per group on first use: the dict is made here so
+        # predict changes its content, never the estimator's attributes (sklearn's contract)
+        self._predict_index = (Xk, {})
         self._fit_labels = labels[kept]
         # group of each kept row, for the group-aware predict of a proportional rounding
         self._fit_groups = (np.asarray([names[g] for g in group[kept]], dtype=object)
@@ -608,10 +611,11 @@ class FairDen(ClusterMixin, BaseEstimator):
         """The search structures over the fitted rows (all, or one group's) that predict keeps
         between calls: one pass over a large table calls predict once per batch. Rebuilt after
         a new fit (they belong to its fitted rows)."""
-        cache = self.__dict__.get("_predict_index")
+        cache = getattr(self, "_predict_index", None)
         if cache is None or cache[0] is not self._fit_X:
-            cache = (self._fit_X, {})
-            self.__dict__["_predict_index"] = cache
+            # an estimator fitted before this attribute existed, or _fit_X set by hand: no
+            # cache kept, so predict leaves the estimator unchanged
+            return {}
         return cache[1].setdefault(group, {})
 
     def _check_X(self, X: object, *, reset: bool) -> np.ndarray:

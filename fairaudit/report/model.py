@@ -137,6 +137,9 @@ class InputInfo(Record):
     sample: Mapping[str, Any] | None = _opt()
     groups: Mapping[str, Any] = _opt()
     """attribute -> rows ``{group, n, share, small}``."""
+    source: Mapping[str, Any] | None = _opt()
+    """Where the rows live when not a local file: ``{kind, dialect, url (password masked),
+    table | query, key, version, ...}`` (issue 36)."""
 
 
 @dataclass(frozen=True)
