@@ -375,7 +375,7 @@ def test_directory_and_glob_give_the_same_counts_as_one_file(audit, tmp_path, sy
         # the same rows in another order: counts exact, float sums within rounding
         got, want = _values(doc), _values(single)
         assert [v[:3] for v in got] == [v[:3] for v in want]
-        for g, w in zip(got, want):
+        for g, w in zip(got, want, strict=True):
             assert g[3] == pytest.approx(w[3], rel=1e-9, abs=1e-12), g[:3]
             assert (g[4] is None) == (w[4] is None), g[:3]
             if w[4] is not None:
