@@ -40,7 +40,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from fairaudit.report.model import AuditDocument
     from fairaudit.report.results import AuditRun
 
-from fairaudit.core.io import atomic_write_text
 from fairaudit.report.results import finite
 from fairaudit.report.summary import privacy_notice
 from fairaudit.report.words import join_clauses, param_text
@@ -432,9 +431,11 @@ def write_html(
     *,
     template_dirs: Sequence[Path | str] = (),
 ) -> Path:
-    """Render and write the report atomically (temporary file in the same folder, then
-    ``os.replace``): readers never see a half-written page, and a failed render leaves an
-    existing report untouched. Returns the path written."""
-    path = Path(path)
+    """Render and write the report atomically (:func:`fairaudit.report.outputs.write_output`:
+    a temporary file in the same folder, then ``os.replace``; only a regular file is replaced):
+    readers never see a half-written page, and a failed render leaves an existing report
+    untouched. Returns the path written."""
+    from fairaudit.report.outputs import write_output
+
     html = render_html(run, host, template_dirs=template_dirs)
-    return atomic_write_text(path, html)
+    return write_output(path, html)
