@@ -9,10 +9,10 @@ from __future__ import annotations
 import contextlib
 import glob as _glob
 import hashlib
+import io
 import logging
 import os
 import re
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,10 +39,42 @@ class InputFiles:
     format: str  # "parquet" | "csv"
 
 
+def is_pattern(spec: str) -> bool:
+    """Whether ``spec`` is read as a glob pattern: it holds ``*``, ``?`` or ``[`` and no file or
+    folder of that exact name exists (``sel[2].csv`` that exists is that file, never the
+    pattern matching ``sel2.csv``). Local paths only: other schemes decide for themselves."""
+    return any(ch in spec for ch in "*?[") and not os.path.lexists(spec)
+
+
+def file_kind(mode: int) -> str:
+    """What an ``st_mode`` is, in words: ``a regular file``, ``a folder``, ``a FIFO (named
+    pipe)``, ``a character device``, ...."""
+    import stat
+
+    for test, words in ((stat.S_ISREG, "a regular file"), (stat.S_ISDIR, "a folder"),
+                        (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
+                        (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"),
+                        (stat.S_ISLNK, "a symbolic link")):
+        if test(mode):
+            return words
+    return "not a regular file"  # pragma: no cover - door, port, whiteout
+
+
+def _regular_input(path: Path, spec: str) -> None:
+    """A data file must be a regular file: a FIFO, a device or a socket could block forever
+    (``mkfifo``, a pipe without a writer) or never end (``/dev/zero``)."""
+    mode = path.stat().st_mode
+    import stat
+
+    if not stat.S_ISREG(mode):
+        raise InputError(
+            f"{spec}: is {file_kind(mode)}, not a regular file; fairaudit reads tables from "
+            "files (Parquet or CSV) or folders of them: save the stream to a file first")
+
+
 def resolve_input(spec: str) -> InputFiles:
     """Resolve ``spec`` (file, directory of parquet files, or glob) or raise a clear error."""
-    has_glob = any(ch in spec for ch in "*?[")
-    if has_glob:
+    if is_pattern(spec):
         files = tuple(sorted(Path(p) for p in _glob.glob(spec, recursive=True) if Path(p).is_file()))
         if not files:
             raise InputError(f"{spec}: the pattern matches no files")
@@ -53,6 +85,7 @@ def resolve_input(spec: str) -> InputFiles:
         if path.is_dir():
             files = _folder_files(path, spec)
         else:
+            _regular_input(path, spec)
             files = (path,)
     fmt = _sniff(files[0])
     others = {f for f in files if _sniff(f) != fmt}
@@ -149,7 +182,7 @@ def default_null_markers(spec: str, options: Mapping[str, Any],
     sep = options.get("separator") or ("\t" if inp.files[0].suffix.lower() == ".tsv" else ",")
     markers = [m for m in CSV_NULL_VALUES if m and m not in options.get("null_values", ())]
     lf = pl.scan_csv([str(f) for f in inp.files], separator=sep, infer_schema=False,
-                     null_values=[""])
+                     null_values=[""], glob=False)
     have = set(lf.collect_schema().names())
     cols = [c for c in dict.fromkeys(columns) if c in have]
     if not cols:
@@ -240,7 +273,8 @@ def scan_builtin(spec: str, options: Mapping[str, Any]) -> pl.LazyFrame:
         if len(inp.files) > 1:
             _check_same_schema(inp.files, lambda f: pl.read_parquet_schema(f), "Parquet")
         try:  # hive partitions (year=2024/part.parquet): the keys become columns
-            lf = pl.scan_parquet([str(f) for f in inp.files], hive_partitioning=True)
+            lf = pl.scan_parquet([str(f) for f in inp.files], hive_partitioning=True,
+                                 glob=False)
             schema = lf.collect_schema()
         except Exception as exc:  # polars raises ComputeError / OSError variants
             raise InputError(f"{spec}: cannot be read as Parquet: {_first_line(exc)}") from exc
@@ -262,7 +296,7 @@ def scan_builtin(spec: str, options: Mapping[str, Any]) -> pl.LazyFrame:
         def _csv(files: list[str]) -> pl.LazyFrame:
             return pl.scan_csv(files, separator=sep, infer_schema_length=CSV_INFER_ROWS,
                                null_values=nulls, schema_overrides=text or None,
-                               decimal_comma=comma)
+                               decimal_comma=comma, glob=False)
 
         if len(inp.files) > 1:
             _check_same_schema(inp.files, lambda f: dict(_csv([str(f)]).collect_schema()), "CSV")
@@ -340,7 +374,21 @@ def _check_csv_shape(path: Path, sep: str) -> None:
     import polars as pl
 
     with open(path, encoding="utf-8", newline="") as fh:
-        header = next(csv.reader(fh, delimiter=sep), None)
+        head = fh.read(MAX_HEADER_CHARS + 1)
+    with _csv_field_limit():
+        try:
+            header = next(csv.reader(io.StringIO(head), delimiter=sep), None)
+        except csv.Error as exc:
+            raise InputError(f"{path}: the header line cannot be read as CSV ({exc})") from None
+    if len(head) > MAX_HEADER_CHARS and len(sep.join(header or ())) >= MAX_HEADER_CHARS - 2:
+        raise InputError(
+            f"{path}: the header line is longer than {MAX_HEADER_CHARS:,} characters (no line "
+            "end found); a CSV starts with a line of column names: is this a CSV file?")
+    long = next((h for h in header or () if len(h) > MAX_NAME_CHARS), None)
+    if long is not None:
+        raise InputError(
+            f"{path}: a header cell is {len(long):,} characters long ({long[:40]!r}...); column "
+            f"names are at most {MAX_NAME_CHARS:,} characters: is the first line a header?")
     if not header:
         raise InputError(f"{path}: the file is empty (no header line)")
     if len(header) == 1:  # one column whose name holds the others: another separator
@@ -360,7 +408,7 @@ def _check_csv_shape(path: Path, sep: str) -> None:
         seen.add(name)
     try:
         n_odd = (
-            pl.scan_csv(str(path), has_header=False, separator="\x1f", quote_char=None,
+            pl.scan_csv(str(path), has_header=False, separator="\x1f", quote_char=None, glob=False,
                         new_columns=["line"], infer_schema=False)
             .select(pl.col("line").str.count_matches(sep, literal=True).alias("n"))
             .filter(pl.col("n") != len(header) - 1)
@@ -373,15 +421,40 @@ def _check_csv_shape(path: Path, sep: str) -> None:
         n_odd = 1
     if not n_odd:
         return
-    with open(path, encoding="utf-8", newline="") as fh:
+    with open(path, encoding="utf-8", newline="") as fh, _csv_field_limit():
         reader = csv.reader(fh, delimiter=sep)
-        next(reader, None)
-        for row in reader:
-            if row and len(row) != len(header):
-                raise InputError(
-                    f"{path}, line {reader.line_num}: {len(row)} field(s) where the header has "
-                    f"{len(header)}; every row needs one value per column"
-                )
+        try:
+            next(reader, None)
+            for row in reader:
+                if row and len(row) != len(header):
+                    raise InputError(
+                        f"{path}, line {reader.line_num}: {len(row)} field(s) where the header "
+                        f"has {len(header)}; every row needs one value per column"
+                    )
+        except csv.Error as exc:
+            raise InputError(f"{path}, line {reader.line_num}: cannot be read as CSV ({exc})"
+                             ) from None
+
+
+MAX_HEADER_CHARS = 16 * 1024 * 1024
+"""The longest CSV header line read (16 Mi characters: 100,000 columns of long names); a first
+line without a line end within it is not a header (a binary or sparse file named .csv)."""
+MAX_NAME_CHARS = 65_536
+"""The longest column name of a CSV header (a longer cell is data, or a file without header)."""
+
+
+@contextlib.contextmanager
+def _csv_field_limit() -> Any:
+    """:mod:`csv`'s field size limit (131,072 characters by default, process-wide) raised while
+    fairaudit reads a CSV's header and shape: a long text cell is data, not an error."""
+    import csv
+
+    old = csv.field_size_limit()
+    csv.field_size_limit(max(old, 2**31 - 1))
+    try:
+        yield
+    finally:
+        csv.field_size_limit(old)
 
 
 def _check_utf8(path: Path) -> None:
@@ -433,42 +506,6 @@ def fingerprint(spec: str) -> str:
                 fh.seek(size - _CHUNK)
                 h.update(fh.read(_CHUNK))
     return ("sha256-sampled:" if partial else "sha256:") + h.hexdigest()
-
-
-def write_temp_sibling(path: Path, text: str) -> str:
-    """Write ``text`` to a new temporary file beside ``path`` (synced, with the mode of the file
-    it will replace) and return its name; the caller renames it over ``path``."""
-    path = Path(path)
-    folder = path.parent if str(path.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        try:  # keep the mode of the file being replaced; a new file gets rw-r--r--
-            mode = os.stat(path).st_mode & 0o777
-        except OSError:
-            mode = 0o644
-        os.chmod(tmp, mode)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    return tmp
-
-
-def atomic_write_text(path: Path, text: str) -> Path:
-    """Write ``text`` to ``path`` through a temporary sibling file and ``os.replace``."""
-    path = Path(path)
-    tmp = write_temp_sibling(path, text)
-    try:
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    return path
 
 
 IN_MEMORY = "<in-memory table>"

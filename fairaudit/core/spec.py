@@ -69,6 +69,7 @@ _DATA_KEYS = {
     "sample": "fit clusterers on at most this many rows",
     "on_null": "'exclude' or 'error' for null sensitive / label values",
     "on_nonfinite": "'error' or 'drop' for NaN / inf feature values",
+    "max_drop": "largest share of the rows on_nonfinite = 'drop' may drop (0.5 = half)",
     "allow_sensitive_features": "also give sensitive columns to clusterers as features",
     "separator": "CSV separator",
     "null_values": "list of cell texts read as missing, added to the defaults",
@@ -88,6 +89,7 @@ _OPTION_KEYS = {
     "k": "number of clusters for clusterers left unset",
     "timing": "record step timings and the creation time in the JSON (not reproducible)",
     "twins": "also fit every fair clusterer with fair = false (its twin) for the price of fairness",
+    "max_memory": "memory a run may plan to use, e.g. '16G' (default: 80% of what is available)",
 }
 _STEP_KEYS = {"use", "name", "params"}
 _AUDIT_KEYS = _STEP_KEYS | {"threshold", "severity", "on", "metric", "attribute"}
@@ -164,6 +166,9 @@ class DataSpec:
     sample: int | None = None
     on_null: str = "exclude"
     on_nonfinite: str = "error"
+    max_drop: float = 0.5
+    """Largest share of the rows ``on_nonfinite = "drop"`` may drop; more is an error naming the
+    columns (the audit would describe another population than the input's)."""
     allow_sensitive_features: bool = False
     reader_options: Mapping[str, Any] = field(default_factory=dict)
 
@@ -180,6 +185,9 @@ class Options:
     """Put the ``timing`` block (creation time, seconds per step) in the JSON. Off by default so
     the same input, seed and version give byte-identical JSON."""
     twins: bool = False
+    max_memory: int | None = None
+    """Bytes a run may plan to use (``--max-memory``); ``None``: 80 % of the memory available
+    (:func:`fairaudit.core.limits.memory_bound`)."""
 
 
 @dataclass(frozen=True)
@@ -318,6 +326,9 @@ class ChainSpec:
     """Problems found while parsing; reported together with validation's (all at once)."""
     engine: EngineSpec = EngineSpec()
     privacy: PrivacySpec = PrivacySpec()
+    compare: Mapping[str, Any] | None = field(default=None, compare=False)
+    """The chain's ``[compare]`` table as written (``baseline``, ``tolerance``, ...), read by
+    :func:`fairaudit.ops.baseline.resolve`; ``None`` when the chain has none."""
 
     def to_json(self) -> dict[str, Any]:
         def step(s: StepSpec) -> dict[str, Any]:

@@ -8,6 +8,7 @@ what was expected), never an AttributeError deep in a renderer.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import functools
 import json
@@ -77,9 +78,16 @@ def _short(value: Any) -> str:
     return text if len(text) <= 40 else kind
 
 
+_NAMED_DATE = re.compile(r"(?<!\d)(?P<y>\d{4})-(?P<m>\d{2})-(?P<d>\d{2})"
+                         r"(?:[T_-](?P<H>\d{2}):?(?P<M>\d{2}):?(?P<S>\d{2}))?(?!\d)")
+"""A date in a file name (``runs/2026-11-22.json``), with a time when there is one
+(``runs/2026-11-22-031500.json``, as the README's nightly recipe writes them)."""
+
+
 def run_date(doc: Mapping[str, Any], path: Path | None) -> tuple[str, str]:
     """When an audit ran: ``timing.created`` if the document has it, else a date in the file's
-    name (``runs/2026-11-22.json``, as the README's nightly recipe writes them; midnight UTC),
+    name (``runs/2026-11-22.json``, midnight UTC; ``runs/2026-11-22-031500.json``, as the
+    README's nightly recipe writes them, with its time, UTC),
     else the file's modification time; and which of the three it is."""
     created = (doc.get("timing") or {}).get("created")
     if isinstance(created, str) and created:
@@ -90,12 +98,17 @@ def run_date(doc: Mapping[str, Any], path: Path | None) -> tuple[str, str]:
             pass
     if path is None:
         raise InputError("an audit document without timing.created and without a file: no date")
-    named = re.search(r"(?<!\d)(\d{4})-(\d{2})-(\d{2})(?!\d)", path.name)
+    named = _NAMED_DATE.search(path.name)
     if named:
         try:
-            day = dt.date(*map(int, named.groups()))
-            return f"{day.isoformat()}T00:00:00Z", "file name"
+            day = dt.date(*(int(named[k]) for k in ("y", "m", "d")))
         except ValueError:  # 2026-13-45: not a date
-            pass
+            day = None
+        if day is not None:
+            at = dt.time()
+            if named["H"] is not None:  # 2026-11-22-031500 / 2026-11-22T03:15:00: the time too
+                with contextlib.suppress(ValueError):
+                    at = dt.time(int(named["H"]), int(named["M"]), int(named["S"]))
+            return f"{day.isoformat()}T{at.isoformat()}Z", "file name"
     ts = dt.datetime.fromtimestamp(path.stat().st_mtime, tz=dt.UTC).replace(microsecond=0)
     return ts.isoformat().replace("+00:00", "Z"), "file mtime"

@@ -86,7 +86,10 @@ def headline(doc: Mapping[str, Any]) -> str:
         gates += f"; twins not gated: {', '.join(g['twins'])}"
     if g["baseline"]:
         gates += f"; {g['baseline']['text']}"
-    return (f"fairaudit: {status_words(doc['status'])}  ({inp['rows_audited']:,} rows, "
+    rows = inp["rows_audited"]
+    of = (f" of {inp['rows']:,}" if isinstance(inp.get("rows"), int) and inp["rows"] > rows
+          else "")
+    return (f"fairaudit: {status_words(doc['status'])}  ({rows:,}{of} rows, "
             f"{len(doc['labellings'])} labelling(s), attributes: "
             f"{', '.join(inp['attributes'])}; gates: {gates})")
 
