@@ -279,14 +279,19 @@ def scan_builtin(spec: str, options: Mapping[str, Any]) -> pl.LazyFrame:
         except Exception as exc:  # polars raises ComputeError / OSError variants
             raise InputError(f"{spec}: cannot be read as Parquet: {_first_line(exc)}") from exc
         lf = with_null_markers(lf, options.get("null_values", ()))
+        for key, flag in (("separator", "--separator"), ("decimal_comma", "--decimal-comma")):
+            if options.get(key):
+                log.warning("%s (data.%s) has no effect: %s is Parquet, not CSV", flag, key,
+                            spec)
     else:
         path = inp.files[0]
         sep = options.get("separator") or ("\t" if path.suffix.lower() == ".tsv" else ",")
         nulls = csv_null_values(options)
         text = {c: pl.String for c in options.get("text_columns", ())}
+        headers = []
         for f in inp.files:
             _check_utf8(f)
-            _check_csv_shape(f, sep)
+            headers.append(_check_csv_shape(f, sep))
 
         comma = bool(options.get("decimal_comma", False))
         if comma and sep == ",":
@@ -314,12 +319,22 @@ def scan_builtin(spec: str, options: Mapping[str, Any]) -> pl.LazyFrame:
                     for f in inp.files])
             else:
                 lf = _csv([str(f) for f in inp.files])
+            lf = _csv_header_names(lf, headers[0])
             schema = lf.collect_schema()
         except Exception as exc:
             raise InputError(f"{spec}: cannot be read as CSV: {_first_line(exc)}") from exc
     if len(schema) == 0:
         raise InputError(f"{spec}: the table has no columns")
     return lf
+
+
+def _csv_header_names(lf: pl.LazyFrame, header: Sequence[str]) -> pl.LazyFrame:
+    """The columns named as the CSV header says: polars keeps a quoted name's doubled quotes
+    (``"a""b"`` reads as ``a""b``); the header parsed by :mod:`csv` has ``a"b``."""
+    names = lf.collect_schema().names()
+    fixed = {p: h for p, h in zip(names, header, strict=False)
+             if p != h and p.replace('""', '"') == h and h not in names}
+    return lf.rename(fixed) if fixed else lf
 
 
 def _hive_keys(files: tuple[Path, ...]) -> dict[str, dict[Path, str]]:
@@ -363,7 +378,7 @@ def _check_same_schema(files: tuple[Path, ...], schema_of: Any, what: str) -> No
                 )
 
 
-def _check_csv_shape(path: Path, sep: str) -> None:
+def _check_csv_shape(path: Path, sep: str) -> list[str]:
     """A CSV must have unique header names and the same number of fields on every row.
 
     Fast path: count separators per line with polars; only when a line differs (a ragged row,
@@ -420,7 +435,7 @@ def _check_csv_shape(path: Path, sep: str) -> None:
         log.debug("fast CSV shape check failed on %s", path, exc_info=True)
         n_odd = 1
     if not n_odd:
-        return
+        return header
     with open(path, encoding="utf-8", newline="") as fh, _csv_field_limit():
         reader = csv.reader(fh, delimiter=sep)
         try:
@@ -434,6 +449,7 @@ def _check_csv_shape(path: Path, sep: str) -> None:
         except csv.Error as exc:
             raise InputError(f"{path}, line {reader.line_num}: cannot be read as CSV ({exc})"
                              ) from None
+    return header
 
 
 MAX_HEADER_CHARS = 16 * 1024 * 1024

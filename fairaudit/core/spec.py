@@ -252,6 +252,11 @@ def privacy_problems(p: PrivacySpec, name: Mapping[str, str], *,
                     f"{p.domain!r}"))
     if not number(p.delta) or not 0 < p.delta <= 1e-3:
         out.append((name["delta"], f"must be a number > 0 and <= 1e-3; got {p.delta!r}"))
+    elif "delta" in p.given and p.domain == "public":
+        domain = {"--delta": "--dp-domain private", "delta=": "dp_domain='private'"}.get(
+            name["delta"], "privacy.domain = 'private'")
+        out.append((name["delta"], f"is the delta of {domain}; the public domain is pure "
+                    "epsilon-DP (no delta) and would ignore it"))
     if p.fitted not in FITTED_CHOICES:
         out.append((name["fitted"], f"must be one of {', '.join(FITTED_CHOICES)}; got "
                     f"{p.fitted!r}"))

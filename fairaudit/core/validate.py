@@ -206,6 +206,7 @@ API = "api"
 
 _CHAIN_ROOTS = ("data", "options", "privacy", "engine", "preprocess", "cluster", "audit")
 _PYTHON_WORDS = (
+    ("data.features and data.exclude", "DataSpec(features=...) and DataSpec(exclude=...)"),
     ("add [[cluster]] steps or data.labels first",
      "add StepSpec('cluster', ...) steps or DataSpec(labels=...) first"),
     ("add a [[cluster]] step", "add a StepSpec('cluster', ...) to chain.cluster"),
@@ -214,12 +215,14 @@ _PYTHON_WORDS = (
     ("(data.sensitive = ['a', 'b'])", "(DataSpec(sensitive=('a', 'b')))"),
 )
 _API_WORDS = (
+    ("data.features and data.exclude", "features= and exclude="),
     ("add [[cluster]] steps or data.labels first", "pass cluster= or labels= as well"),
     ("set data.labels or add a [[cluster]] step", "pass labels= or cluster="),
     ("add at least one [[audit]] step", "pass audit= (or skip fewer auditors)"),
     ("(data.sensitive = ['a', 'b'])", "(sensitive=['a', 'b'])"),
 )
 _FLAG_WORDS = (
+    ("data.features and data.exclude", "--features and --exclude"),
     ("add [[cluster]] steps or data.labels first", "add --cluster or --labels as well"),
     ("set data.labels or add a [[cluster]] step", "give --labels or --cluster"),
     ("add at least one [[audit]] step", "give --audit (or skip fewer auditors)"),
@@ -297,6 +300,11 @@ def _check_roles(spec: ChainSpec, problems: _Problems) -> None:
             problems.add(f"data.sensitive[{i}]",
                          f"sensitive column {col!r} is given twice; list each column once")
         seen.setdefault(col, i)
+    for i, col in enumerate(spec.data.exclude):
+        if col in (spec.data.features or ()):
+            problems.add(f"data.exclude[{i}]",
+                         f"column {col!r} is listed in both data.features and data.exclude: "
+                         "one of them would be ignored; list it in one only")
     if spec.data.labels is not None and spec.data.labels in seen:
         problems.add("data.labels",
                      f"column {spec.data.labels!r} is both the labels column and a sensitive "

@@ -85,6 +85,9 @@ def resolve(cli_baseline: Any, cli_tolerance: Sequence[str] | Mapping[str, float
     ``[compare]`` table (``spec.compare``); tolerances are merged, the given ones win.
     ``missing`` (``--baseline-missing``) overrides the table's."""
     table = getattr(spec, "compare", None)
+    if missing is not None and cli_baseline is None and table is None:
+        raise ConfigError(f"{option}-missing: needs {option} (or a [compare] table in the "
+                          "chain): without a baseline it would be ignored")
     if cli_baseline is None and table is None and not cli_tolerance:
         return None  # nothing to compare (and fairaudit.ops.compare stays unimported)
     from fairaudit.ops.compare import parse_tolerances

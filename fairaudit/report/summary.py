@@ -200,7 +200,8 @@ def caveat_lines(doc: Mapping[str, Any]) -> list[str]:
         out.extend(f"note: column {c!r} is a {why}"
                    for c, why in cols.items()
                    if isinstance(why, str) and why.startswith("date/time"))
-    # group names of one column that differ only in case or surrounding spaces (input check)
+    # group names of one column that differ only in case, spacing, Unicode form or look-alike
+    # letters (input check)
     out.extend(f"warning: {c['observed']}" for c in doc.get("checks") or ()
                if isinstance(c, Mapping) and not c.get("success")
                and str(c.get("name", "")).startswith("sensitive_names_distinct["))
