@@ -290,8 +290,9 @@ def scan_builtin(spec: str, options: Mapping[str, Any]) -> pl.LazyFrame:
         text = {c: pl.String for c in options.get("text_columns", ())}
         headers = []
         for f in inp.files:
+            headers.append(_csv_header(f, sep))  # bounded: before reading the file whole
             _check_utf8(f)
-            headers.append(_check_csv_shape(f, sep))
+            _check_csv_shape(f, sep, headers[-1])
 
         comma = bool(options.get("decimal_comma", False))
         if comma and sep == ",":
@@ -378,18 +379,13 @@ def _check_same_schema(files: tuple[Path, ...], schema_of: Any, what: str) -> No
                 )
 
 
-def _check_csv_shape(path: Path, sep: str) -> list[str]:
-    """A CSV must have unique header names and the same number of fields on every row.
-
-    Fast path: count separators per line with polars; only when a line differs (a ragged row,
-    or a quoted field holding the separator) is the file re-read with :mod:`csv` to find the
-    first row whose field count really differs, named by its line number."""
+def _csv_header(path: Path, sep: str) -> list[str]:
+    """The header of a CSV, read with a bound (the first :data:`MAX_HEADER_CHARS` characters:
+    a 2 GB file without a line end is refused at once, before it is read whole), with unique
+    names of at most :data:`MAX_NAME_CHARS` characters."""
     import csv
 
-    import polars as pl
-
-    with open(path, encoding="utf-8", newline="") as fh:
-        head = fh.read(MAX_HEADER_CHARS + 1)
+    head = _first_record_text(path, sep)
     with _csv_field_limit():
         try:
             header = next(csv.reader(io.StringIO(head), delimiter=sep), None)
@@ -421,6 +417,42 @@ def _check_csv_shape(path: Path, sep: str) -> list[str]:
             raise InputError(f"{path}: the header names column {name!r} twice; column names "
                              f"must be unique{hint}")
         seen.add(name)
+    return header
+
+
+def _first_record_text(path: Path, sep: str) -> str:
+    """The start of a CSV, read in 1 MiB pieces until its first record (the header, quoted line
+    ends included) is complete, or :data:`MAX_HEADER_CHARS` + 1 characters were read."""
+    import csv
+
+    text = ""
+    with open(path, encoding="utf-8", errors="replace", newline="") as fh, _csv_field_limit():
+        while len(text) <= MAX_HEADER_CHARS:
+            chunk = fh.read(1 << 20)
+            text += chunk
+            if not chunk:
+                break
+            if "\n" in chunk or "\r" in chunk:
+                buf = io.StringIO(text)
+                try:
+                    next(csv.reader(buf, delimiter=sep), None)
+                except csv.Error:
+                    break  # the caller reports it
+                if buf.tell() < len(text):
+                    break
+    return text
+
+
+def _check_csv_shape(path: Path, sep: str, header: list[str]) -> None:
+    """Every row of a CSV has as many fields as its header.
+
+    Fast path: count separators per line with polars; only when a line differs (a ragged row,
+    or a quoted field holding the separator) is the file re-read with :mod:`csv` to find the
+    first row whose field count really differs, named by its line number."""
+    import csv
+
+    import polars as pl
+
     try:
         n_odd = (
             pl.scan_csv(str(path), has_header=False, separator="\x1f", quote_char=None, glob=False,
@@ -435,7 +467,7 @@ def _check_csv_shape(path: Path, sep: str) -> list[str]:
         log.debug("fast CSV shape check failed on %s", path, exc_info=True)
         n_odd = 1
     if not n_odd:
-        return header
+        return
     with open(path, encoding="utf-8", newline="") as fh, _csv_field_limit():
         reader = csv.reader(fh, delimiter=sep)
         try:
@@ -449,7 +481,6 @@ def _check_csv_shape(path: Path, sep: str) -> list[str]:
         except csv.Error as exc:
             raise InputError(f"{path}, line {reader.line_num}: cannot be read as CSV ({exc})"
                              ) from None
-    return header
 
 
 MAX_HEADER_CHARS = 16 * 1024 * 1024

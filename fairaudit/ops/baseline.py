@@ -116,7 +116,16 @@ def check_baseline(options: BaselineOptions | None) -> None:
     ``missing = "skip"``)."""
     if options is None or options.absent():
         return
+    from fairaudit.errors import InputError
     from fairaudit.ops.compare import load_audit
+
+    if isinstance(options.baseline, str | Path) and not Path(options.baseline).exists():
+        how = ('[compare] missing = "skip"' if options.source.endswith("[compare]") else
+               'baseline_missing="skip"' if options.source == "baseline" else
+               "--baseline-missing skip")
+        raise InputError(f"{options.baseline}: no such file ({options.source}: the baseline "
+                         f"audit JSON); before a first baseline exists, {how} audits without "
+                         "comparing")
 
     load_audit(options.baseline, what="baseline")
 
