@@ -17,7 +17,7 @@ from dataclasses import replace
 from typing import Any
 
 from fairaudit.core.artifacts import INPUT_ARTIFACTS, LABELS
-from fairaudit.core.io import separator_hint
+from fairaudit.core.csv_checks import separator_hint
 from fairaudit.core.spec import (
     _TOML_NAMES,
     DEFAULT_AUDITORS,
