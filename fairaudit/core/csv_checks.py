@@ -41,6 +41,10 @@ def csv_header(path: Path, sep: str) -> list[str]:
     import csv
 
     head = _first_record_text(path, sep)
+    if len(head) > MAX_HEADER_CHARS and "\n" not in head and "\r" not in head:
+        raise InputError(
+            f"{path}: the first {MAX_HEADER_CHARS:,} characters hold no line end; a CSV starts "
+            "with a line of column names: is this a CSV file (not a binary or sparse file)?")
     with _csv_field_limit():
         try:
             header = next(csv.reader(io.StringIO(head), delimiter=sep), None)
@@ -80,14 +84,18 @@ def _first_record_text(path: Path, sep: str) -> str:
     ends included) is complete, or :data:`MAX_HEADER_CHARS` + 1 characters were read."""
     import csv
 
+    pieces: list[str] = []
+    size = 0
     text = ""
     with open(path, encoding="utf-8", errors="replace", newline="") as fh, _csv_field_limit():
-        while len(text) <= MAX_HEADER_CHARS:
+        while size <= MAX_HEADER_CHARS:
             chunk = fh.read(1 << 20)
-            text += chunk
+            pieces.append(chunk)
+            size += len(chunk)
             if not chunk:
                 break
             if "\n" in chunk or "\r" in chunk:
+                text = "".join(pieces)
                 buf = io.StringIO(text)
                 try:
                     next(csv.reader(buf, delimiter=sep), None)
@@ -95,7 +103,7 @@ def _first_record_text(path: Path, sep: str) -> str:
                     break  # the caller reports it
                 if buf.tell() < len(text):
                     break
-    return text
+    return "".join(pieces)
 
 
 def check_csv_shape(path: Path, sep: str, header: list[str]) -> None:

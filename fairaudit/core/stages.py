@@ -182,9 +182,10 @@ def preprocess(s: RunState) -> RunState:
     """Fit and apply each preprocessor in order (on the in-memory rows). Without clusterers the
     features feed only the auditors that read them: when preprocessing leaves none (every
     column constant, or text with too many levels), those steps are skipped with a note, never
-    an error (a labels audit needs only the sensitive and labels columns)."""
-    if s.spec.cluster or not s.spec.preprocess:
-        return _preprocess(s)
+    an error (a labels audit needs only the sensitive and labels columns) — unless the user
+    named the features."""
+    if s.spec.cluster or not s.spec.preprocess or s.spec.data.features is not None:
+        return _preprocess(s)  # features the user named: a problem with them is an error
     try:
         out = _preprocess(s)
     except ConfigError as exc:
@@ -421,9 +422,17 @@ def bootstrap_bytes(joint: JointTable, n_boot: int, min_cell: int) -> tuple[floa
         held += size
         if size >= largest:
             largest, name, groups = size, attribute, g
-    # int64 replicates: the tables held, and for the largest its draw (B x cells), the copy
-    # bootstrap_counts sorts, and the metrics' float temporaries (about four tables)
-    return 8.0 * n_boot * (held + 2 * cells + 4 * largest), name, groups
+    # 8-byte replicates: the tables held; while the largest is built, its draw (B x cells) and
+    # the three copies bootstrap_counts makes of it; the intervals' temporaries: up to 30
+    # tables for small tables, down to 4 for large ones (blocks of fixed size), measured with
+    # tracemalloc (tests/test_hostile_inputs.py checks the estimate against the peak)
+    per_table = 30.0 if largest <= 2000 else max(4.0, 30.0 * 2000 / largest)
+    need = 8.0 * n_boot * (held + 4 * cells + per_table * largest) + _FIXED_BYTES
+    return need, name, groups
+
+
+_FIXED_BYTES = 16 * 1024**2
+"""Temporaries of fixed size (the intervals' blocks of statistics, a few MB)."""
 
 
 def check_bootstrap_memory(joints: Mapping[str, JointTable], n_boot: int, min_cell: int,
