@@ -209,6 +209,17 @@ def test_a_bootstrap_over_the_bound_is_refused_before_the_work(run_cli, tmp_path
     assert ok.exit_code == 0, ok.output
 
 
+def test_in_memory_rows_over_the_bound_are_refused_before_they_are_read(run_cli, tmp_path):
+    rng = np.random.default_rng(0)
+    n = 60_000
+    pl.DataFrame({"x1": rng.normal(size=n), "x2": rng.normal(size=n),
+                  "sex": rng.choice(["F", "M"], n)}).write_parquet(tmp_path / "wide.parquet")
+    res = run_cli("audit", "wide.parquet", "-s", "sex", "--cluster", "kmeans:n_clusters=2",
+                  "--sample", "50000", "--max-memory", "1M", "--bootstrap", "0", "-q")
+    assert res.exit_code == 2, res.output
+    assert "50,000 rows held in memory" in res.output and "--sample 12500" in res.output
+
+
 @pytest.mark.parametrize("value, ok", [("16G", True), ("512 MiB", True), (str(2**30), True),
                                        ("1k", False), ("lots", False), ("-3G", False)])
 def test_max_memory_values(value, ok):

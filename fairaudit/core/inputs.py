@@ -255,6 +255,7 @@ def materialise_rows(lf: Any, roles: ColumnRoles, spec: ChainSpec, n_input: int,
                 "input use every row"
             ),
         }
+    _check_rows_memory(lf, cols, min(n_valid, max_rows), spec)
     frame = q.collect(engine="streaming")
     excluded_nulls = n_input - n_valid
     roles_features = list(roles.features)
@@ -379,6 +380,28 @@ def option_text(spec: ChainSpec, name: str, value: Any) -> str:
     if spec.source.startswith("api") or spec.source == "python" or not p.key:
         return f"{p.name}={value!r}"
     return f"{p.key} = {value!r}"
+
+
+def rows_bytes(schema: Any, cols: Sequence[str], rows: int) -> float:
+    """The memory of ``rows`` in-memory rows of ``cols``: 8 bytes a number (and its validity),
+    about 40 a text cell (polars' view plus a short string), twice over for the copies the
+    steps make (the frame, the features, the encoded matrix)."""
+    import polars as pl
+
+    per_row = sum(40 if schema[c] == pl.String else 9 for c in cols)
+    return 2.0 * rows * per_row
+
+
+def _check_rows_memory(lf: Any, cols: Sequence[str], rows: int, spec: ChainSpec) -> None:
+    """Exit 2 before the rows are read into memory when they would need more than
+    ``--max-memory`` (a large ``--sample`` of a wide table)."""
+    from fairaudit.core.limits import check_memory
+
+    need = rows_bytes(lf.collect_schema(), cols, rows)
+    check_memory(need, spec.options.max_memory,
+                 f"the {rows:,} rows held in memory ({len(cols)} columns)",
+                 f"lower {option_text(spec, 'sample', max(2, rows // 4))}"
+                 + (" or leave columns out (--exclude)" if len(cols) > 2 else ""))
 
 
 def _nonfinite_mask(frame: Any, column: str) -> np.ndarray:
