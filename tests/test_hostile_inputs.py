@@ -57,12 +57,30 @@ def _fifo(tmp_path, name="fifo"):
     return path
 
 
-def test_data_that_is_not_a_regular_file_is_refused_without_waiting(run_cli, tmp_path):
-    fifo = _fifo(tmp_path, "data.csv")
-    for data in (str(fifo), "/dev/zero"):
-        res = run_cli("audit", data, "-s", "sex", "--labels", "segment", "-q")
-        assert res.exit_code == 2, res.output
-        assert "not a regular file" in res.output and data in res.output
+@pytest.mark.parametrize("how", ["file", "device", "in a folder", "matched by a glob",
+                                 "dangling link in a folder"])
+def test_data_that_is_not_a_regular_file_is_refused_without_waiting(run_cli, tmp_path, how):
+    """Given as the data, inside a data folder or matched by a pattern: refused, named (in a
+    folder it was silently left out, a part of the data audited without a word)."""
+    if how == "device":
+        data, named, text = "/dev/zero", "/dev/zero", "not a regular file"
+    elif how == "file":
+        data = named = str(_fifo(tmp_path, "data.csv"))
+        text = "not a regular file"
+    else:
+        (tmp_path / "d").mkdir()
+        make_synthetic(300).write_parquet(tmp_path / "d" / "part-0.parquet")
+        if how.startswith("dangling"):
+            (tmp_path / "d" / "part-1.parquet").symlink_to(tmp_path / "gone.parquet")
+            text = "cannot be read"
+        else:
+            _fifo(tmp_path / "d", "part-1.parquet")
+            text = "not a regular file"
+        data = "d/part-*.parquet" if how.endswith("glob") else "d"
+        named = "part-1.parquet"
+    res = run_cli("audit", data, "-s", "sex", "--labels", "segment", "-q")
+    assert res.exit_code == 2, res.output
+    assert text in res.output and named in res.output, res.output
 
 
 @pytest.mark.parametrize("command", ["validate", "render", "compare", "export", "history"])

@@ -61,8 +61,12 @@ def file_kind(mode: int) -> str:
 def _regular_input(path: Path, spec: str) -> None:
     """A data file must be a regular file: a FIFO, a device or a socket could block forever
     (``mkfifo``, a pipe without a writer) or never end (``/dev/zero``)."""
-    mode = path.stat().st_mode
     import stat
+
+    try:
+        mode = path.stat().st_mode
+    except OSError as exc:  # a dangling symbolic link, a file gone since it was listed
+        raise InputError(f"{spec}: cannot be read ({exc.strerror or exc})") from None
 
     if not stat.S_ISREG(mode):
         raise InputError(
@@ -73,7 +77,10 @@ def _regular_input(path: Path, spec: str) -> None:
 def resolve_input(spec: str) -> InputFiles:
     """Resolve ``spec`` (file, directory of parquet files, or glob) or raise a clear error."""
     if is_pattern(spec):
-        files = tuple(sorted(Path(p) for p in _glob.glob(spec, recursive=True) if Path(p).is_file()))
+        files = tuple(sorted(Path(p) for p in _glob.glob(spec, recursive=True)
+                             if not Path(p).is_dir()))
+        for f in files:
+            _regular_input(f, f"{spec}: {f}")  # a FIFO the pattern matches is refused, named
         if not files:
             raise InputError(f"{spec}: the pattern matches no files")
     else:
@@ -108,13 +115,16 @@ def _folder_files(folder: Path, spec: str) -> tuple[Path, ...]:
     found: dict[str, list[Path]] = {"parquet": [], "csv": [], "other": []}
     for p in sorted(folder.rglob("*")):
         rel = p.relative_to(folder).parts
-        if not p.is_file() or any(part.startswith((".", "_")) for part in rel):
+        if any(part.startswith((".", "_")) for part in rel) or p.is_dir():
             continue
         suffix = p.suffix.lower()
         kind = ("parquet" if suffix in _PARQUET_SUFFIXES else "csv" if suffix in _CSV_SUFFIXES
                 else "other" if suffix in _OTHER_DATA_SUFFIXES else None)
-        if kind is not None:
-            found[kind].append(p)
+        if kind is None:
+            continue
+        if not p.is_file():  # a FIFO, device or dangling link named part-3.parquet: refused,
+            _regular_input(p, f"{spec}: {p.relative_to(folder)}")  # never left out unsaid
+        found[kind].append(p)
     kinds = [k for k in ("parquet", "csv") if found[k]]
     if not kinds:
         raise InputError(f"{spec}: the directory contains no .parquet or .csv files")

@@ -155,13 +155,15 @@ def open_ledger(path: str | Path, *, create_folder: bool = True) -> Iterator[Led
     from fairaudit.report.outputs import regular_target
 
     path = Path(path).expanduser()
-    regular_target("ledger", path)  # never a device, FIFO or folder (nor its .lock)
+    lock_path = path.with_name(path.name + ".lock")
+    regular_target("ledger", path)  # never a device, FIFO or folder (nor its .lock: a FIFO
+    regular_target("ledger lock", lock_path)  # there would block the open below forever)
     if not create_folder and not path.parent.is_dir():
         raise ConfigError(f"ledger {path}: its folder {path.parent} does not exist; create it, "
                           "or name an existing ledger (--ledger, [privacy] ledger, ledger=)")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        lock = open(path.with_name(path.name + ".lock"), "a")  # noqa: SIM115 - held for the block
+        lock = open(lock_path, "a")  # noqa: SIM115 - held for the block
     except OSError as exc:
         raise ConfigError(f"ledger {path}: cannot be created or locked ({exc})") from None
     try:
