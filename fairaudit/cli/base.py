@@ -370,10 +370,6 @@ def _default_json(out: Path) -> Path:
     return out.with_suffix(".json")
 
 
-def _default_json(out: Path) -> Path:
-    return out.with_suffix(".json")
-
-
 def _write_outputs(label_inputs: Sequence[tuple[str, str]],
                    pairs: Sequence[tuple[str, str | None, Callable[[], str]]]) -> None:
     """The outputs of a command that reads saved documents (``compare``, ``history``,
