@@ -94,6 +94,7 @@ DEFECTS = {
                                        '[privacy]\npublish = true\n'),
     "release without intervals": '[options]\nbootstrap = 0\n[privacy]\npublish = true\n',
     "twin of an unknown clusterer": '[[cluster]]\nuse = "kmean"\n',
+    "interval method without intervals": '[options]\nbootstrap = 0\nci_method = "conservative"\n',
     "delta of the public domain": '[privacy]\npublish = true\ndelta = 1e-6\n',
     "features and exclude": "",  # in [data], below
 }
@@ -136,6 +137,7 @@ def test_the_full_reference_chain_validates_and_runs(run_cli, tmp_path):
     (["--publish", "--delta", "1e-6"], "--delta: is the delta of --dp-domain private"),
     (["--baseline-missing", "skip"], "--baseline-missing: needs --baseline"),
     (["--tolerance", "balance=0.1"], "--tolerance needs --baseline"),
+    (["--bootstrap", "0", "--ci-method", "conservative"], "--ci-method: 'conservative' chooses"),
 ])
 def test_an_option_that_would_be_ignored_is_refused(run_cli, data, args, text):
     res = run_cli("audit", str(data), "-s", "sex", "--labels", "segment", *args, "-q")

@@ -220,6 +220,7 @@ _API_WORDS = (
     ("set data.labels or add a [[cluster]] step", "pass labels= or cluster="),
     ("add at least one [[audit]] step", "pass audit= (or skip fewer auditors)"),
     ("(data.sensitive = ['a', 'b'])", "(sensitive=['a', 'b'])"),
+    ("(options.bootstrap = 0)", "(bootstrap=0)"),
 )
 _FLAG_WORDS = (
     ("data.features and data.exclude", "--features and --exclude"),
@@ -227,6 +228,7 @@ _FLAG_WORDS = (
     ("set data.labels or add a [[cluster]] step", "give --labels or --cluster"),
     ("add at least one [[audit]] step", "give --audit (or skip fewer auditors)"),
     ("(data.sensitive = ['a', 'b'])", "(--sensitive A,B)"),
+    ("(options.bootstrap = 0)", "(--bootstrap 0)"),
 )
 
 
@@ -309,14 +311,22 @@ def _check_roles(spec: ChainSpec, problems: _Problems) -> None:
         problems.add("data.labels",
                      f"column {spec.data.labels!r} is both the labels column and a sensitive "
                      "column; a clustering cannot be audited against itself")
+    if spec.options.bootstrap == 0 and spec.options.ci_method != "calibrated":
+        problems.add("options.ci_method",  # the default method is no choice to ignore
+                     f"{spec.options.ci_method!r} chooses how confidence intervals are made, "
+                     "but intervals are off (options.bootstrap = 0) and it would be ignored; "
+                     "give a number of bootstrap replicates or drop the interval method")
 
 
 def _flag_path(path: str) -> str:
-    """Name the CLI option for a problem in a chain built from flags."""
-    for key, flag in (("data.sensitive", "--sensitive"), ("data.labels", "--labels"),
-                      ("data.features", "--features"), ("data.exclude", "--exclude")):
-        if path.startswith(key):
-            return flag
+    """Name the CLI option for a problem in a chain built from flags (``data.exclude[0]`` ->
+    ``--exclude``, ``options.ci_method`` -> ``--ci-method``)."""
+    from fairaudit.core.params import PARAMS
+
+    for p in PARAMS.values():
+        if p.flag and p.key and "." in p.key and (
+                path == p.key or path.startswith((f"{p.key}[", f"{p.key}."))):
+            return p.flag
     return path
 
 
