@@ -47,6 +47,8 @@ def audit(
     ci_method: str | None = None,
     on_null: str | None = None,
     on_nonfinite: str | None = None,
+    max_drop: float | None = None,
+    max_memory: int | str | None = None,
     separator: str | None = None,
     null_values: Sequence[str] | str | None = None,
     default_nulls: bool | None = None,
@@ -65,6 +67,7 @@ def audit(
     twins: bool | None = None,
     baseline: str | Path | Mapping[str, Any] | AuditRun | None = None,
     tolerance: Mapping[str, float] | None = None,
+    baseline_missing: str | None = None,
     publish: bool | None = None,
     epsilon: float | None = None,
     privacy_budget: float | None = None,
@@ -106,7 +109,8 @@ def audit(
     (the same frozen object the file and the flags build); the other arguments add to it.
     ``baseline`` (an earlier audit: path, JSON document or run) also compares with it and gates on
     both (``run.doc["comparison"]``; ``tolerance`` maps ``METRIC[[ATTR]]`` to an allowed
-    worsening); a chain's ``[compare]`` table does the same.
+    worsening); a chain's ``[compare]`` table does the same. ``baseline_missing="skip"`` audits
+    without comparing (with a note) when the baseline file does not exist yet.
     ``min_cell`` (>= 1, default 10): groups with fewer rows are too small to judge. The report
     has exact values, small groups included (for people allowed to see the data);
     ``suppress`` is retired: ``False`` is accepted with a :class:`FutureWarning`, ``True``
@@ -148,6 +152,7 @@ def audit(
         "sensitive": sensitive, "labels": labels, "features": features, "exclude": exclude,
         "seed": seed, "sample": sample, "k": k, "min_cell": min_cell, "bootstrap": bootstrap,
         "ci_method": ci_method, "on_null": on_null, "on_nonfinite": on_nonfinite,
+        "max_drop": max_drop, "max_memory": max_memory,
         "timing": timing, "twins": twins, "fail_under": fail_under, "fail_over": fail_over,
         "warn_under": warn_under, "warn_over": warn_over, "tolerance": tolerance,
         "cluster": cluster, "audit": audit, "skip_audit": skip_audit,
@@ -156,6 +161,10 @@ def audit(
         "null_values": null_values, "default_nulls": default_nulls,
         "decimal_comma": decimal_comma, "table": table, "query": query, "key": key,
         "format": format, "version": version,
+        "decimal_comma": decimal_comma, "baseline": baseline,
+        "baseline_missing": baseline_missing, "publish": publish, "ledger": ledger,
+        "privacy_source": privacy_source, "dp_categories": dp_categories,
+        "dp_clusters": dp_clusters,
     })
     if not isinstance(progress, bool):
         raise ConfigError(f"progress: expected True or False; got {progress!r}")
@@ -180,13 +189,12 @@ def audit(
         exclude=v["exclude"], clusters=v["cluster"], k=v["k"], seed=v["seed"],
         sample=v["sample"], thresholds=thresholds, min_cell=v["min_cell"],
         bootstrap=v["bootstrap"], ci_method=v["ci_method"], on_null=v["on_null"],
-        on_nonfinite=v["on_nonfinite"], audits=v["audit"], skip_audits=v["skip_audit"],
+        on_nonfinite=v["on_nonfinite"], max_drop=v["max_drop"], max_memory=v["max_memory"],
+        audits=v["audit"], skip_audits=v["skip_audit"],
         timing=v["timing"], base=_base_chain(v["chain"]), twins=v["twins"],
-        privacy={"publish": publish, "epsilon": epsilon, "budget": privacy_budget,
-                 "ledger": None if ledger is None else str(ledger), "source": privacy_source,
-                 "categories": None if dp_categories is None else
-                 {str(a): tuple(str(g) for g in v) for a, v in dp_categories.items()},
-                 "clusters": None if dp_clusters is None else tuple(str(c) for c in dp_clusters),
+        privacy={"publish": v["publish"], "epsilon": epsilon, "budget": privacy_budget,
+                 "ledger": v["ledger"], "source": v["privacy_source"],
+                 "categories": v["dp_categories"], "clusters": v["dp_clusters"],
                  "fitted": dp_fitted, "domain": dp_domain, "delta": delta},
         privacy_names=API_NAMES, surface="api",
         reader_options={"separator": v["separator"], "null_values": v["null_values"],
@@ -195,20 +203,12 @@ def audit(
                         "query": v["query"], "key": v["key"], "format": v["format"],
                         "version": v["version"]},
     )
-    from fairaudit.ops.baseline import BaselineOptions, attach_comparison, resolve
-
-    options = resolve(None, (), v["chain"] if isinstance(v["chain"], str) else None)
-    if baseline is not None:
-        options = BaselineOptions(baseline, {**(options.tolerance if options else {}),
-                                             **(v["tolerance"] or {})})
-    elif tolerance:
-        raise ConfigError("tolerance: needs baseline= (or a [compare] table in the chain)")
-    if options is not None:
-        from fairaudit.ops.compare import load_audit
-
-        load_audit(options.baseline, what="baseline")  # a bad baseline fails before the run
     from fairaudit.core.engines import engine_for
+    from fairaudit.ops.baseline import attach_comparison, check_baseline, resolve
 
+    options = resolve(v["baseline"], v["tolerance"], spec, missing=v["baseline_missing"],
+                      option="baseline")
+    check_baseline(options)  # a bad baseline fails before the run
     runner = engine_for(spec.engine, name=v["engine"], scheduler=v["scheduler"],
                         workers=v["workers"], env_default=False)
     from fairaudit.core.progress import show_progress
@@ -259,18 +259,16 @@ def write_report(run: AuditRun, html_path: str | Path, json_path: str | Path | N
     """
     from fairaudit.core.plugins import Host
     from fairaudit.errors import ConfigError
-    from fairaudit.report.outputs import check_outputs, input_refs, write_outputs
+    from fairaudit.report.outputs import check_outputs, input_refs, output_path, write_outputs
     from fairaudit.report.render import render_html
 
     if not isinstance(run, AuditRun):
         raise ConfigError(f"run: expected an AuditRun (what fairaudit.audit returns); got "
                           f"{type(run).__name__}")
-    for name, p in (("html_path", html_path), ("json_path", json_path)):
-        if p is not None and (not isinstance(p, str | Path) or not str(p)):
-            raise ConfigError(f"{name}: expected a file path; got {type(p).__name__}")
-
-    html_path = Path(html_path)
-    json_path = Path(json_path) if json_path else html_path.with_suffix(".json")
+    if html_path is None:
+        raise ConfigError("html_path: expected a file path; got None")
+    html_path = output_path("html_path", html_path)
+    json_path = output_path("json_path", json_path) or html_path.with_suffix(".json")
     source = (run.doc.get("input") or {}).get("path")
     check_outputs({"html_path": html_path, "json_path": json_path}, input_refs(source))
     html = render_html(run, Host.create())

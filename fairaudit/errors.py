@@ -23,6 +23,16 @@ class ConfigError(FairauditError, ValueError):
     """A chain, option or parameter is invalid."""
 
 
+class OutputError(ConfigError):
+    """An output cannot be written where asked: the path is an input, a folder, a device or a
+    FIFO, the folder is missing or read-only, or the disk is full. Nothing was written."""
+
+
+class ResourceError(FairauditError):
+    """A run would need more memory (or time) than it may take: found before the work starts,
+    with the option that lowers the need and the one that raises the bound."""
+
+
 class ChainValidationError(ConfigError):
     """Several problems found in a chain at once; ``problems`` holds ``(toml_path, message)``."""
 

@@ -68,7 +68,7 @@ def _fixtures() -> list[tuple[str, pl.DataFrame, list[str], str | None, list[str
         ("missing-columns", synth, ["sex", "gone"], "gone_too", ["x1"]),
         ("unnamed", synth.rename({"race": ""}), ["", "sex"], None, []),
         ("empty", synth.head(0), ["sex", "race"], "segment", ["x1"]),
-        # group names that differ only in case or surrounding spaces (one group spelled twice)
+        # group names that differ only in case, spacing, Unicode form or look-alike letters (one group spelled twice)
         ("case-and-spaces", synth.with_columns(
             pl.when(pl.col("x1") > 5).then(pl.col("sex").str.to_uppercase())
             .otherwise(pl.col("sex")).alias("sex"),

@@ -270,7 +270,7 @@ def test_cli_compare_exit_codes_and_outputs(run_cli, tmp_path):
     assert res.exit_code == 2 and "other attributes" in res.output
     before = base.read_text()
     res = run_cli("compare", base, same, "--json", "base.json")
-    assert res.exit_code == 2 and "also an input" in res.output
+    assert res.exit_code == 2 and "is the input file" in res.output
     assert base.read_text() == before
 
 

@@ -92,7 +92,7 @@ def test_balance_names_the_absent_group_and_its_expected_count():
     # A: 300 of 1000 rows (30 %); segment 2 has 100 rows and no A: 30 expected there
     doc = make_doc([[150, 150, 0], [350, 250, 100]], ci={"*": (0.0, 0.2)})
     assert sentence(doc, "balance") == (
-        "Segment 2 (100 rows) holds 0 of the 300 A people, where about 30.0 were expected "
+        "Segment 2 (100 rows) holds 0 of the 300 “A” people, where about 30.0 were expected "
         "(balance 0.000). The lower end of the 95% interval is 0 as well: a group absent from a "
         "segment gives 0 whatever the sample."
     )
@@ -103,7 +103,7 @@ def test_balance_zero_with_few_expected_is_called_weak_evidence():
     # where 50 * 0.03 = 1.5 were expected; P(0) under Poisson(1.5) = exp(-1.5) = 22 %
     doc = make_doc([[15, 15, 0], [470, 450, 50]])
     assert sentence(doc, "balance").startswith(
-        "Segment 2 (50 rows) holds 0 of the 30 A people, where about 1.5 were expected "
+        "Segment 2 (50 rows) holds 0 of the 30 “A” people, where about 1.5 were expected "
         "(balance 0.000). With about 1.5 expected, chance alone gives a count of 0 about 22% of "
         "the time (Poisson), so this zero is weak evidence."
     )
@@ -116,7 +116,7 @@ def test_the_cell_the_interval_method_names_sets_the_lower_end():
                                 "lower_set_by": {"group": "B", "cluster": 2}}}
     # B in segment 2: 60 there, 100 * 0.7 = 70 expected; 1/70 = 0.014
     assert sentence(doc, "balance").endswith(
-        "The lower end of the 95% interval (0.600) is set by the 700 B people in segment 2 "
+        "The lower end of the 95% interval (0.600) is set by the 700 “B” people in segment 2 "
         "(60 there, expected about 70.0): one person more or less there moves that ratio by "
         "0.014."
     )
@@ -127,7 +127,7 @@ def test_balance_names_an_over_represented_group():
     # E[B] = (350, 280, 70); q = (380/350, 260/280, 60/70) -> (0.921, 0.929, 0.857)
     doc = make_doc([[120, 140, 40], [380, 260, 60]])
     assert sentence(doc, "balance").startswith(
-        "Segment 2 (100 rows) holds 40 of the 300 A people, where about 30.0 were expected "
+        "Segment 2 (100 rows) holds 40 of the 300 “A” people, where about 30.0 were expected "
         "(balance 0.750)."
     )
 
@@ -139,9 +139,9 @@ def test_balance_ci_lower_end_names_the_small_cell():
     doc = make_doc([[120, 140, 40], [370, 252, 58], [10, 8, 2]], groups=("A", "B", "C"),
                    min_cell=1, ci={"*": (0.2, 0.9)})
     text = sentence(doc, "balance")
-    assert "Segment 2 (100 rows) holds 40 of the 300 A people" in text
+    assert "Segment 2 (100 rows) holds 40 of the 300 “A” people" in text
     assert (
-        "The lower end of the 95% interval (0.200) is set by the 20 C people in segment 2 "
+        "The lower end of the 95% interval (0.200) is set by the 20 “C” people in segment 2 "
         "(2 there, expected about 2.0): so few that one person more or less moves that ratio "
         "by 0.500." in text
     )
@@ -154,7 +154,7 @@ def test_fairness_cce_names_cell_even_split_and_the_size_cap():
     doc = make_doc([[120, 150, 30], [380, 250, 70]])
     text = sentence(doc, "fairness_cce")
     assert text.startswith(
-        "Segment 2 (100 rows) holds 70 of the 700 B people, where an even split over the 3 "
+        "Segment 2 (100 rows) holds 70 of the 700 “B” people, where an even split over the 3 "
         "segments would put about 233 (fairness_cce 0.300)."
     )
     assert "The segment sizes alone cap it at 0.300" in text
@@ -167,7 +167,7 @@ def test_fairness_cce_with_equal_sizes_is_about_the_mix():
     # 100/200 -> c*gamma = 2*100/300 = 0.667
     doc = make_doc([[100, 200], [400, 300]])
     text = sentence(doc, "fairness_cce")
-    assert text.startswith("Segment 0 (500 rows) holds 100 of the 300 A people, where an even "
+    assert text.startswith("Segment 0 (500 rows) holds 100 of the 300 “A” people, where an even "
                            "split over the 2 segments would put about 150 (fairness_cce 0.667).")
     assert "sizes alone cap it at 1.000" in text
     assert "With equal segment sizes and the same group mix per segment it would be 0.667." in text
@@ -183,7 +183,7 @@ def test_wd_names_the_cluster_contributing_most_and_the_group_most_out_of_line()
                    min_cell=1)
     assert sentence(doc, "wd").startswith(
         "Segment 0 (500 rows) contributes most: 0.120 of the size-weighted mean 0.260 (its own "
-        "Wd 0.240). Its group most out of line is B: 420 people, where about 300 were "
+        "Wd 0.240). Its group most out of line is “B”: 420 people, where about 300 were "
         "expected (over-represented by 24.0 percentage points)."
     )
 
@@ -208,7 +208,7 @@ def test_too_small_groups_are_listed():
     r = next(r for r in doc["results"] if r["metric"] == "balance")
     r["detail"] = {"too_small": {"groups": ["Z"], "min_cell": 10, "rows": 5}}
     assert sentence(doc, "balance").endswith(
-        "Left out as too small to judge (fewer than 10 people each): Z (5 people)."
+        "Left out as too small to judge (fewer than 10 people each): “Z” (5 people)."
     )
 
 
@@ -220,7 +220,7 @@ def test_thousands_of_too_small_groups_are_counted_not_listed():
     groups = [f"g{i}" for i in range(2500)]
     r["detail"] = {"too_small": {"groups": groups, "min_cell": 10, "rows": 4000}}
     text = sentence(doc, "balance")
-    assert "g0, g1" in text and "g9 and 2,490 more (all in the JSON: detail.too_small)" in text
+    assert "“g0”, “g1”" in text and "“g9” and 2,490 more (all in the JSON: detail.too_small)" in text
     assert "g10," not in text and len(text) < 1000
 
 
@@ -247,7 +247,7 @@ def test_a_small_cell_that_sets_the_value_is_named_exactly():
     doc = make_doc(counts, groups=("A", "B", "C"), ci={"*": (0.1, 0.5)})
     out = explain(doc, SPECS)
     bal = next(r["explanation"] for r in out["results"] if r["metric"] == "balance")
-    assert bal.startswith("Segment 2 (90 rows) holds 3 of the 40 C people, where about 3.6 "
+    assert bal.startswith("Segment 2 (90 rows) holds 3 of the 40 “C” people, where about 3.6 "
                           "were expected (balance 0.825).")
 
 
@@ -271,9 +271,9 @@ def test_small_cell_through_the_runner(tmp_path):
     bal = next(r for r in heads if r["metric"] == "balance")
     assert bal["detail"]["too_small"] == {"groups": ["D"], "min_cell": 10, "rows": 5}
     assert bal["value"] == pytest.approx(3 / (90 * 40 / 990))
-    assert "holds 3 of the 40 C people" in bal["explanation"]
+    assert "holds 3 of the 40 “C” people" in bal["explanation"]
     assert bal["explanation"].endswith(
-        "Left out as too small to judge (fewer than 10 people each): D (5 people).")
+        "Left out as too small to judge (fewer than 10 people each): “D” (5 people).")
     assert {(v["labelling"], v["attribute"]) for v in doc["verdicts"]} == {("segment", "group")}
     assert any(g["metric"] == "balance" for g in doc["glossary"])
     _validate(doc)

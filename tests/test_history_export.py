@@ -93,7 +93,7 @@ def test_history_errors(run_cli, tmp_path):
     assert res.exit_code == 2 and "bad.json" in res.output
     p = _runs(tmp_path)[0]
     res = run_cli("history", p.name, "--json", p.name)
-    assert res.exit_code == 2 and "also an input" in res.output
+    assert res.exit_code == 2 and "is the input file" in res.output
     with pytest.raises(InputError, match="no audit JSON"):
         build_history([])
 

@@ -521,11 +521,12 @@ def test_failed_write_removes_the_temporary_file(tmp_path, monkeypatch):
     def boom(src, dst):
         raise OSError("disk full")
 
-    import fairaudit.core.io
+    from fairaudit.errors import OutputError
+    from fairaudit.report.outputs import write_output
 
-    monkeypatch.setattr(fairaudit.core.io.os, "replace", boom)
-    with pytest.raises(OSError):
-        report.atomic_write_text(out, "x")
+    monkeypatch.setattr(os, "replace", boom)
+    with pytest.raises(OutputError, match="report.html: cannot be written"):
+        write_output(out, "x")
     assert not out.exists()
     assert _leftovers(tmp_path) == []
 

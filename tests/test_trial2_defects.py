@@ -98,7 +98,7 @@ def test_names_differing_in_spaces_console_and_html(run_cli, tmp_path):
     res = run_cli("audit", "messy.csv", "--sensitive", "insurance", "--labels", "segment",
                   "--out", "m.html", "--bootstrap", "20")
     assert res.exit_code == 0, res.output
-    assert "warning: 'insurance': 2 group names differ only in case or surrounding spaces" \
+    assert "warning: 'insurance': 2 group names differ only in case, spacing, Unicode form or look-alike letters" \
         in res.output and "'deductible', 'deductible  '" in res.output
     html = (tmp_path / "m.html").read_text()
     assert "\u201cdeductible\u2423\u2423\u201d" in html  # the trailing spaces are visible

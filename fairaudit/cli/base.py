@@ -21,7 +21,7 @@ import click
 from fairaudit import __distribution__
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
-EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143
+EXIT_INTERRUPTED, EXIT_TERMINATED, EXIT_PIPE = 130, 143, 141
 log = logging.getLogger("fairaudit")
 _OWN_LOGGERS = ("fairaudit", "fairaudit_builtins")
 
@@ -29,6 +29,37 @@ _OWN_LOGGERS = ("fairaudit", "fairaudit_builtins")
 class _Terminated(BaseException):
     """Raised in the main thread when the process receives SIGTERM (like KeyboardInterrupt, so
     every ``finally`` and atomic write cleans up on the way out)."""
+
+
+def say(text: str = "") -> None:
+    """A line of the command's output on stdout. When stdout is closed (``fairaudit plugins |
+    head -n 1``), the rest of the output is dropped and the command goes on to the end, exiting
+    with its own code: a pipeline acts on the code, as with git and ripgrep."""
+    ctx = click.get_current_context(silent=True)
+    meta = ctx.find_root().meta if ctx is not None else {}
+    if meta.get("fairaudit.stdout_closed"):
+        return
+    try:
+        click.echo(text)
+    except BrokenPipeError:
+        meta["fairaudit.stdout_closed"] = True
+        _silence_stdout()
+
+
+def _silence_stdout() -> None:
+    """Point stdout at the null device (what is still buffered cannot be written anywhere), so
+    that no later write or the final flush raises again."""
+    import os
+
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # a captured stream (tests): nothing to do
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)
 
 
 def _set_verbose(ctx: click.Context, param: click.Parameter, value: bool) -> None:
@@ -91,6 +122,13 @@ def _handle_errors(fn: Callable[..., int | None]) -> Callable[..., None]:
             _traceback(debug)
             click.echo(_redact(f"error: {exc}"), err=True)
             sys.exit(exc.exit_code)
+        except BrokenPipeError as exc:
+            if not _stdout_closed():
+                _internal(exc, debug)
+            # stdout closed under output that did not go through say(): the command did not
+            # finish, as a process ended by SIGPIPE (the shell's 128 + 13)
+            _silence_stdout()
+            sys.exit(EXIT_PIPE)
         except click.exceptions.Exit:
             raise
         except click.ClickException:
@@ -104,14 +142,7 @@ def _handle_errors(fn: Callable[..., int | None]) -> Callable[..., None]:
             click.echo("terminated (SIGTERM)", err=True)
             sys.exit(EXIT_TERMINATED)
         except Exception as exc:  # an internal error: say so, briefly
-            _traceback(debug)
-            click.echo(
-                _redact(f"internal error: {type(exc).__name__}: {exc}\n")
-                + ("" if debug else "run again with --debug for the traceback, and ")
-                + "please report it",
-                err=True,
-            )
-            sys.exit(EXIT_INTERNAL)
+            _internal(exc, debug)
         finally:
             _restore_sigterm(previous)
         sys.exit(code or EXIT_OK)
@@ -123,6 +154,27 @@ def _redact(text: str) -> str:
     from fairaudit.sources.urls import redact
 
     return redact(text)
+
+
+def _internal(exc: BaseException, debug: bool) -> None:
+    _traceback(debug)
+    click.echo(
+        _redact(f"internal error: {type(exc).__name__}: {exc}\n")
+        + ("" if debug else "run again with --debug for the traceback, and ")
+        + "please report it",
+        err=True,
+    )
+    sys.exit(EXIT_INTERNAL)
+
+
+def _stdout_closed() -> bool:
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        return True
+    except (OSError, ValueError):
+        return False
+    return False
 
 
 def _traceback(debug: bool) -> None:
@@ -173,7 +225,12 @@ def _common(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _engine_options(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """--engine / --scheduler / --workers: they override the chain's [engine] table."""
+    """--engine / --scheduler / --workers (they override the chain's [engine] table) and
+    --max-memory (over its options.max_memory)."""
+    fn = click.option("--max-memory", metavar="SIZE", default=None,
+                      help="Memory the run may plan to use, e.g. 16G; a step that would need "
+                      "more (the bootstrap of many groups, the in-memory rows) exits 2 before "
+                      "it starts [default: 80% of the memory available].")(fn)
     fn = click.option("--workers", type=int, default=None,
                       help="Count and assign on a local Dask cluster of N worker processes.")(fn)
     fn = click.option("--scheduler", metavar="ADDRESS", default=None,
@@ -321,33 +378,17 @@ def _default_json(out: Path) -> Path:
     return out.with_suffix(".json")
 
 
-def _guard_outputs(inputs: Sequence[Path], outputs: Sequence[Path | None]) -> None:
-    """Refuse an output path that is one of the input files, or a folder that does not exist."""
-    from fairaudit.errors import ConfigError
+def _write_outputs(label_inputs: Sequence[tuple[str, str]],
+                   pairs: Sequence[tuple[str, str | None, Callable[[], str]]]) -> None:
+    """The outputs of a command that reads saved documents (``compare``, ``history``,
+    ``export``): checked against its inputs (``(label, path)``) and each other, rendered, then
+    written as one unit (:func:`fairaudit.report.outputs.write_outputs`). ``pairs`` are
+    ``(option, path or None, render)``; a failed render writes nothing."""
+    from fairaudit.report.outputs import InputRef, check_outputs, write_outputs
 
-    ins = [p.resolve() for p in inputs]
-    seen: set[Path] = set()
-    for out in outputs:
-        if out is None:
-            continue
-        r = out.resolve()
-        if r in ins:
-            raise ConfigError(f"{out}: this is also an input file; write the output elsewhere "
-                              "(fairaudit never writes over its inputs)")
-        if r in seen:
-            raise ConfigError(f"{out}: given for two outputs")
-        seen.add(r)
-        if not r.parent.exists():
-            raise ConfigError(f"{out}: the folder {out.parent} does not exist")
-
-
-def _write_outputs(pairs: Sequence[tuple[Path | None, Callable[[], str]]]) -> None:
-    """Render every output first, then write them (atomically): a failed render writes nothing."""
-    from fairaudit.core.io import atomic_write_text
-
-    texts = [(p, make()) for p, make in pairs if p is not None]
-    for p, text in texts:
-        atomic_write_text(p, text)
+    given = check_outputs({label: path for label, path, _ in pairs},
+                          [InputRef(label, path) for label, path in label_inputs])
+    write_outputs([(given[label], make()) for label, path, make in pairs if path is not None])
 
 
 def _fmt(x: float | None) -> str:
@@ -356,7 +397,7 @@ def _fmt(x: float | None) -> str:
 
 def _comparison_summary(cmp: Any) -> None:
     s = cmp["summary"]
-    click.echo(f"fairaudit compare: {cmp['status'].upper()}  ({s['compared']} results compared, "
+    say(f"fairaudit compare: {cmp['status'].upper()}  ({s['compared']} results compared, "
                f"{s['significant']} significant change(s): {s['worse']} worse, {s['better']} "
                f"better; {s['gate_failures']} headline gate(s) failed)")
     for c in cmp["changes"]:
@@ -364,8 +405,8 @@ def _comparison_summary(cmp: Any) -> None:
             continue
         attr = f"[{c['attribute']}]" if c["attribute"] else ""
         tag = "FAIL" if c["gate"] == "fail" else c["direction"].upper()
-        click.echo(f"  {tag:6} {c['labelling']} {c['metric']}{attr}: {_fmt(c['baseline'])} -> "
+        say(f"  {tag:6} {c['labelling']} {c['metric']}{attr}: {_fmt(c['baseline'])} -> "
                    f"{_fmt(c['current'])} (change {c['delta']:+.3f}, interval "
                    f"[{c['ci'][0]:+.3f}, {c['ci'][1]:+.3f}])")
     for n in cmp["notes"]:
-        click.echo(f"  note: {n}")
+        say(f"  note: {n}")

@@ -13,12 +13,11 @@ from fairaudit.cli.base import (
     EXIT_OK,
     _common,
     _comparison_summary,
-    _guard_outputs,
     _handle_errors,
     _host,
     _setup_logging,
-    _write_outputs,
     main,
+    say,
 )
 
 
@@ -36,12 +35,12 @@ def plugins(as_json: bool, quiet: bool, debug: bool, disabled: Sequence[str]) ->
         for i in host.registry.all()
     ]
     if as_json:
-        click.echo(json.dumps(rows, indent=2))
+        say(json.dumps(rows, indent=2))
         return EXIT_OK
     w = max(len(r["name"]) for r in rows) if rows else 4
-    click.echo(f"{'NAME':<{w}}  {'KIND':<12}  {'PLUGIN':<24}  PACKAGE")
+    say(f"{'NAME':<{w}}  {'KIND':<12}  {'PLUGIN':<24}  PACKAGE")
     for r in rows:
-        click.echo(f"{r['name']:<{w}}  {r['kind']:<12}  {r['plugin']:<24}  "
+        say(f"{r['name']:<{w}}  {r['kind']:<12}  {r['plugin']:<24}  "
                    f"{r['package']} {r['version']}")
     return EXIT_OK
 
@@ -69,30 +68,30 @@ def describe(name: str, quiet: bool, debug: bool, disabled: Sequence[str]) -> in
         raise ConfigError(f"no component named {name!r}{hint}; see `fairaudit plugins`")
     for info in found:
         cls = info.cls
-        click.echo(f"{info.name}  ({info.kind}, plugin {info.plugin}, "
+        say(f"{info.name}  ({info.kind}, plugin {info.plugin}, "
                    f"{info.package} {info.version})")
         desc = getattr(cls, "description", "") or (inspect.getdoc(cls) or "")
         if desc:
-            click.echo(textwrap.indent(textwrap.fill(desc, 88), "  "))
+            say(textwrap.indent(textwrap.fill(desc, 88), "  "))
         if hasattr(cls, "requires"):
-            click.echo(f"  requires: {', '.join(sorted(cls.requires)) or '-'}")
-            click.echo(f"  provides: {', '.join(sorted(cls.provides)) or '-'}")
+            say(f"  requires: {', '.join(sorted(cls.requires)) or '-'}")
+            say(f"  provides: {', '.join(sorted(cls.provides)) or '-'}")
         if getattr(cls, "max_rows", None):
-            click.echo(f"  max_rows: {cls.max_rows:,} (larger inputs are sampled)")
+            say(f"  max_rows: {cls.max_rows:,} (larger inputs are sampled)")
         if hasattr(cls, "param_specs"):
             specs = cls.param_specs()
-            click.echo("  parameters:" if specs else "  parameters: none")
+            say("  parameters:" if specs else "  parameters: none")
             for p in specs:
                 default = "(required)" if p.required else f"= {p.default!r}"
                 line = f"    {p.name} {default}"
                 if p.constraint:
                     line += f"  [{p.constraint}]"
-                click.echo(line)
+                say(line)
                 if p.doc:
-                    click.echo(textwrap.indent(textwrap.fill(p.doc, 80), "        "))
+                    say(textwrap.indent(textwrap.fill(p.doc, 80), "        "))
         for m in getattr(cls, "metrics", ()):
             flag = " (headline)" if m.headline else ""
-            click.echo(f"  metric {m.name}: {m.direction.value}{flag} — {m.description}")
+            say(f"  metric {m.name}: {m.direction.value}{flag} — {m.description}")
     return EXIT_OK
 
 
@@ -114,14 +113,13 @@ def render(audit_json: str, out: str, template_dirs: Sequence[str], quiet: bool,
     from fairaudit.report.results import AuditRun
 
     _setup_logging(debug, quiet)
-    p = Path(audit_json)
-    check_outputs({"--out": out}, [InputRef("AUDIT.json", audit_json)])
-    run_obj = AuditRun(load_audit(p))
+    target = check_outputs({"--out": out}, [InputRef("AUDIT.json", audit_json)])["--out"]
+    run_obj = AuditRun(load_audit(Path(audit_json)))
     host = _host(disabled)
     with blaming_plugins(host):  # a plugin's report section
-        write_html(run_obj, Path(out), host, template_dirs=[Path(t) for t in template_dirs])
+        write_html(run_obj, target, host, template_dirs=[Path(t) for t in template_dirs])
     if not quiet:
-        click.echo(f"report: {Path(out).resolve()}")
+        say(f"report: {target.resolve()}")
     return EXIT_OK
 
 
@@ -148,25 +146,26 @@ def compare(baseline: str, current: str, out: str | None, json_out: str | None,
     2 when a file is not an audit JSON or the two audits cannot be compared."""
     from fairaudit.ops.compare import compare as run_compare
     from fairaudit.ops.compare import exit_code
+    from fairaudit.report.outputs import InputRef, check_outputs, write_outputs
 
     _setup_logging(debug, quiet)
-    out_p, json_p = (Path(out) if out else None), (Path(json_out) if json_out else None)
-    _guard_outputs([Path(baseline), Path(current)], [out_p, json_p])
+    given = check_outputs({"--json": json_out, "--out": out},
+                          [InputRef("BASELINE.json", baseline), InputRef("CURRENT.json", current)])
     cmp = run_compare(baseline, current, tolerance=tolerances,
                       allow_version_change=allow_version_change)
-
-    def _html() -> str:
+    files = []
+    if "--json" in given:
+        files.append((given["--json"], json.dumps(cmp, indent=2, ensure_ascii=False)))
+    if "--out" in given:
         from fairaudit.report.diffreport import render_comparison_html
 
-        return render_comparison_html(cmp)
-
-    _write_outputs([(json_p, lambda: json.dumps(cmp, indent=2, ensure_ascii=False)),
-                    (out_p, _html)])
+        files.append((given["--out"], render_comparison_html(cmp)))
+    write_outputs(files)
     if not quiet:
         _comparison_summary(cmp)
-        for label, p in (("report", out_p), ("json", json_p)):
-            if p is not None:
-                click.echo(f"{label + ':':7} {p.resolve()}")
+        for label, flag in (("report", "--out"), ("json", "--json")):
+            if flag in given:
+                say(f"{label + ':':7} {given[flag].resolve()}")
     return exit_code(cmp)
 
 
@@ -186,37 +185,40 @@ def history(audits: Sequence[str], out: str | None, json_out: str | None, csv_ou
             quiet: bool, debug: bool, disabled: Sequence[str]) -> int:
     """A trend report over many audit runs (files, or folders of *.json), ordered by date."""
     from fairaudit.ops.history import build_history, history_csv
+    from fairaudit.report.outputs import InputRef, check_outputs, write_outputs
 
     _setup_logging(debug, quiet)
     if out is None and json_out is None and csv_out is None:
         out = "history.html"
-    paths = [Path(out) if out else None, Path(json_out) if json_out else None,
-             Path(csv_out) if csv_out else None]
-    inputs = [f for a in audits for f in (sorted(Path(a).glob("*.json")) if Path(a).is_dir()
-                                          else [Path(a)])]
-    _guard_outputs(inputs, paths)
+    # a folder's audits are its *.json files: a history page may be written beside them
+    files_in = [str(f) for a in audits for f in (sorted(Path(a).glob("*.json"))
+                                                 if Path(a).is_dir() else [Path(a)])]
+    given = check_outputs({"--out": out, "--json": json_out, "--csv": csv_out},
+                          [InputRef("AUDIT.json", f) for f in files_in])
     hist = build_history(audits)
-
-    def _html() -> str:
+    files = []
+    if "--json" in given:
+        files.append((given["--json"], json.dumps(hist, indent=2, ensure_ascii=False)))
+    if "--csv" in given:
+        files.append((given["--csv"], history_csv(hist)))
+    if "--out" in given:
         from fairaudit.report.diffreport import render_history_html
 
-        return render_history_html(hist)
-
-    _write_outputs([(paths[1], lambda: json.dumps(hist, indent=2, ensure_ascii=False)),
-                    (paths[2], lambda: history_csv(hist)), (paths[0], _html)])
+        files.append((given["--out"], render_history_html(hist)))
+    write_outputs(files)
     if not quiet:
         runs = hist["runs"]
         failed = sum(1 for r in runs if r["gate_failed"])
-        click.echo(f"fairaudit history: {len(runs)} run(s) from {runs[0]['date']} to "
+        say(f"fairaudit history: {len(runs)} run(s) from {runs[0]['date']} to "
                    f"{runs[-1]['date']}, {failed} with a failed gate, "
                    f"{len(hist['series'])} headline series")
         for n in hist["notes"]:
-            click.echo(f"  note: {n}")
+            say(f"  note: {n}")
         if hist["skipped"]:
-            click.echo(f"  skipped {len(hist['skipped'])} file(s) that are not audit JSON")
-        for label, p in zip(("report", "json", "csv"), paths, strict=True):
-            if p is not None:
-                click.echo(f"{label + ':':7} {p.resolve()}")
+            say(f"  skipped {len(hist['skipped'])} file(s) that are not audit JSON")
+        for label, flag in (("report", "--out"), ("json", "--json"), ("csv", "--csv")):
+            if flag in given:
+                say(f"{label + ':':7} {given[flag].resolve()}")
     return EXIT_OK
 
 
@@ -233,10 +235,10 @@ def export(audits: Sequence[str], csv_out: str, headline_only: bool, quiet: bool
     """A flat table of results for BI tools and warehouses (see docs/cli.md for the columns)."""
     from fairaudit.ops.compare import load_audit
     from fairaudit.ops.export import export_csv
+    from fairaudit.report.outputs import InputRef, check_outputs, write_output
 
     _setup_logging(debug, quiet)
-    out = Path(csv_out)
-    _guard_outputs([Path(a) for a in audits], [out])
+    out = check_outputs({"--csv": csv_out}, [InputRef("AUDIT.json", a) for a in audits])["--csv"]
     docs = []
     for a in audits:
         doc = load_audit(a)
@@ -244,7 +246,7 @@ def export(audits: Sequence[str], csv_out: str, headline_only: bool, quiet: bool
             doc = dict(doc, results=[r for r in doc["results"] if r.get("headline")])
         docs.append((doc, a))
     text = export_csv(docs)
-    _write_outputs([(out, lambda: text)])
+    write_output(out, text)
     if not quiet:
-        click.echo(f"csv:    {out.resolve()} ({text.count(chr(10)) - 1} rows)")
+        say(f"csv:    {out.resolve()} ({text.count(chr(10)) - 1} rows)")
     return EXIT_OK

@@ -25,6 +25,7 @@ from fairaudit.cli.base import (
     _split,
     log,
     main,
+    say,
 )
 
 
@@ -83,6 +84,9 @@ from fairaudit.cli.base import (
 @click.option("--on-nonfinite", type=click.Choice(["error", "drop"]), default=None,
               help="Clusterers: rows with NaN/inf feature values are an error or dropped "
               "[default: error]. Without clusterers, feature auditors skip such rows.")
+@click.option("--max-drop", type=float, default=None, metavar="SHARE",
+              help="With --on-nonfinite drop: the largest share of the rows that may be "
+              "dropped; more is an error naming the columns [default: 0.5].")
 @click.option("--separator", metavar="CHAR", default=None,
               help="CSV field separator [default: ',' (tab for .tsv)].")
 @click.option("--null-values", metavar="TEXT,...", default=None,
@@ -125,16 +129,18 @@ from fairaudit.cli.base import (
               help="Also compare with this earlier audit and gate on it (see `fairaudit compare`).")
 @click.option("--tolerance", "tolerances", multiple=True, metavar="METRIC[[ATTR]]=DELTA",
               help="With --baseline: allowed worsening of a headline metric [default: 0].")
+@click.option("--baseline-missing", type=click.Choice(["error", "skip"]), default=None,
+              help="When the --baseline file does not exist (yet): exit 2, or audit without "
+              "comparing, with a note (the first night of a schedule) [default: error].")
 @_privacy_options
 @_common
 @_handle_errors
 def audit(data: str, sensitive, labels, features, exclude, chain_file, clusters, k, seed,
           sample, out, json_out, fail_under, fail_over, warn_under, warn_over, audits,
-          skip_audits, summary_md, timing, min_cell, no_suppress, on_null, on_nonfinite,
+          skip_audits, summary_md, timing, min_cell, no_suppress, on_null, on_nonfinite, max_drop,
           separator, decimal_comma, null_values, default_nulls, table, query, key, data_format,
-          table_version, bootstrap, ci_method, engine_name,
-          scheduler,
-          workers, twins, baseline, tolerances, quiet, debug, disabled, publish, epsilon, privacy_budget, ledger,
+          table_version, bootstrap, ci_method, engine_name, scheduler, max_memory,
+          workers, twins, baseline, tolerances, baseline_missing, quiet, debug, disabled, publish, epsilon, privacy_budget, ledger,
           privacy_source, dp_categories, dp_clusters, dp_fitted, dp_domain, delta) -> int:
     """Audit DATA: a Parquet file, directory or glob, a CSV file, an object-store path
     (s3://bucket/prefix/*.parquet), a Delta table, or a database URL with --table or --query
@@ -150,7 +156,8 @@ def audit(data: str, sensitive, labels, features, exclude, chain_file, clusters,
     opts = check_all({"k": k, "seed": seed, "sample": sample, "min_cell": min_cell,
                       "bootstrap": bootstrap, "separator": separator, "workers": workers,
                       "null_values": null_values, "table": table, "query": query, "key": key,
-                      "version": table_version},
+                      "version": table_version, "max_drop": max_drop,
+                      "max_memory": max_memory},
                      "cli")
     k, seed, sample, min_cell, bootstrap = (opts[n] for n in ("k", "seed", "sample", "min_cell",
                                                                 "bootstrap"))
@@ -171,7 +178,8 @@ def audit(data: str, sensitive, labels, features, exclude, chain_file, clusters,
         host.registry, sensitive=sens, labels=labels, features=_split(features) or None,
         exclude=excluded, clusters=clusters, k=k, seed=seed, sample=sample,
         thresholds=thresholds, min_cell=min_cell, on_null=on_null,
-        on_nonfinite=on_nonfinite, bootstrap=bootstrap, ci_method=ci_method, audits=audits,
+        on_nonfinite=on_nonfinite, max_drop=opts["max_drop"], max_memory=opts["max_memory"],
+        bootstrap=bootstrap, ci_method=ci_method, audits=audits,
         skip_audits=_split(skip_audits), timing=timing, base=base, twins=twins,
         privacy=_privacy_flags(publish, epsilon, privacy_budget, ledger, privacy_source,
                                dp_categories, dp_clusters, dp_fitted, dp_domain, delta),
@@ -181,13 +189,12 @@ def audit(data: str, sensitive, labels, features, exclude, chain_file, clusters,
                         "query": opts["query"], "key": opts["key"], "format": data_format,
                         "version": opts["version"]},
     )
-    engine = _make_engine(spec, engine_name, scheduler, workers)
+    engine, base_opts = preflight(spec, host, engine_name, scheduler, workers,
+                                  baseline=baseline, tolerances=tolerances,
+                                  missing=baseline_missing)
     try:
-        return _run_and_write(spec, host, data, Path(out),
-                              Path(json_out) if json_out else None, quiet,
-                              Path(summary_md) if summary_md else None, engine=engine,
-                              chain_file=chain_file,
-                              baseline=_baseline_options(baseline, tolerances, chain_file))
+        return _run_and_write(spec, host, data, out, json_out, quiet, summary_md, engine=engine,
+                              chain_file=chain_file, baseline=base_opts)
     finally:
         engine.close()
 
@@ -208,8 +215,8 @@ def audit(data: str, sensitive, labels, features, exclude, chain_file, clusters,
 @_handle_errors
 def run(chain_file: str, data: str | None, out: str, json_out: str | None,
         summary_md: str | None, timing: bool | None, engine_name: str | None,
-        scheduler: str | None, workers: int | None, quiet: bool, debug: bool,
-        disabled: Sequence[str]) -> int:
+        scheduler: str | None, workers: int | None, max_memory: str | None, quiet: bool,
+        debug: bool, disabled: Sequence[str]) -> int:
     """Run the chain in CHAIN.toml on DATA (or on its data.path). A chain with a [repair]
     table repairs data.labels (see `fairaudit repair`); --out is then its HTML report."""
     import dataclasses
@@ -219,6 +226,9 @@ def run(chain_file: str, data: str | None, out: str, json_out: str | None,
 
     _setup_logging(debug, quiet)
     host = _host(disabled)
+    from fairaudit.core.params import check
+
+    max_memory = check("max_memory", max_memory, "cli")
     if load_repair_table(chain_file) is not None:
         from fairaudit.cli.repair_commands import run_chain_repair
 
@@ -229,48 +239,63 @@ def run(chain_file: str, data: str | None, out: str, json_out: str | None,
     spec = load_chain(chain_file)
     if timing:
         spec = dataclasses.replace(spec, options=dataclasses.replace(spec.options, timing=True))
-    engine = _make_engine(spec, engine_name, scheduler, workers)
+    if max_memory is not None:
+        spec = dataclasses.replace(spec, options=dataclasses.replace(spec.options,
+                                                                     max_memory=max_memory))
+    engine, base_opts = preflight(spec, host, engine_name, scheduler, workers)
     try:
-        return _run_and_write(spec, host, data, Path(out), Path(json_out) if json_out else None,
-                              quiet, Path(summary_md) if summary_md else None,
-                              chain_file=chain_file, engine=engine,
-                              baseline=_baseline_options(None, (), chain_file))
+        return _run_and_write(spec, host, data, out, json_out, quiet, summary_md,
+                              chain_file=chain_file, engine=engine, baseline=base_opts)
     finally:
         engine.close()
 
 
-def _baseline_options(baseline: str | None, tolerances: Sequence[str], chain_file: str | None):
-    from fairaudit.ops.baseline import resolve
+def preflight(spec: Any, host: Any, engine_name: str | None = None,
+              scheduler: str | None = None, workers: int | None = None, *,
+              baseline: str | None = None, tolerances: Sequence[str] = (),
+              missing: str | None = None) -> tuple[Any, Any]:
+    """Every check of ``audit`` and ``run`` before they read data, and all that ``validate``
+    does: the engine's options (no connection is made), the baseline and ``[compare]`` table
+    (the baseline read and checked), and the chain against the installed components
+    (:func:`fairaudit.core.runner.check_chain`: parameters, data flow, thresholds against each
+    metric's range, the ``fair = false`` twins, a ``--publish`` release's rules). Returns the
+    engine (the caller closes it) and the baseline options."""
+    from fairaudit.core.runner import check_chain
+    from fairaudit.ops.baseline import check_baseline, resolve
 
-    return resolve(baseline, tolerances, chain_file)
+    engine = _make_engine(spec, engine_name, scheduler, workers)
+    try:
+        options = resolve(baseline, tolerances, spec, missing=missing)
+        check_baseline(options)
+        check_chain(spec, host.registry)
+    except BaseException:
+        engine.close()
+        raise
+    return engine, options
 
 
-def _run_and_write(spec, host, data, out: Path, json_out: Path | None, quiet: bool,
-                   summary_md: Path | None = None, engine: Any = None,
+def _run_and_write(spec, host, data, out: str | Path, json_out: str | Path | None, quiet: bool,
+                   summary_md: str | Path | None = None, engine: Any = None,
                    chain_file: str | None = None, baseline: Any = None) -> int:
-    from fairaudit.core.io import atomic_write_text
     from fairaudit.core.plugins import blaming_plugins
     from fairaudit.core.progress import show_progress, step
     from fairaudit.core.runner import run_chain
-    from fairaudit.report.outputs import check_outputs, input_refs, write_outputs
+    from fairaudit.report.outputs import check_outputs, input_refs, output_path, write_outputs
     from fairaudit.report.render import render_html
 
-    json_path = json_out or _default_json(out)
+    out = output_path("--out", out)
+    json_path = output_path("--json", json_out) or _default_json(out)
+    summary_md = output_path("--summary-md", summary_md)
     inputs = input_refs(data if data is not None else spec.data.path, "DATA")
     inputs += input_refs(chain_file, "chain")
-    outputs = {"--out": out, "--json": json_path}
-    if summary_md is not None:
-        _check_summary_path(summary_md, data if data is not None else spec.data.path,
-                            out, json_path)
-        outputs["--summary-md"] = summary_md
-    # before any computation: never overwrite the input, --out != --json, folders writable
+    outputs = {"--out": out, "--json": json_path, "--summary-md": summary_md}
+    # before any computation: never overwrite the input, --out != --json, only regular files,
+    # folders writable
     check_outputs(outputs, inputs)
     if baseline is not None:
         from fairaudit.ops.baseline import guard_paths
-        from fairaudit.ops.compare import load_audit
 
-        guard_paths(baseline, (out, json_path))
-        load_audit(baseline.baseline, what="baseline")  # a bad baseline fails before the run
+        guard_paths(baseline, (out, json_path, summary_md))
     # progress on stderr (bars on a terminal, periodic lines otherwise), never in the outputs
     with show_progress(enabled=not quiet):
         run_obj = run_chain(spec, host, data_path=data, engine=engine)
@@ -280,12 +305,13 @@ def _run_and_write(spec, host, data, out: Path, json_out: Path | None, quiet: bo
             run_obj = attach_comparison(run_obj, baseline)
         with step("render report"), blaming_plugins(host):  # a plugin's report section
             html = render_html(run_obj, host)  # render fully before writing anything
-    write_outputs([(json_path, json.dumps(run_obj.to_json(), indent=2, ensure_ascii=False)),
-                   (out, html)])
+    files: list[tuple[Path, str]] = [
+        (json_path, json.dumps(run_obj.to_json(), indent=2, ensure_ascii=False)), (out, html)]
     if summary_md is not None:
         from fairaudit.report.summary import markdown
 
-        atomic_write_text(summary_md, markdown(run_obj.doc, str(out), str(json_path)))
+        files.append((summary_md, markdown(run_obj.doc, str(out), str(json_path))))
+    write_outputs(files)  # every output of the run, or none
     if not quiet:
         _summary(run_obj, out, json_path)
         if "comparison" in run_obj.doc:
@@ -293,41 +319,13 @@ def _run_and_write(spec, host, data, out: Path, json_out: Path | None, quiet: bo
     return run_obj.exit_code
 
 
-def _check_summary_path(summary: Path, data: Any, out: Path, json_path: Path) -> None:
-    """--summary-md must not replace the input or another output."""
-    import fnmatch
-
-    from fairaudit.core.io import resolve_input
-    from fairaudit.errors import ConfigError
-
-    target = summary.resolve()
-    for other, flag in ((out, "--out"), (json_path, "--json")):
-        if target == other.resolve():
-            raise ConfigError(f"--summary-md {summary}: the same file as {flag} {other}")
-    if isinstance(data, str):
-        try:
-            files = resolve_input(data).files
-        except Exception:  # the run reports a bad input itself
-            files = ()
-        for f in files:
-            if target == f.resolve():
-                raise ConfigError(f"--summary-md {summary}: this is the input file {f}; "
-                                  "the input is only ever read")
-        root = Path(data)
-        if root.is_dir() and target.is_relative_to(root.resolve()):
-            raise ConfigError(f"--summary-md {summary}: inside the input folder {data}")
-        if any(ch in data for ch in "*?[") and fnmatch.fnmatch(str(target),
-                                                              str(Path(data).absolute())):
-            raise ConfigError(f"--summary-md {summary}: matches the input pattern {data}")
-
-
 def _summary(run_obj: Any, out: Path, json_path: Path) -> None:
     from fairaudit.report.summary import console_lines
 
     for line in console_lines(run_obj.doc, getattr(run_obj, "ledger_now", None)):
-        click.echo(line)
-    click.echo(f"report: {out.resolve()}")
-    click.echo(f"json:   {json_path.resolve()}")
+        say(line)
+    say(f"report: {out.resolve()}")
+    say(f"json:   {json_path.resolve()}")
 
 
 @main.command()
@@ -337,7 +335,6 @@ def _summary(run_obj: Any, out: Path, json_path: Path) -> None:
 def validate(chain_file: str, quiet: bool, debug: bool, disabled: Sequence[str]) -> int:
     """Check CHAIN.toml against the installed components (every problem at once)."""
     from fairaudit.core.chain import load_chain
-    from fairaudit.core.validate import validate_chain
 
     _setup_logging(debug, quiet)
     host = _host(disabled)
@@ -349,9 +346,10 @@ def validate(chain_file: str, quiet: bool, debug: bool, disabled: Sequence[str])
 
         check_chain_repair(chain_file)
         spec = with_default_audits(spec)
-    validate_chain(spec, host.registry)
+    engine, _ = preflight(spec, host)  # the checks `run` makes before it reads data
+    engine.close()
     if not quiet:
-        click.echo(f"{chain_file}: OK ({len(spec.preprocess)} preprocess, {len(spec.cluster)} "
+        say(f"{chain_file}: OK ({len(spec.preprocess)} preprocess, {len(spec.cluster)} "
                    f"cluster, {len(spec.audit)} audit step(s))")
     return EXIT_OK
 
@@ -384,7 +382,7 @@ def demo(out: str, quiet: bool, debug: bool, disabled: Sequence[str]) -> int:
     spec = chain_from_flags(host.registry, sensitive=("sex", "race"), seed=0)
     data = str(demo_data_path())
     if not quiet:
-        click.echo(f"auditing the example data {data} (sensitive: sex, race)")
-    _run_and_write(spec, host, data, Path(out), None, quiet)
+        say(f"auditing the example data {data} (sensitive: sex, race)")
+    _run_and_write(spec, host, data, out, None, quiet)
     return EXIT_OK
 

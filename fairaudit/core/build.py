@@ -71,6 +71,8 @@ def chain_from_flags(
     min_cell: int | None = None,
     on_null: str | None = None,
     on_nonfinite: str | None = None,
+    max_drop: float | None = None,
+    max_memory: int | None = None,
     bootstrap: int | None = None,
     ci_method: str | None = None,
     audits: Sequence[str | tuple[str, Mapping[str, Any]]] = (),
@@ -151,6 +153,7 @@ def chain_from_flags(
             sample=_given(sample, data.sample),
             on_null=_given(on_null, data.on_null),
             on_nonfinite=_given(on_nonfinite, data.on_nonfinite),
+            max_drop=_given(max_drop, data.max_drop),
             reader_options={**data.reader_options, **reader},
         )
         o = base.options
@@ -162,6 +165,7 @@ def chain_from_flags(
             ci_method=_given(ci_method, o.ci_method),
             timing=_given(timing, o.timing),
             twins=_given(twins, o.twins),
+            max_memory=_given(max_memory, o.max_memory),
         )
         # thresholds given on the command line are judged first, so they win over the chain's
         return replace(
@@ -204,6 +208,7 @@ def chain_from_flags(
             sample=sample,
             on_null=_given(on_null, "exclude"),
             on_nonfinite=_given(on_nonfinite, "error"),
+            max_drop=_given(max_drop, 0.5),
             reader_options=reader,
         ),
         options=Options(
@@ -213,6 +218,7 @@ def chain_from_flags(
             k=k,
             timing=_given(timing, False),
             twins=_given(twins, DEFAULT_TWINS),
+            max_memory=max_memory,
         ),
         preprocess=tuple(preprocess),
         cluster=tuple(cluster_steps),

@@ -135,6 +135,7 @@ def parse_chain(doc: Mapping[str, Any], *, source: str = "<chain>") -> ChainSpec
         source=source,
         engine=engine,
         privacy=privacy,
+        compare=doc.get("compare"),
     )
 
 
@@ -238,7 +239,7 @@ def _parse_data(d: Mapping[str, Any], problems: _Problems) -> DataSpec:
         if name in d:
             kw["path"] = str(d[name])
     for key in ("sensitive", "exclude", "features", "labels", "seed", "sample", "on_null",
-                "on_nonfinite", "allow_sensitive_features"):
+                "on_nonfinite", "max_drop", "allow_sensitive_features"):
         _checked(d, key, key, f"data.{key}", problems, kw)
     if kw.get("features") is None:
         kw.pop("features", None)
@@ -259,7 +260,8 @@ def _parse_data(d: Mapping[str, Any], problems: _Problems) -> DataSpec:
 
 def _parse_options(d: Mapping[str, Any], problems: _Problems) -> Options:
     kw: dict[str, Any] = {}
-    for key in ("min_cell", "bootstrap", "ci_level", "ci_method", "k", "timing", "twins"):
+    for key in ("min_cell", "bootstrap", "ci_level", "ci_method", "k", "timing", "twins",
+                "max_memory"):
         _checked(d, key, key, f"options.{key}", problems, kw)
     if "suppress" in d:
         problem = retired_suppress(d["suppress"], "options.suppress")

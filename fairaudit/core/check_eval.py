@@ -123,10 +123,23 @@ class NativeBackend:
                     "partial_unexpected_list": unexpected.head(PARTIAL).to_list()}
 
 
+_LOOKALIKE = str.maketrans(
+    # Cyrillic and Greek letters drawn like Latin ones (Unicode's confusables, the common ones)
+    "АВЕЅІЈКМНОРСТХУаеіјорсхуѕԁԛԝΑΒΕΖΗΙΚΜΝΟΡΤΥΧοϲ",
+    "ABESIJKMHOPCTXYaeijopcxysdqwABEZHIKMNOPTYXoc")
+
+
 def fold_name(name: str) -> str:
-    """A group name without case and surrounding whitespace: two names of a column with the same
-    fold ("Excellent", "excellent ") are probably one group spelled two ways."""
-    return name.strip().casefold()
+    """A group name as a reader sees it: Unicode-normalised (NFKC: "Fémale" composed or with a
+    combining accent, full-width letters), without invisible characters (zero-width spaces and
+    joiners, soft hyphens, byte-order marks), Cyrillic/Greek look-alike letters read as the
+    Latin ones ("Мale"), spaces collapsed, case folded. Two names of a column with the same
+    fold ("Male", "male ", "Male\u200b") are probably one group spelled two ways."""
+    import unicodedata
+
+    text = unicodedata.normalize("NFKC", name)
+    text = "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
+    return " ".join(text.translate(_LOOKALIKE).split()).casefold()
 
 
 def _missing(series: Any) -> Any:

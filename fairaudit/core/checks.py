@@ -8,7 +8,7 @@ exact group counts already in memory.
    (at most ``max_null_fraction`` nulls in the sample), ``sensitive_groups`` (at least 2 groups),
    ``sensitive_not_id`` (not ID-like: groups <= 50% of rows and <= 10,000), ``group_min_cell``
    (every group has >= ``min_cell`` rows; a warning), ``sensitive_names_distinct`` (no two group
-   names differ only in case or surrounding whitespace, e.g. ``'Excellent'`` / ``'excellent '``;
+   names differ only in case, spacing, Unicode form or look-alike letters, e.g. ``'Excellent'`` / ``'excellent '``;
    a warning; not for an ID-like column);
 3. ``group_min_cell`` for every other key of ``group_counts`` (intersections such as ``a|b``),
    sorted by key;
@@ -304,7 +304,7 @@ def _group_checks(key: str, groups: list[str], counts: list[int], *, is_column: 
 
 
 def _distinct_names_check(key: str, groups: list[str], order: tuple[Any, ...]) -> Check:
-    """Group names of one column that differ only in case or surrounding whitespace
+    """Group names of one column that differ only in case, spacing, Unicode form or look-alike letters
     (``'Excellent'``, ``'excellent '``): audited as separate groups, probably one group spelled
     two ways. A warning; the data are never changed (on the distinct names only)."""
 
@@ -315,14 +315,14 @@ def _distinct_names_check(key: str, groups: list[str], order: tuple[Any, ...]) -
         expected = (f"{_q(key)}: group names that differ in more than case or surrounding "
                     "spaces")
         if not sets:
-            return f"{_q(key)}: no two group names differ only in case or surrounding spaces", \
+            return f"{_q(key)}: no two group names differ only in case, spacing, Unicode form or look-alike letters", \
                 expected
         shown = "; ".join(", ".join(_q(g) for g in names) for names in list(sets.values())[:5])
         if len(sets) > 5:
             shown += f"; ... ({len(sets) - 5:,} more)"
         n = sum(len(v) for v in sets.values())
         observed = (
-            f"{_q(key)}: {n:,} group names differ only in case or surrounding spaces and are "
+            f"{_q(key)}: {n:,} group names differ only in case, spacing, Unicode form or look-alike letters and are "
             f"audited as separate groups: {shown}; if each set is one group, fix the values "
             "upstream (e.g. trim and lower-case the column) and audit again: fairaudit does not "
             "change the data")

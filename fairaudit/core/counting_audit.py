@@ -360,3 +360,42 @@ def _undetermined(comp: CountingAuditor, labelling: str, attribute: str, j: Judg
         )
         for m in comp.metrics
     ]
+
+
+def table_interval(counts: Any, groups: Sequence[Sequence[str]], clusters: Sequence[Any],
+                   attributes: Sequence[str], metric: str, *, labelling: str,
+                   auditor: CountingAuditor, n_boot: int = 200, seed: int = 0,
+                   level: float = 0.95, min_cell: int = 10, ci_method: str = "calibrated"
+                   ) -> MetricResult | None:
+    """``metric`` of a (groups x clusters) count table with the interval an audit gives it —
+    the audit's own code path, not a copy: the joint table, the seeded per-attribute bootstrap
+    streams (the run's ``seed``, the ``labelling``'s name, the attribute's name), the groups
+    too small to judge (``min_cell``), then :func:`run_counting_auditor`. With the audit's
+    settings (``--bootstrap``, ``--seed``, ``--min-cell``, ``--ci-method``, ``ci_level``) it is
+    the interval ``--fail-under METRIC@ci`` judges (the Great Expectations expectations use it).
+
+    ``groups`` holds each row's group as one name per attribute (several attributes: the
+    intersection is judged, named ``a|b``); ``clusters`` the columns' cluster labels (ints, or
+    names: ordered as the audit orders them). Returns the result (``value``, ``ci``), or None
+    when the auditor gives no such metric."""
+    from fairaudit.core.data import INTERSECTION_SEP
+
+    table = np.asarray(counts, dtype=np.int64)
+    attrs = tuple(attributes)
+    categories = tuple(tuple(sorted({str(g[j]) for g in groups})) for j in range(len(attrs)))
+    g_codes = np.array([[categories[j].index(str(g[j])) for j in range(len(attrs))]
+                        for g in groups], dtype=np.int64).reshape(len(groups), len(attrs))
+    named = not all(isinstance(c, int | np.integer) and not isinstance(c, bool) for c in clusters)
+    names = tuple(sorted(str(c) for c in clusters)) if named else None
+    ids = (np.array([names.index(str(c)) for c in clusters], dtype=np.int64) if named
+           else np.asarray(clusters, dtype=np.int64))
+    gi, ki = np.nonzero(table > 0)  # the cells a group-by of the rows gives
+    joint = JointTable(attributes=attrs, categories=categories, cluster=ids[ki],
+                       codes=g_codes[gi], counts=table[gi, ki], cluster_names=names)
+    attribute = attrs[0] if len(attrs) == 1 else INTERSECTION_SEP.join(attrs)
+    tables = {attribute: joint.table(attribute)}
+    boot = (BootstrapReplicates.per_attribute(joint, n_boot, seed, labelling)
+            if n_boot > 0 else None)
+    results = run_counting_auditor(auditor, labelling, joint, tables, boot, min_cell=min_cell,
+                                   level=level, ci_method=ci_method)
+    return next((r for r in results if r.metric == metric and r.attribute == attribute), None)

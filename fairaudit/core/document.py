@@ -138,7 +138,9 @@ def build_document(*, spec, path, roles, n_input, joint_full, data, sample_info,
         d["per_cluster"] = [dict(r) for r in d["per_cluster"]]
         d["detail"] = jsonable(d["detail"])
         res_docs.append(d)
-    rows_audited = int(joint_full.n)
+    # the rows the metrics were computed on: every labelling's, the largest when they differ
+    # (a labels column of every row beside clusterers fitted after --on-nonfinite drop)
+    rows_audited = max((d["n_rows"] for d in lab_docs), default=int(joint_full.n))
     plugins = [
         {"name": p.name, "package": p.package, "version": p.version, "builtin": p.builtin}
         for p in sorted(host.plugins.values(), key=lambda p: p.name)

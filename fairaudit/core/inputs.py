@@ -113,15 +113,17 @@ def _is_nested(dtype: Any) -> bool:
     return bool(dtype.is_nested()) or dtype == pl.Object
 
 
-def skip_feature_steps(spec: ChainSpec, registry: Any, roles: ColumnRoles
-                        ) -> tuple[ChainSpec, str]:
-    """The chain without the preprocessors and auditors that read features (none is left), and
-    the note that says so. Only the counting auditors remain; none left is an InputError."""
+def skip_feature_steps(spec: ChainSpec, registry: Any, roles: ColumnRoles,
+                       why: str | None = None) -> tuple[ChainSpec, str]:
+    """The chain without the preprocessors and auditors that read features (none is left, or
+    ``why`` says what else), and the note that says so. Only the counting auditors remain;
+    none left is an InputError."""
     dropped = [s for s in spec.audit
                if "features" in registry.get("auditor", s.use).cls.requires]
     kept = tuple(s for s in spec.audit if s not in dropped)
-    aside = ", ".join(f"{c!r} ({why})" for c, why in roles.excluded.items())
-    why = "no feature column is left" + (f" (set aside: {aside})" if aside else "")
+    if why is None:
+        aside = ", ".join(f"{c!r} ({why})" for c, why in roles.excluded.items())
+        why = "no feature column is left" + (f" (set aside: {aside})" if aside else "")
     if not kept:
         raise InputError(f"{why}, and every auditor of the chain ("
                          + ", ".join(s.use for s in dropped) + ") reads features; add an "
@@ -285,6 +287,7 @@ def _draw_rows(lf: Any, cols: list[str], keys: list[str], spec: ChainSpec, n_inp
                 "input use every row"
             ),
         }
+    _check_rows_memory(lf, cols, min(n_valid, max_rows), spec)
     return q.collect(engine="streaming"), n_valid, sample_info
 
 
@@ -330,24 +333,31 @@ def _rows_in_memory(frame: Any, roles: ColumnRoles, spec: ChainSpec, n_input: in
         and (frame.get_column(c).is_null().any()
              or (frame.schema[c].is_float() and not frame.get_column(c).is_finite().all()))
     ]
+    if bad and spec.cluster and spec.source.endswith(":default"):
+        # the default comparison sets a mostly-missing column aside, as a labels audit does
+        # (a column present only for some people would otherwise drop everyone else)
+        data, bad = _set_aside_mostly_missing(spec, data, frame, bad)
     if bad:
         if spec.data.on_nonfinite == "error" and not spec.cluster:
             # only auditors read features (e.g. proxy): they use the rows and columns they can
             return _skip_nonfinite(data, frame, bad), sample_info
         if spec.data.on_nonfinite == "drop":
-            mask = np.ones(frame.height, dtype=bool)
-            for c in bad:
-                col = frame.get_column(c)
-                ok = col.is_not_null()
-                if frame.schema[c].is_float():
-                    ok = ok & col.is_finite().fill_null(False)
-                mask &= ok.to_numpy()
-            data = data.filter_rows(mask, "missing or non-finite feature value")
+            masks = {c: _nonfinite_mask(frame, c) for c in bad}
+            rows_bad = np.logical_or.reduce(list(masks.values()))
+            _check_drop(spec, masks, int(rows_bad.sum()), frame.height)
+            data = data.filter_rows(~rows_bad, "missing or non-finite feature value")
         else:
+            counts = {c: int(_nonfinite_mask(frame, c).sum()) for c in bad}
+            worst = max(bad, key=lambda c: counts[c])
+            rows_bad = int(np.logical_or.reduce([_nonfinite_mask(frame, c) for c in bad]).sum())
             raise InputError(
-                "feature column(s) " + ", ".join(repr(c) for c in bad)
-                + " contain missing or non-finite values; exclude them (--exclude) or drop "
-                "those rows (--on-nonfinite drop)"
+                "feature column(s) " + ", ".join(f"{c!r} ({counts[c]:,} rows)" for c in bad)
+                + f" contain missing or non-finite values ({rows_bad:,} of {frame.height:,} "
+                f"rows in all); leave them out ({exclude_name(spec, 'exclude', worst)}) or drop "
+                f"those rows ({option_text(spec, 'on_nonfinite', 'drop')}"
+                + (f": more than {spec.data.max_drop:.0%} of the rows, so it needs "
+                   f"{option_text(spec, 'max_drop', min(1.0, round(rows_bad / frame.height + 0.005, 2)))} too"
+                   if rows_bad > spec.data.max_drop * frame.height else "") + ")"
             )
     return data, sample_info
 
@@ -361,6 +371,87 @@ def _take_rows(lf: Any, cols: list[str], keep: np.ndarray, not_null: list[Any]) 
     ids = pl.Series(ROW_ID, keep).cast(q.collect_schema()[ROW_ID])
     q = q.filter(pl.col(ROW_ID).is_in(ids.implode())).select([ROW_ID, *cols])
     return q.filter(pl.all_horizontal(not_null)) if not_null else q
+
+
+MOSTLY_MISSING = 0.5
+"""A feature column with more than this share of missing or non-finite values is set aside by
+the default comparison and by feature auditors (it describes only some of the people)."""
+
+
+def _set_aside_mostly_missing(spec: ChainSpec, data: AuditData, frame: Any, bad: Sequence[str]
+                              ) -> tuple[AuditData, list[str]]:
+    """The default comparison: feature columns missing (or non-finite) in more than half the
+    rows are set aside with a note; the others stay for ``--on-nonfinite`` to decide."""
+    n = max(frame.height, 1)
+    aside = [c for c in bad if _nonfinite_mask(frame, c).sum() > MOSTLY_MISSING * n]
+    if not aside:
+        return data, list(bad)
+    feats = tuple(c for c in data.roles.features if c not in aside)
+    counts = {c: f"missing or non-finite in {int(_nonfinite_mask(frame, c).sum()):,} of "
+                 f"{frame.height:,} rows" for c in aside}
+    why = {c: f"mostly missing ({counts[c]})" for c in aside}
+    note = ("the default comparison set aside feature column(s) "
+            + ", ".join(f"{c!r} ({counts[c]})" for c in aside)
+            + ": missing for most people, so clustering on them would describe only the "
+            f"others; name them in {exclude_name(spec, 'features')} to use them")
+    log.warning("%s", note)
+    data = data.replace(
+        roles=dataclasses.replace(data.roles, features=feats,
+                                  excluded={**data.roles.excluded, **why}),
+        features=data.features.drop(aside), notes=(*data.notes, note))
+    return data, [c for c in bad if c not in aside]
+
+
+def _check_drop(spec: ChainSpec, masks: dict[str, np.ndarray], dropped: int, n: int) -> None:
+    """``--on-nonfinite drop`` may drop at most ``--max-drop`` of the rows (default half): an
+    audit of the rest would describe another population than the input's."""
+    if n == 0 or dropped <= spec.data.max_drop * n:
+        return
+    worst = sorted(masks, key=lambda c: -int(masks[c].sum()))
+    cols = ", ".join(f"{c!r} ({int(masks[c].sum()):,} rows)" for c in worst[:5])
+    allow = min(1.0, round(dropped / n + 0.005, 2))
+    raise InputError(
+        f"{option_text(spec, 'on_nonfinite', 'drop')} would drop {dropped:,} of {n:,} rows "
+        f"({dropped / n:.0%}), more than {option_text(spec, 'max_drop', spec.data.max_drop)} "
+        f"allows: missing or non-finite values in {cols}; the audit would describe another "
+        f"population than the input's. Leave the column(s) out "
+        f"({exclude_name(spec, 'exclude', worst[0])}), or allow the drop with "
+        f"{option_text(spec, 'max_drop', allow)}")
+
+
+def option_text(spec: ChainSpec, name: str, value: Any) -> str:
+    """``--max-drop 0.7`` / ``max_drop=0.7`` / ``data.max_drop = 0.7``: parameter ``name`` with
+    ``value`` as the user writes it where the chain came from."""
+    from fairaudit.core.params import PARAMS
+
+    p = PARAMS[name]
+    if spec.source.startswith("flags") and p.flag:
+        return f"{p.flag} {value}"
+    if spec.source.startswith("api") or spec.source == "python" or not p.key:
+        return f"{p.name}={value!r}"
+    return f"{p.key} = {value!r}"
+
+
+def rows_bytes(schema: Any, cols: Sequence[str], rows: int) -> float:
+    """The memory of ``rows`` in-memory rows of ``cols``: 8 bytes a number (and its validity),
+    about 40 a text cell (polars' view plus a short string), twice over for the copies the
+    steps make (the frame, the features, the encoded matrix)."""
+    import polars as pl
+
+    per_row = sum(40 if schema[c] == pl.String else 9 for c in cols)
+    return 2.0 * rows * per_row
+
+
+def _check_rows_memory(lf: Any, cols: Sequence[str], rows: int, spec: ChainSpec) -> None:
+    """Exit 2 before the rows are read into memory when they would need more than
+    ``--max-memory`` (a large ``--sample`` of a wide table)."""
+    from fairaudit.core.limits import check_memory
+
+    need = rows_bytes(lf.collect_schema(), cols, rows)
+    check_memory(need, spec.options.max_memory,
+                 f"the {rows:,} rows held in memory ({len(cols)} columns)",
+                 f"lower {option_text(spec, 'sample', max(2, rows // 4))}"
+                 + (" or leave columns out (--exclude)" if len(cols) > 2 else ""))
 
 
 def _nonfinite_mask(frame: Any, column: str) -> np.ndarray:
@@ -414,10 +505,12 @@ def _skip_nonfinite(data: AuditData, frame: Any, bad: Sequence[str]) -> AuditDat
     return data.replace(notes=(*data.notes, note))
 
 
-_INDEX_NAMES = re.compile(r"|Unnamed: \d+|\.\.\.\d+|index|level_0")
+_INDEX_NAMES = re.compile(r"|Unnamed: \d+|\.\.\.\d+|index|level_0|rownames|row\.names|X")
 """Names that tables give a written-out row index: the empty header of pandas' ``to_csv`` and
 R's ``write.csv`` (polars reads it as ``""``), ``Unnamed: 0`` (pandas' ``read_csv``),
-``...1`` (readr), ``index`` / ``level_0`` (pandas' ``reset_index``)."""
+``...1`` (readr), ``index`` / ``level_0`` (pandas' ``reset_index``), ``rownames`` (R's
+``write.csv`` of a tibble, ``Rdatasets``' CSV files), ``row.names`` and ``X`` (R's
+``read.csv`` of such a file)."""
 
 
 def _is_index_column(name: str, frame: Any) -> bool:
@@ -436,8 +529,12 @@ def _looks_like_id(name: str, col: Any) -> bool:
     lname = name.lower()
     if lname in ("id", "key", "uuid", "index") or lname.endswith(("_id", "id", "_key")):
         return True
-    s = col.drop_nulls().sort()
+    s = col.drop_nulls()
     if s.len() < 3:
         return False
-    diffs = s.diff().drop_nulls()
-    return bool(diffs.n_unique() == 1)  # a running number
+    diffs = s.sort().diff().drop_nulls()
+    if diffs.n_unique() == 1:  # a running number
+        return True
+    # a running number with gaps (row names of a subset, ids of the rows kept): unique
+    # integers in increasing order as the file has them
+    return bool(s.dtype.is_integer() and (s.diff().drop_nulls() > 0).all())

@@ -6,13 +6,11 @@ plugins through the ``fairaudit_read_table`` hook. The input is only ever read, 
 
 from __future__ import annotations
 
-import contextlib
 import glob as _glob
 import hashlib
 import logging
 import os
 import re
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,11 +37,50 @@ class InputFiles:
     format: str  # "parquet" | "csv"
 
 
+def is_pattern(spec: str) -> bool:
+    """Whether ``spec`` is read as a glob pattern: it holds ``*``, ``?`` or ``[`` and no file or
+    folder of that exact name exists (``sel[2].csv`` that exists is that file, never the
+    pattern matching ``sel2.csv``). Local paths only: other schemes decide for themselves."""
+    return any(ch in spec for ch in "*?[") and not os.path.lexists(spec)
+
+
+def file_kind(mode: int) -> str:
+    """What an ``st_mode`` is, in words: ``a regular file``, ``a folder``, ``a FIFO (named
+    pipe)``, ``a character device``, ...."""
+    import stat
+
+    for test, words in ((stat.S_ISREG, "a regular file"), (stat.S_ISDIR, "a folder"),
+                        (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
+                        (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"),
+                        (stat.S_ISLNK, "a symbolic link")):
+        if test(mode):
+            return words
+    return "not a regular file"  # pragma: no cover - door, port, whiteout
+
+
+def _regular_input(path: Path, spec: str) -> None:
+    """A data file must be a regular file: a FIFO, a device or a socket could block forever
+    (``mkfifo``, a pipe without a writer) or never end (``/dev/zero``)."""
+    import stat
+
+    try:
+        mode = path.stat().st_mode
+    except OSError as exc:  # a dangling symbolic link, a file gone since it was listed
+        raise InputError(f"{spec}: cannot be read ({exc.strerror or exc})") from None
+
+    if not stat.S_ISREG(mode):
+        raise InputError(
+            f"{spec}: is {file_kind(mode)}, not a regular file; fairaudit reads tables from "
+            "files (Parquet or CSV) or folders of them: save the stream to a file first")
+
+
 def resolve_input(spec: str) -> InputFiles:
     """Resolve ``spec`` (file, directory of parquet files, or glob) or raise a clear error."""
-    has_glob = any(ch in spec for ch in "*?[")
-    if has_glob:
-        files = tuple(sorted(Path(p) for p in _glob.glob(spec, recursive=True) if Path(p).is_file()))
+    if is_pattern(spec):
+        files = tuple(sorted(Path(p) for p in _glob.glob(spec, recursive=True)
+                             if not Path(p).is_dir()))
+        for f in files:
+            _regular_input(f, f"{spec}: {f}")  # a FIFO the pattern matches is refused, named
         if not files:
             raise InputError(f"{spec}: the pattern matches no files")
     else:
@@ -53,6 +90,7 @@ def resolve_input(spec: str) -> InputFiles:
         if path.is_dir():
             files = _folder_files(path, spec)
         else:
+            _regular_input(path, spec)
             files = (path,)
     fmt = _sniff(files[0])
     others = {f for f in files if _sniff(f) != fmt}
@@ -77,13 +115,16 @@ def _folder_files(folder: Path, spec: str) -> tuple[Path, ...]:
     found: dict[str, list[Path]] = {"parquet": [], "csv": [], "other": []}
     for p in sorted(folder.rglob("*")):
         rel = p.relative_to(folder).parts
-        if not p.is_file() or any(part.startswith((".", "_")) for part in rel):
+        if any(part.startswith((".", "_")) for part in rel) or p.is_dir():
             continue
         suffix = p.suffix.lower()
         kind = ("parquet" if suffix in _PARQUET_SUFFIXES else "csv" if suffix in _CSV_SUFFIXES
                 else "other" if suffix in _OTHER_DATA_SUFFIXES else None)
-        if kind is not None:
-            found[kind].append(p)
+        if kind is None:
+            continue
+        if not p.is_file():  # a FIFO, device or dangling link named part-3.parquet: refused,
+            _regular_input(p, f"{spec}: {p.relative_to(folder)}")  # never left out unsaid
+        found[kind].append(p)
     kinds = [k for k in ("parquet", "csv") if found[k]]
     if not kinds:
         raise InputError(f"{spec}: the directory contains no .parquet or .csv files")
@@ -149,7 +190,7 @@ def default_null_markers(spec: str, options: Mapping[str, Any],
     sep = options.get("separator") or ("\t" if inp.files[0].suffix.lower() == ".tsv" else ",")
     markers = [m for m in CSV_NULL_VALUES if m and m not in options.get("null_values", ())]
     lf = pl.scan_csv([str(f) for f in inp.files], separator=sep, infer_schema=False,
-                     null_values=[""])
+                     null_values=[""], glob=False)
     have = set(lf.collect_schema().names())
     cols = [c for c in dict.fromkeys(columns) if c in have]
     if not cols:
@@ -220,17 +261,6 @@ def text_column_note(source: str, failure: tuple[str, str, str]) -> str:
             "means missing, remove it or write it as empty/NA)")
 
 
-def separator_hint(only_column: str, sep: str = ",") -> str | None:
-    """What to do when a CSV was read as one column whose name holds another separator
-    (a ``;`` or tab file read with ``,``), or ``None`` when no other separator is in it."""
-    other = next((c for c in (";", "\t", "|", ",") if c != sep and c in only_column), None)
-    if other is None:
-        return None
-    how = (f"pass --separator '{other}'" if other != "\t" else
-           "name the file .tsv or pass a tab character to --separator")
-    return f"the separator looks like {other!r}, not {sep!r}; {how}"
-
-
 def scan_builtin(spec: str, options: Mapping[str, Any]) -> pl.LazyFrame:
     """Open Parquet (file, directory, glob) or CSV lazily, and check it can be read."""
     import polars as pl
@@ -240,19 +270,28 @@ def scan_builtin(spec: str, options: Mapping[str, Any]) -> pl.LazyFrame:
         if len(inp.files) > 1:
             _check_same_schema(inp.files, lambda f: pl.read_parquet_schema(f), "Parquet")
         try:  # hive partitions (year=2024/part.parquet): the keys become columns
-            lf = pl.scan_parquet([str(f) for f in inp.files], hive_partitioning=True)
+            lf = pl.scan_parquet([str(f) for f in inp.files], hive_partitioning=True,
+                                 glob=False)
             schema = lf.collect_schema()
         except Exception as exc:  # polars raises ComputeError / OSError variants
             raise InputError(f"{spec}: cannot be read as Parquet: {_first_line(exc)}") from exc
         lf = with_null_markers(lf, options.get("null_values", ()))
+        for key, flag in (("separator", "--separator"), ("decimal_comma", "--decimal-comma")):
+            if options.get(key):
+                log.warning("%s (data.%s) has no effect: %s is Parquet, not CSV", flag, key,
+                            spec)
     else:
         path = inp.files[0]
         sep = options.get("separator") or ("\t" if path.suffix.lower() == ".tsv" else ",")
         nulls = csv_null_values(options)
         text = {c: pl.String for c in options.get("text_columns", ())}
+        from fairaudit.core.csv_checks import check_csv_shape, check_utf8, csv_header
+
+        headers = []
         for f in inp.files:
-            _check_utf8(f)
-            _check_csv_shape(f, sep)
+            headers.append(csv_header(f, sep))  # bounded: before reading the file whole
+            check_utf8(f)
+            check_csv_shape(f, sep, headers[-1])
 
         comma = bool(options.get("decimal_comma", False))
         if comma and sep == ",":
@@ -262,7 +301,7 @@ def scan_builtin(spec: str, options: Mapping[str, Any]) -> pl.LazyFrame:
         def _csv(files: list[str]) -> pl.LazyFrame:
             return pl.scan_csv(files, separator=sep, infer_schema_length=CSV_INFER_ROWS,
                                null_values=nulls, schema_overrides=text or None,
-                               decimal_comma=comma)
+                               decimal_comma=comma, glob=False)
 
         if len(inp.files) > 1:
             _check_same_schema(inp.files, lambda f: dict(_csv([str(f)]).collect_schema()), "CSV")
@@ -280,6 +319,9 @@ def scan_builtin(spec: str, options: Mapping[str, Any]) -> pl.LazyFrame:
                     for f in inp.files])
             else:
                 lf = _csv([str(f) for f in inp.files])
+            from fairaudit.core.csv_checks import header_names
+
+            lf = header_names(lf, headers[0])
             schema = lf.collect_schema()
         except Exception as exc:
             raise InputError(f"{spec}: cannot be read as CSV: {_first_line(exc)}") from exc
@@ -329,77 +371,6 @@ def _check_same_schema(files: tuple[Path, ...], schema_of: Any, what: str) -> No
                 )
 
 
-def _check_csv_shape(path: Path, sep: str) -> None:
-    """A CSV must have unique header names and the same number of fields on every row.
-
-    Fast path: count separators per line with polars; only when a line differs (a ragged row,
-    or a quoted field holding the separator) is the file re-read with :mod:`csv` to find the
-    first row whose field count really differs, named by its line number."""
-    import csv
-
-    import polars as pl
-
-    with open(path, encoding="utf-8", newline="") as fh:
-        header = next(csv.reader(fh, delimiter=sep), None)
-    if not header:
-        raise InputError(f"{path}: the file is empty (no header line)")
-    if len(header) == 1:  # one column whose name holds the others: another separator
-        hint = separator_hint(header[0], sep)
-        if hint is not None:
-            raise InputError(f"{path}: the header was read as one column, "
-                             f"{header[0].lstrip(chr(0xFEFF))[:60]!r}: "
-                             f"{hint}")
-    seen: set[str] = set()
-    for name in header:
-        if name in seen:
-            title = sum(1 for h in header if not h.strip()) >= len(header) - 1
-            hint = (" (the first line looks like a title row above the header, as in an "
-                    "Excel export: remove it)") if title else ""
-            raise InputError(f"{path}: the header names column {name!r} twice; column names "
-                             f"must be unique{hint}")
-        seen.add(name)
-    try:
-        n_odd = (
-            pl.scan_csv(str(path), has_header=False, separator="\x1f", quote_char=None,
-                        new_columns=["line"], infer_schema=False)
-            .select(pl.col("line").str.count_matches(sep, literal=True).alias("n"))
-            .filter(pl.col("n") != len(header) - 1)
-            .select(pl.len())
-            .collect(engine="streaming")
-            .item()
-        )
-    except Exception:  # the exact pass below decides
-        log.debug("fast CSV shape check failed on %s", path, exc_info=True)
-        n_odd = 1
-    if not n_odd:
-        return
-    with open(path, encoding="utf-8", newline="") as fh:
-        reader = csv.reader(fh, delimiter=sep)
-        next(reader, None)
-        for row in reader:
-            if row and len(row) != len(header):
-                raise InputError(
-                    f"{path}, line {reader.line_num}: {len(row)} field(s) where the header has "
-                    f"{len(header)}; every row needs one value per column"
-                )
-
-
-def _check_utf8(path: Path) -> None:
-    decoder = __import__("codecs").getincrementaldecoder("utf-8")()
-    offset = 0
-    with open(path, "rb") as fh:
-        while chunk := fh.read(_CHUNK):
-            try:
-                decoder.decode(chunk)
-            except UnicodeDecodeError as exc:
-                pos = offset + exc.start
-                raise InputError(
-                    f"{path}: not valid UTF-8 (byte {pos}: 0x{chunk[exc.start]:02x}); convert it, "
-                    "e.g. iconv -f latin1 -t utf-8"
-                ) from None
-            offset += len(chunk)
-
-
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return text[0] if text else type(exc).__name__
@@ -433,44 +404,6 @@ def fingerprint(spec: str) -> str:
                 fh.seek(size - _CHUNK)
                 h.update(fh.read(_CHUNK))
     return ("sha256-sampled:" if partial else "sha256:") + h.hexdigest()
-
-
-def write_temp_sibling(path: Path, text: str | bytes) -> str:
-    """Write ``text`` (or ``bytes``, e.g. a Parquet file's) to a new temporary file beside
-    ``path`` (synced, with the mode of the file it will replace) and return its name; the
-    caller renames it over ``path``."""
-    path = Path(path)
-    folder = path.parent if str(path.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
-    try:
-        with (os.fdopen(fd, "wb") if isinstance(text, bytes)
-              else os.fdopen(fd, "w", encoding="utf-8", newline="\n")) as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        try:  # keep the mode of the file being replaced; a new file gets rw-r--r--
-            mode = os.stat(path).st_mode & 0o777
-        except OSError:
-            mode = 0o644
-        os.chmod(tmp, mode)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    return tmp
-
-
-def atomic_write_text(path: Path, text: str) -> Path:
-    """Write ``text`` to ``path`` through a temporary sibling file and ``os.replace``."""
-    path = Path(path)
-    tmp = write_temp_sibling(path, text)
-    try:
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    return path
 
 
 IN_MEMORY = "<in-memory table>"

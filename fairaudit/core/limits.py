@@ -1,11 +1,17 @@
-"""Size and nesting limits of the documents fairaudit reads (chain TOML, audit JSON).
+"""Limits: the size and nesting of the documents fairaudit reads (chain TOML, audit JSON), and
+the memory a run may plan to use.
 
-Checked on the raw text before parsing, so a file that would exhaust memory or the stack (a JSON
-array nested 100,000 deep, a chain nested 5,000 deep) is refused with a clear error instead.
+Documents are checked on the raw text before parsing, and read with a bound whatever the file
+is (``/dev/zero`` is refused, a pipe is read up to the bound), so a file that would exhaust
+memory or the stack (a JSON array nested 100,000 deep, a chain nested 5,000 deep) is refused
+with a clear error instead. The memory a run's large steps need (the bootstrap replicates, the
+in-memory rows) is estimated before they start and compared with ``--max-memory`` (default: 80 %
+of the memory available): above it, exit 2 naming what needs less and the bound.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -26,15 +32,42 @@ _TOML_SKIP = re.compile(
 
 def read_limited(path: Path, max_bytes: int, what: str, error: type[Exception] = InputError
                  ) -> str:
-    """The UTF-8 text of ``path``, refused when larger than ``max_bytes``."""
+    """The UTF-8 text of ``path``, refused when larger than ``max_bytes``.
+
+    Never reads more than ``max_bytes + 1`` bytes, whatever ``path`` is: a regular file is
+    refused by its size first; a pipe or FIFO (``<(...)`` in a shell) is read up to the bound (a
+    FIFO without a writer reads as empty instead of blocking); a device (``/dev/zero``), a
+    socket or a folder is refused."""
+    import stat
+
+    from fairaudit.core.io import file_kind
+
+    path = Path(path)
     try:
-        size = path.stat().st_size
+        st = os.stat(path)
     except OSError as exc:
         raise error(f"{path}: cannot be read ({exc.strerror})") from None
-    if size > max_bytes:
-        raise error(f"{path}: {size:,} bytes; a {what} is at most {max_bytes:,} bytes")
+    fifo = stat.S_ISFIFO(st.st_mode)
+    if not (stat.S_ISREG(st.st_mode) or fifo):
+        raise error(f"{path}: is {file_kind(st.st_mode)}, not a regular file; a {what} is read "
+                    "from a file")
+    if st.st_size > max_bytes:
+        raise error(f"{path}: {st.st_size:,} bytes; a {what} is at most {max_bytes:,} bytes")
     try:
-        return path.read_text(encoding="utf-8")
+        # a FIFO opened without O_NONBLOCK waits for a writer; opened with it, then read
+        # blocking, it reads what its writer sends, or nothing when there is none
+        fd = os.open(path, os.O_RDONLY | (os.O_NONBLOCK if fifo else 0))
+        if fifo:
+            os.set_blocking(fd, True)
+        with os.fdopen(fd, "rb") as fh:
+            data = fh.read(max_bytes + 1)
+    except OSError as exc:
+        raise error(f"{path}: cannot be read ({exc.strerror})") from None
+    if len(data) > max_bytes:
+        raise error(f"{path}: more than {max_bytes:,} bytes; a {what} is at most "
+                    f"{max_bytes:,} bytes")
+    try:
+        return data.decode("utf-8")
     except UnicodeDecodeError:
         raise error(f"{path}: not valid UTF-8 text") from None
 
@@ -57,3 +90,78 @@ def check_nesting(text: str, where: str, max_depth: int, *, toml: bool = False,
     if depth > max_depth:
         raise error(f"{where}: nested {depth:,} levels deep; fairaudit reads documents nested at "
                     f"most {max_depth} deep")
+
+
+# --------------------------------------------------------------------------- memory of a run
+MEMORY_SHARE = 0.8
+"""Without ``--max-memory``, a run may plan to use this share of the memory available when it
+starts (``MemAvailable``)."""
+FALLBACK_MEMORY = 8 * 1024**3
+"""The bound when the available memory cannot be read (not Linux): 8 GiB."""
+_UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "kib": 1024, "m": 1024**2, "mb": 1024**2,
+          "mib": 1024**2, "g": 1024**3, "gb": 1024**3, "gib": 1024**3, "t": 1024**4,
+          "tb": 1024**4, "tib": 1024**4}
+_SIZE = re.compile(r"^\s*(?P<n>\d+(?:\.\d+)?)\s*(?P<unit>[a-zA-Z]*)\s*$")
+
+
+def parse_size(value: object) -> int | None:
+    """Bytes of ``"8G"``, ``"512 MiB"``, ``"1.5GB"`` or a number of bytes; None when it is not
+    a size (units are powers of 1024)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if value > 0 else None
+    if isinstance(value, float):
+        return int(value) if value >= 1 and value == value and value != float("inf") else None
+    if not isinstance(value, str):
+        return None
+    m = _SIZE.match(value)
+    if m is None or m["unit"].lower() not in _UNITS:
+        return None
+    n = int(float(m["n"]) * _UNITS[m["unit"].lower()])
+    return n if n > 0 else None
+
+
+def format_size(n: float) -> str:
+    """``12.3 GB``, ``512 MB``: a size for a message (powers of 1024)."""
+    for unit, size in (("TB", 1024**4), ("GB", 1024**3), ("MB", 1024**2), ("KB", 1024)):
+        if n >= size:
+            return f"{n / size:.3g} {unit}"
+    return f"{int(n)} bytes"
+
+
+def available_memory() -> int | None:
+    """``MemAvailable`` of ``/proc/meminfo`` in bytes (Linux); None when unknown."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def memory_bound(max_memory: int | None) -> tuple[int, str]:
+    """The bytes a run may plan to use, and how the bound was set (for messages)."""
+    if max_memory is not None:
+        return int(max_memory), f"--max-memory {format_size(max_memory)}"
+    avail = available_memory()
+    if avail is None:
+        return FALLBACK_MEMORY, f"the default of {format_size(FALLBACK_MEMORY)}"
+    return int(avail * MEMORY_SHARE), (f"{MEMORY_SHARE:.0%} of the {format_size(avail)} of "
+                                       "memory available")
+
+
+def check_memory(needed: float, max_memory: int | None, what: str, lower: str) -> None:
+    """A :class:`ResourceError` (exit 2) when ``needed`` bytes exceed the bound: ``what`` says
+    what needs them, ``lower`` how to need less; the message names ``--max-memory``."""
+    from fairaudit.errors import ResourceError
+
+    bound, how = memory_bound(max_memory)
+    if needed <= bound:
+        return
+    raise ResourceError(
+        f"{what}: about {format_size(needed)} of memory needed, more than the bound ({how}); "
+        f"{lower}, or raise the bound with --max-memory {format_size(needed * 1.25)} "
+        "(chain: options.max_memory; Python: max_memory=)")

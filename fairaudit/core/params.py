@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from fairaudit.errors import ConfigError
@@ -182,9 +181,56 @@ def components(v: Any) -> tuple[tuple[str, dict[str, Any]] | tuple[str, dict[str
 
 
 def path_like(v: Any) -> str:
-    if not isinstance(v, str | Path) or not str(v):
+    import os
+
+    if not isinstance(v, str | os.PathLike) or not isinstance(os.fspath(v), str) \
+            or not os.fspath(v):
         raise Invalid
-    return str(v)
+    return os.fspath(v)
+
+
+def group_lists(v: Any) -> dict[str, tuple[str, ...]]:
+    """``{attribute: [group, ...]}``: each value a list of names, never one string (``"F,M"``
+    would be split into characters)."""
+    if not isinstance(v, Mapping):
+        raise Invalid
+    out = {}
+    for attr, groups in v.items():
+        if not isinstance(attr, str) or isinstance(groups, str):
+            raise Invalid(f"[{attr!r}] is {_show(groups)}, not a list of group names"
+                          if isinstance(attr, str) else f"key {_show(attr)} is not a column name")
+        try:
+            out[attr] = names_list(groups)
+        except Invalid:
+            raise Invalid(f"[{attr!r}] is {_show(groups)}, not a list of group names") from None
+    return out
+
+
+def names_list(v: Any) -> tuple[str, ...]:
+    """A list of names (strings; numbers are written as text): never one string."""
+    if isinstance(v, str | bytes | Mapping | set | frozenset) or not isinstance(v, Iterable):
+        raise Invalid
+    out = tuple(v)
+    if not all(isinstance(x, str | int) and not isinstance(x, bool) for x in out):
+        raise Invalid
+    return tuple(str(x) for x in out)
+
+
+def audit_source(v: Any) -> Any:
+    """An earlier audit: a JSON file's path, its document (a mapping) or an ``AuditRun``."""
+    if isinstance(v, Mapping) or (hasattr(v, "doc") and isinstance(v.doc, Mapping)):
+        return v
+    return path_like(v)
+
+
+def size(v: Any) -> int:
+    """Bytes: ``"16G"``, ``"512M"``, ``"1.5 GiB"`` or a number of bytes (at least 1 MiB)."""
+    from fairaudit.core.limits import parse_size
+
+    n = parse_size(v)
+    if n is None or n < 1024**2:
+        raise Invalid
+    return n
 
 
 def chain_like(v: Any) -> Any:
@@ -222,6 +268,9 @@ PARAMS: dict[str, Param] = {p.name: p for p in (
           optional(choice("exclude", "error"))),
     Param("on_nonfinite", "--on-nonfinite", "data.on_nonfinite", "'error' or 'drop'",
           optional(choice("error", "drop"))),
+    Param("max_drop", "--max-drop", "data.max_drop",
+          "a share of the rows in [0, 1] (0.5 = at most half may be dropped)",
+          optional(number(0.0, 1.0))),
     Param("allow_sensitive_features", None, "data.allow_sensitive_features", "true or false",
           boolean),
     Param("separator", "--separator", "data.separator", "one character", optional(one_char)),
@@ -250,6 +299,8 @@ PARAMS: dict[str, Param] = {p.name: p for p in (
     Param("ci_level", None, "options.ci_level", "a number in [0.5, 1)",
           number(0.5, 1.0, hi_open=True)),
     Param("timing", "--timing", "options.timing", "true or false", optional(boolean)),
+    Param("max_memory", "--max-memory", "options.max_memory",
+          "a size such as '16G', '512M' or a number of bytes (at least 1M)", optional(size)),
     Param("twins", "--twins", "options.twins", "true or false", optional(boolean)),
     Param("fail_under", "--fail-under", None, _BOUNDS, optional(bounds)),
     Param("fail_over", "--fail-over", None, _BOUNDS, optional(bounds)),
@@ -290,6 +341,21 @@ PARAMS: dict[str, Param] = {p.name: p for p in (
           optional(path_like)),
     Param("report", "--report", "repair.report", "a file path (.html)", optional(path_like)),
     Param("json", "--json", "repair.json", "a file path (.json)", optional(path_like)),
+    Param("baseline", "--baseline", "compare.baseline",
+          "the path of an audit JSON, its document (a mapping) or an AuditRun",
+          optional(audit_source)),
+    Param("baseline_missing", "--baseline-missing", "compare.missing", "'error' or 'skip'",
+          optional(choice("error", "skip"))),
+    Param("publish", "--publish", "privacy.publish", "True or False", optional(boolean)),
+    Param("ledger", "--ledger", "privacy.ledger", "a file path (str or pathlib.Path)",
+          optional(path_like)),
+    Param("privacy_source", "--privacy-source", "privacy.source", "a name (a string)",
+          optional(text)),
+    Param("dp_categories", "--dp-categories", "privacy.categories",
+          "a mapping attribute -> list of group names, e.g. {'sex': ['F', 'M']}",
+          optional(group_lists)),
+    Param("dp_clusters", "--dp-clusters", "privacy.clusters",
+          "a list of cluster names, e.g. ['A', 'B']", optional(names_list)),
 )}
 
 

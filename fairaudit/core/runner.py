@@ -32,7 +32,7 @@ from fairaudit.report.results import AuditRun
 
 log = logging.getLogger(__name__)
 
-__all__ = ["DATA_LABELLING", "run_chain"]
+__all__ = ["DATA_LABELLING", "check_chain", "run_chain"]
 
 
 def run_chain(
@@ -72,6 +72,20 @@ def run_chain(
             log.warning("%s", text_column_note(source_name(path), failure))
             spec = dataclasses.replace(spec, data=dataclasses.replace(
                 spec.data, reader_options={**spec.data.reader_options, "text_columns": text}))
+
+
+def check_chain(spec: ChainSpec, registry: Any, columns: Any = None) -> ChainSpec:
+    """The checks of a chain: :func:`validate_chain` on the chain with its ``fair = false``
+    twins, then a ``--publish`` release's rules (:func:`fairaudit.privacy.publish.prepare`).
+    Without ``columns`` it is what ``fairaudit validate`` runs and what ``fairaudit run`` and
+    ``audit`` check before they read their input; a run checks again with the input's columns.
+    Returns the checked spec (a release's: its counting auditors)."""
+    checked = validate_chain(expand_twins(spec, registry), registry, columns=columns)
+    if checked.privacy.publish:
+        from fairaudit.privacy.publish import prepare
+
+        return prepare(checked, registry)
+    return checked
 
 
 def _note_null_markers(run: AuditRun, spec: ChainSpec, data_path: Any) -> None:
@@ -128,13 +142,12 @@ def _load_and_run(spec: ChainSpec, host: Any, *, data_path: Any, engine: Any) ->
     columns = list(schema.names())
     if not columns:
         raise InputError(f"{source_name(path)}: the table has no columns")
-    spec = validate_chain(expand_twins(spec, host.registry), host.registry, columns=columns)
+    spec = check_chain(spec, host.registry, columns)
     roles = resolve_roles(spec, schema)
 
     if spec.privacy.publish:
-        from fairaudit.privacy.publish import prepare, run_published
+        from fairaudit.privacy.publish import run_published
 
-        spec = prepare(spec, host.registry)
         state = RunState(spec=spec, host=host, engine=engine, clock=clock, path=path, lf=lf,
                          roles=roles, in_memory=in_memory, started=started)
         return run_published(

@@ -69,6 +69,7 @@ _DATA_KEYS = {
     "sample": "fit clusterers on at most this many rows",
     "on_null": "'exclude' or 'error' for null sensitive / label values",
     "on_nonfinite": "'error' or 'drop' for NaN / inf feature values",
+    "max_drop": "largest share of the rows on_nonfinite = 'drop' may drop (0.5 = half)",
     "allow_sensitive_features": "also give sensitive columns to clusterers as features",
     "separator": "CSV separator",
     "null_values": "list of cell texts read as missing, added to the defaults",
@@ -95,6 +96,7 @@ _OPTION_KEYS = {
     "k": "number of clusters for clusterers left unset",
     "timing": "record step timings and the creation time in the JSON (not reproducible)",
     "twins": "also fit every fair clusterer with fair = false (its twin) for the price of fairness",
+    "max_memory": "memory a run may plan to use, e.g. '16G' (default: 80% of what is available)",
 }
 _STEP_KEYS = {"use", "name", "params"}
 _AUDIT_KEYS = _STEP_KEYS | {"threshold", "severity", "on", "metric", "attribute"}
@@ -173,6 +175,9 @@ class DataSpec:
     sample: int | None = None
     on_null: str = "exclude"
     on_nonfinite: str = "error"
+    max_drop: float = 0.5
+    """Largest share of the rows ``on_nonfinite = "drop"`` may drop; more is an error naming the
+    columns (the audit would describe another population than the input's)."""
     allow_sensitive_features: bool = False
     reader_options: Mapping[str, Any] = field(default_factory=dict)
 
@@ -189,6 +194,9 @@ class Options:
     """Put the ``timing`` block (creation time, seconds per step) in the JSON. Off by default so
     the same input, seed and version give byte-identical JSON."""
     twins: bool = False
+    max_memory: int | None = None
+    """Bytes a run may plan to use (``--max-memory``); ``None``: 80 % of the memory available
+    (:func:`fairaudit.core.limits.memory_bound`)."""
 
 
 @dataclass(frozen=True)
@@ -253,6 +261,11 @@ def privacy_problems(p: PrivacySpec, name: Mapping[str, str], *,
                     f"{p.domain!r}"))
     if not number(p.delta) or not 0 < p.delta <= 1e-3:
         out.append((name["delta"], f"must be a number > 0 and <= 1e-3; got {p.delta!r}"))
+    elif "delta" in p.given and p.domain == "public":
+        domain = {"--delta": "--dp-domain private", "delta=": "dp_domain='private'"}.get(
+            name["delta"], "privacy.domain = 'private'")
+        out.append((name["delta"], f"is the delta of {domain}; the public domain is pure "
+                    "epsilon-DP (no delta) and would ignore it"))
     if p.fitted not in FITTED_CHOICES:
         out.append((name["fitted"], f"must be one of {', '.join(FITTED_CHOICES)}; got "
                     f"{p.fitted!r}"))
@@ -327,6 +340,9 @@ class ChainSpec:
     """Problems found while parsing; reported together with validation's (all at once)."""
     engine: EngineSpec = EngineSpec()
     privacy: PrivacySpec = PrivacySpec()
+    compare: Mapping[str, Any] | None = field(default=None, compare=False)
+    """The chain's ``[compare]`` table as written (``baseline``, ``tolerance``, ...), read by
+    :func:`fairaudit.ops.baseline.resolve`; ``None`` when the chain has none."""
 
     def to_json(self) -> dict[str, Any]:
         def step(s: StepSpec) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from dataclasses import replace
 from typing import Any
 
 from fairaudit.core.artifacts import INPUT_ARTIFACTS, LABELS
-from fairaudit.core.io import separator_hint
+from fairaudit.core.csv_checks import separator_hint
 from fairaudit.core.spec import (
     _TOML_NAMES,
     DEFAULT_AUDITORS,
@@ -206,6 +206,7 @@ API = "api"
 
 _CHAIN_ROOTS = ("data", "options", "privacy", "engine", "preprocess", "cluster", "audit")
 _PYTHON_WORDS = (
+    ("data.features and data.exclude", "DataSpec(features=...) and DataSpec(exclude=...)"),
     ("add [[cluster]] steps or data.labels first",
      "add StepSpec('cluster', ...) steps or DataSpec(labels=...) first"),
     ("add a [[cluster]] step", "add a StepSpec('cluster', ...) to chain.cluster"),
@@ -214,16 +215,20 @@ _PYTHON_WORDS = (
     ("(data.sensitive = ['a', 'b'])", "(DataSpec(sensitive=('a', 'b')))"),
 )
 _API_WORDS = (
+    ("data.features and data.exclude", "features= and exclude="),
     ("add [[cluster]] steps or data.labels first", "pass cluster= or labels= as well"),
     ("set data.labels or add a [[cluster]] step", "pass labels= or cluster="),
     ("add at least one [[audit]] step", "pass audit= (or skip fewer auditors)"),
     ("(data.sensitive = ['a', 'b'])", "(sensitive=['a', 'b'])"),
+    ("(options.bootstrap = 0)", "(bootstrap=0)"),
 )
 _FLAG_WORDS = (
+    ("data.features and data.exclude", "--features and --exclude"),
     ("add [[cluster]] steps or data.labels first", "add --cluster or --labels as well"),
     ("set data.labels or add a [[cluster]] step", "give --labels or --cluster"),
     ("add at least one [[audit]] step", "give --audit (or skip fewer auditors)"),
     ("(data.sensitive = ['a', 'b'])", "(--sensitive A,B)"),
+    ("(options.bootstrap = 0)", "(--bootstrap 0)"),
 )
 
 
@@ -297,18 +302,31 @@ def _check_roles(spec: ChainSpec, problems: _Problems) -> None:
             problems.add(f"data.sensitive[{i}]",
                          f"sensitive column {col!r} is given twice; list each column once")
         seen.setdefault(col, i)
+    for i, col in enumerate(spec.data.exclude):
+        if col in (spec.data.features or ()):
+            problems.add(f"data.exclude[{i}]",
+                         f"column {col!r} is listed in both data.features and data.exclude: "
+                         "one of them would be ignored; list it in one only")
     if spec.data.labels is not None and spec.data.labels in seen:
         problems.add("data.labels",
                      f"column {spec.data.labels!r} is both the labels column and a sensitive "
                      "column; a clustering cannot be audited against itself")
+    if spec.options.bootstrap == 0 and spec.options.ci_method != "calibrated":
+        problems.add("options.ci_method",  # the default method is no choice to ignore
+                     f"{spec.options.ci_method!r} chooses how confidence intervals are made, "
+                     "but intervals are off (options.bootstrap = 0) and it would be ignored; "
+                     "give a number of bootstrap replicates or drop the interval method")
 
 
 def _flag_path(path: str) -> str:
-    """Name the CLI option for a problem in a chain built from flags."""
-    for key, flag in (("data.sensitive", "--sensitive"), ("data.labels", "--labels"),
-                      ("data.features", "--features"), ("data.exclude", "--exclude")):
-        if path.startswith(key):
-            return flag
+    """Name the CLI option for a problem in a chain built from flags (``data.exclude[0]`` ->
+    ``--exclude``, ``options.ci_method`` -> ``--ci-method``)."""
+    from fairaudit.core.params import PARAMS
+
+    for p in PARAMS.values():
+        if p.flag and p.key and "." in p.key and (
+                path == p.key or path.startswith((f"{p.key}[", f"{p.key}."))):
+            return p.flag
     return path
 
 

@@ -39,6 +39,7 @@ usable anywhere):
 import logging
 import os
 from abc import abstractmethod
+from collections.abc import Sequence
 from typing import Any, ClassVar, Literal
 
 from fairaudit.errors import require_extra
@@ -359,7 +360,7 @@ class _ContingencyExpectation(BatchExpectation):
 
     @abstractmethod
     def _metric(
-        self, table: np.ndarray, groups: list[str]
+        self, table: np.ndarray, groups: list[str], clusters: list[Any]
     ) -> tuple[float, list[dict[str, Any]], dict[str, Any]]:
         """Return (value, per-cluster extra fields, extra detail fields) for ``table``."""
         raise NotImplementedError
@@ -389,7 +390,7 @@ class _ContingencyExpectation(BatchExpectation):
             details["note"] = "no rows left after excluding nulls and noise"
             return {"success": False, "result": {"observed_value": None, "details": details}}
         counts = np.asarray(info["counts"], dtype=np.int64)
-        value, per_cluster_values, extra = self._metric(counts, info["groups"])
+        value, per_cluster_values, extra = self._metric(counts, info["groups"], info["clusters"])
         sizes = counts.sum(axis=0)
         per_cluster = []
         for j, cluster in enumerate(info["clusters"]):
@@ -459,7 +460,7 @@ class ExpectClusterBalanceToBeAtLeast(_ClusterFairnessExpectation):
     )
 
     def _metric(
-        self, table: np.ndarray, groups: list[str]
+        self, table: np.ndarray, groups: list[str], clusters: list[Any]
     ) -> tuple[float, list[dict[str, Any]], dict[str, Any]]:
         from fairaudit.metrics.counting import balance
 
@@ -494,7 +495,7 @@ class ExpectClusterCapacityFairnessToBeAtLeast(_ClusterFairnessExpectation):
     """
 
     def _metric(
-        self, table: np.ndarray, groups: list[str]
+        self, table: np.ndarray, groups: list[str], clusters: list[Any]
     ) -> tuple[float, list[dict[str, Any]], dict[str, Any]]:
         from fairaudit.metrics.counting import fairness_cce, fairness_cce_per_cluster
 
@@ -569,7 +570,7 @@ class ExpectClusterWdToBeAtMost(_ClusterGapExpectation):
     )
 
     def _metric(
-        self, table: np.ndarray, groups: list[str]
+        self, table: np.ndarray, groups: list[str], clusters: list[Any]
     ) -> tuple[float, list[dict[str, Any]], dict[str, Any]]:
         from fairaudit.metrics.counting import wd, wd_per_cluster
 
@@ -592,7 +593,7 @@ class ExpectClusterEdToBeAtMost(_ClusterGapExpectation):
     """
 
     def _metric(
-        self, table: np.ndarray, groups: list[str]
+        self, table: np.ndarray, groups: list[str], clusters: list[Any]
     ) -> tuple[float, list[dict[str, Any]], dict[str, Any]]:
         from fairaudit.metrics.counting import ed, ed_per_cluster
 
@@ -631,52 +632,63 @@ _OWN_INTERVAL = {"balance": "balance_interval", "balance_mean": "balance_mean_in
                  "fairness_cce": "fairness_cce_interval"}
 
 
-def metric_interval(table: np.ndarray, metric: str, *, level: float = 0.95, n_boot: int = 1000,
-                    random_state: int | None = 0) -> tuple[float, float, float]:
+def metric_interval(table: np.ndarray, metric: str, *, level: float = 0.95, n_boot: int = 200,
+                    random_state: int | None = 0, min_cell: int = 10,
+                    ci_method: str = "calibrated", groups: Sequence[str] | None = None,
+                    clusters: Sequence[Any] | None = None,
+                    sensitive_columns: str | Sequence[str] = "sensitive",
+                    cluster_column: str = "labels") -> tuple[float, float, float]:
     """``(value, lower, upper)`` of ``metric`` on a (groups x clusters) count table, with the
-    interval the audit uses (:mod:`fairaudit.metrics.intervals`): score intersection for
-    ``balance``, ``balance_mean`` and ``fairness_cce``; the bootstrap triangle bound for ``wd``
-    (zero-one ground) and ``ed``; the percentile bootstrap for ``mnce``. Resampling is seeded by
-    ``random_state``: the same table always gives the same interval. The interval is widened,
-    where needed, to contain the estimate."""
-    from fairaudit.metrics import counting, intervals
-    from fairaudit.metrics.bootstrap import bootstrap_interval
+    interval the audit gives it — by the audit's own code
+    (:func:`fairaudit.core.counting_audit.table_interval`): the same auditor, bootstrap streams,
+    small-group rule and interval method. The defaults are the audit's (``--bootstrap 200``,
+    ``--seed 0``, ``--min-cell 10``, ``--ci-method calibrated``, level 0.95), so that with the
+    table's ``groups`` and ``clusters`` and the column names it is exactly the interval
+    ``fairaudit audit DATA --sensitive SENSITIVE --labels CLUSTER --fail-under METRIC@ci=...``
+    judges. Undefined (NaN) when fewer than two groups have ``min_cell`` rows."""
+    return _interval(table, metric, level=level, n_boot=n_boot, random_state=random_state,
+                     min_cell=min_cell, ci_method=ci_method, groups=groups, clusters=clusters,
+                     sensitive_columns=sensitive_columns, cluster_column=cluster_column)[:3]
+
+
+def _interval(table: np.ndarray, metric: str, *, level: float, n_boot: int,
+              random_state: int | None, min_cell: int, ci_method: str,
+              groups: Sequence[str] | None, clusters: Sequence[Any] | None,
+              sensitive_columns: str | Sequence[str], cluster_column: str
+              ) -> tuple[float, float, float, str]:
+    from fairaudit.core.counting_audit import table_interval
 
     if metric not in _CI_METRICS:
         raise ValueError(f"The 'metric' parameter must be one of {sorted(_CI_METRICS)}; "
                          f"got {metric!r}.")
     counts = np.asarray(table, dtype=np.int64)
-    fn = getattr(counting, _CI_METRICS[metric][0])
-    value = float(np.asarray(fn(counts[None]), dtype=float)[0])
-    if metric in _OWN_INTERVAL:
-        iv = getattr(intervals, _OWN_INTERVAL[metric])(counts, level)
-        lo, hi = float(iv.lower), float(iv.upper)
-    elif metric in ("wd", "ed"):
-        from fairaudit.metrics.bootstrap import resample_counts
-
-        reps = resample_counts(counts, n_boot, random_state)
-        from fairaudit.metrics.distance_intervals import distance_intervals
-
-        iv = distance_intervals(counts, reps, level).get(metric)
-        lo, hi = (float("nan"), float("nan")) if iv is None else (iv.lower, iv.upper)
-    else:
-        res = bootstrap_interval(counts, lambda stack: np.asarray(fn(stack), dtype=float),
-                                 n_boot=n_boot, level=level, rng=random_state)
-        lo, hi = res.lower, res.upper
-    if np.isfinite(value):
-        lo, hi = min(lo, value), max(hi, value)
-    return value, lo, hi
+    attributes = _as_column_list(sensitive_columns)
+    names = list(groups) if groups is not None else [f"g{i}" for i in range(counts.shape[0])]
+    split = [tuple(str(g).split(_GROUP_SEPARATOR)) if len(attributes) > 1 else (str(g),)
+             for g in names]
+    labels = list(clusters) if clusters is not None else list(range(counts.shape[1]))
+    result = table_interval(counts, split, labels, attributes, metric, labelling=cluster_column,
+                            auditor=_auditor_for(metric), n_boot=n_boot,
+                            seed=0 if random_state is None else int(random_state), level=level,
+                            min_cell=min_cell, ci_method=ci_method)
+    if result is None or result.ci is None:
+        value = float("nan") if result is None else float(result.value)
+        return value, float("nan"), float("nan"), ""
+    method = str(((result.detail or {}).get("interval") or {}).get("method", ""))
+    return float(result.value), float(result.ci[0]), float(result.ci[1]), method
 
 
-def interval_method(metric: str) -> str:
-    """The name of the interval method :func:`metric_interval` uses for ``metric``."""
-    from fairaudit.core.counting_audit import BOOTSTRAP_METHOD
-    from fairaudit.metrics.distance_intervals import DISTANCE_METHOD
-    from fairaudit.metrics.intervals import METHOD
+def _auditor_for(metric: str) -> Any:
+    """The built-in counting auditor that gives ``metric``, as an audit instantiates it."""
+    from fairaudit.core.components import CountingAuditor
+    from fairaudit.core.plugins import Host
 
-    if metric in _OWN_INTERVAL:
-        return METHOD
-    return DISTANCE_METHOD if metric in ("wd", "ed") else BOOTSTRAP_METHOD
+    for info in Host.create(entrypoints=False).registry.all():
+        cls = info.cls
+        if (info.kind == "auditor" and isinstance(cls, type) and issubclass(cls, CountingAuditor)
+                and any(m.name == metric for m in cls.metrics)):
+            return cls()
+    raise ValueError(f"no installed counting auditor gives {metric!r}")  # pragma: no cover
 
 
 class _ClusterBoundExpectation(_ContingencyExpectation):
@@ -684,8 +696,10 @@ class _ClusterBoundExpectation(_ContingencyExpectation):
 
     metric: str
     level: float = 0.95
-    n_boot: int = 1000
+    n_boot: int = 200
     random_state: int | None = 0
+    min_cell: int = 10
+    ci_method: str = "calibrated"
 
     @pydantic.validator("level")
     def _check_level(cls, value: float) -> float:
@@ -699,9 +713,26 @@ class _ClusterBoundExpectation(_ContingencyExpectation):
             raise ValueError(f"The 'n_boot' parameter must be at least 100; got {value}.")
         return int(value)
 
-    def _interval(self, table: np.ndarray) -> tuple[float, float, float]:
-        return metric_interval(table, self.metric, level=self.level, n_boot=self.n_boot,
-                               random_state=self.random_state)
+    @pydantic.validator("min_cell")
+    def _check_min_cell(cls, value: int) -> int:
+        if int(value) < 1:
+            raise ValueError(f"The 'min_cell' parameter must be at least 1; got {value}.")
+        return int(value)
+
+    @pydantic.validator("ci_method")
+    def _check_ci_method(cls, value: str) -> str:
+        if value not in ("calibrated", "conservative"):
+            raise ValueError("The 'ci_method' parameter must be 'calibrated' or 'conservative'; "
+                             f"got {value!r}.")
+        return value
+
+    def _interval(self, table: np.ndarray, groups: list[str], clusters: list[Any]
+                  ) -> tuple[float, float, float, str]:
+        return _interval(table, self.metric, level=self.level, n_boot=self.n_boot,
+                         random_state=self.random_state, min_cell=self.min_cell,
+                         ci_method=self.ci_method, groups=groups, clusters=clusters,
+                         sensitive_columns=self.sensitive_columns,
+                         cluster_column=self.cluster_column)
 
 
 class ExpectClusterMetricLowerBoundToBeAtLeast(_ClusterBoundExpectation):
@@ -722,7 +753,7 @@ class ExpectClusterMetricLowerBoundToBeAtLeast(_ClusterBoundExpectation):
 
     success_keys: ClassVar[tuple[str, ...]] = (
         "cluster_column", "sensitive_columns", "metric", "min_value", "level", "n_boot",
-        "random_state", "noise_label",
+        "random_state", "min_cell", "ci_method", "noise_label",
     )
     args_keys: ClassVar[tuple[str, ...]] = ("cluster_column", "sensitive_columns", "metric",
                                             "min_value")
@@ -740,12 +771,12 @@ class ExpectClusterMetricLowerBoundToBeAtLeast(_ClusterBoundExpectation):
         return observed >= self.min_value
 
     def _metric(
-        self, table: np.ndarray, groups: list[str]
+        self, table: np.ndarray, groups: list[str], clusters: list[Any]
     ) -> tuple[float, list[dict[str, Any]], dict[str, Any]]:
-        value, lo, hi = self._interval(table)
+        value, lo, hi, method = self._interval(table, groups, clusters)
         return lo, [{} for _ in range(table.shape[1])], {
             "metric": self.metric, "value": value, "ci": [lo, hi], "level": self.level,
-            "method": interval_method(self.metric), "judged": "lower end of the interval"}
+            "method": method, "judged": "lower end of the interval"}
 
 
 class ExpectClusterMetricUpperBoundToBeAtMost(_ClusterBoundExpectation):
@@ -759,7 +790,7 @@ class ExpectClusterMetricUpperBoundToBeAtMost(_ClusterBoundExpectation):
 
     success_keys: ClassVar[tuple[str, ...]] = (
         "cluster_column", "sensitive_columns", "metric", "max_value", "level", "n_boot",
-        "random_state", "noise_label",
+        "random_state", "min_cell", "ci_method", "noise_label",
     )
     args_keys: ClassVar[tuple[str, ...]] = ("cluster_column", "sensitive_columns", "metric",
                                             "max_value")
@@ -777,12 +808,12 @@ class ExpectClusterMetricUpperBoundToBeAtMost(_ClusterBoundExpectation):
         return observed <= self.max_value
 
     def _metric(
-        self, table: np.ndarray, groups: list[str]
+        self, table: np.ndarray, groups: list[str], clusters: list[Any]
     ) -> tuple[float, list[dict[str, Any]], dict[str, Any]]:
-        value, lo, hi = self._interval(table)
+        value, lo, hi, method = self._interval(table, groups, clusters)
         return hi, [{} for _ in range(table.shape[1])], {
             "metric": self.metric, "value": value, "ci": [lo, hi], "level": self.level,
-            "method": interval_method(self.metric), "judged": "upper end of the interval"}
+            "method": method, "judged": "upper end of the interval"}
 
 
 # --------------------------------------------------------------------------------------------

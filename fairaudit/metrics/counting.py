@@ -280,8 +280,15 @@ def contingency_table(
         n_noise = int((~keep).sum())
     g, lab = g[keep], lab[keep]
     if g.ndim == 2:
-        gvals, gcode = np.unique(g, axis=0, return_inverse=True)
-        gkeys: tuple[object, ...] = tuple(tuple(v.tolist()) for v in gvals)
+        # each attribute coded on its own (np.unique(axis=0) refuses object arrays, such as
+        # pandas' or polars' to_numpy() of text columns), then the rows of codes
+        cols = [np.unique(g[:, j], return_inverse=True) for j in range(g.shape[1])]
+        codes = np.stack([inv.reshape(-1) for _, inv in cols], axis=1) if cols else \
+            np.zeros((g.shape[0], 0), dtype=np.int64)
+        rows, gcode = np.unique(codes, axis=0, return_inverse=True)
+        gkeys: tuple[object, ...] = tuple(
+            tuple(cols[j][0][r[j]].item() if hasattr(cols[j][0][r[j]], "item")
+                  else cols[j][0][r[j]] for j in range(len(cols))) for r in rows)
     else:
         gvals, gcode = np.unique(g, return_inverse=True)
         gkeys = tuple(gvals.tolist())

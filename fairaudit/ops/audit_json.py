@@ -8,9 +8,11 @@ what was expected), never an AttributeError deep in a renderer.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import functools
 import json
+import math
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -27,11 +29,49 @@ def read_json(path: Path) -> Any:
     text = read_limited(path, MAX_JSON_BYTES, "JSON document")
     check_nesting(text, str(path), MAX_JSON_DEPTH)
     try:
-        return json.loads(text)
+        return json.loads(text, parse_int=_bounded_int, parse_float=_finite_float,
+                          parse_constant=_no_constant)
     except json.JSONDecodeError as exc:
         raise InputError(f"{path}: not valid JSON ({exc})") from None
+    except _HugeNumber as exc:
+        raise InputError(f"{path}: {exc.args[0]}; an audit JSON holds counts and metrics "
+                         f"(integers of at most {MAX_INT_DIGITS} digits, finite numbers; "
+                         "undefined values are null)") from None
     except RecursionError:  # pragma: no cover - the nesting check comes first
         raise InputError(f"{path}: nested too deeply to read") from None
+
+
+MAX_INT_DIGITS = 30
+"""The longest integer an audit JSON holds (a row count has at most 19 digits); a longer one
+is refused while parsing, before Python's 4,300-digit limit raises deep in a renderer."""
+
+
+class _HugeNumber(Exception):
+    pass
+
+
+def _bounded_int(text: str) -> int:
+    digits = len(text.lstrip("-"))
+    if digits > MAX_INT_DIGITS:
+        raise _HugeNumber(f"a number with {digits:,} digits")
+    return int(text)
+
+
+MAX_ABS_NUMBER = 1e100
+"""The largest magnitude of a number in an audit JSON (metrics, shares, objectives are far
+smaller); beyond it arithmetic on the numbers (squares, sums) could overflow."""
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value) or abs(value) > MAX_ABS_NUMBER:
+        raise _HugeNumber(f"the number {text[:40]} is out of range (at most "
+                          f"{MAX_ABS_NUMBER:g} in magnitude)")
+    return value
+
+
+def _no_constant(text: str) -> Any:
+    raise _HugeNumber(f"{text} is not a JSON number")
 
 
 @functools.lru_cache(maxsize=1)
@@ -49,7 +89,7 @@ def schema_problem(doc: Mapping[str, Any]) -> str | None:
 
     error = best_match(_validator().iter_errors(doc))
     if error is None:
-        return None
+        return shape_problem(doc)
     where = _json_path(error.absolute_path)
     if error.validator == "required":
         missing = next((k for k in error.validator_value if k not in error.instance), None)
@@ -61,6 +101,27 @@ def schema_problem(doc: Mapping[str, Any]) -> str | None:
         return f"{where or '(top level)'}: expected {want}; got {_short(error.instance)}"
     message = error.message if len(error.message) <= 160 else error.message[:157] + "..."
     return f"{where or '(top level)'}: {message}"
+
+
+def shape_problem(doc: Mapping[str, Any]) -> str | None:
+    """The first array whose length disagrees with the arrays it belongs with (what a schema
+    cannot say): each labelling's ``composition`` tables are groups x clusters. ``path: what``,
+    or None. Run after :func:`schema_problem` (the types are known to be right)."""
+    for i, lab in enumerate(doc.get("labellings") or ()):
+        for attr, comp in (lab.get("composition") or {}).items():
+            where = f"labellings[{i}].composition.{attr}"
+            n_g, n_k = len(comp["groups"]), len(comp["clusters"])
+            for key, rows, cols in (("counts", n_g, n_k), ("cluster_share", n_g, n_k),
+                                    ("population_share", n_g, None), ("noise", n_g, None)):
+                value = comp[key]
+                if len(value) != rows:
+                    return (f"{where}.{key}: {len(value)} rows for the {rows} groups of "
+                            f"{where}.groups")
+                for r, row in enumerate(value if cols is not None else ()):
+                    if len(row) != cols:
+                        return (f"{where}.{key}[{r}]: {len(row)} values for the {cols} clusters "
+                                f"of {where}.clusters")
+    return None
 
 
 def _json_path(parts: Any) -> str:
@@ -77,9 +138,16 @@ def _short(value: Any) -> str:
     return text if len(text) <= 40 else kind
 
 
+_NAMED_DATE = re.compile(r"(?<!\d)(?P<y>\d{4})-(?P<m>\d{2})-(?P<d>\d{2})"
+                         r"(?:[T_-](?P<H>\d{2}):?(?P<M>\d{2}):?(?P<S>\d{2}))?(?!\d)")
+"""A date in a file name (``runs/2026-11-22.json``), with a time when there is one
+(``runs/2026-11-22-031500.json``, as the README's nightly recipe writes them)."""
+
+
 def run_date(doc: Mapping[str, Any], path: Path | None) -> tuple[str, str]:
     """When an audit ran: ``timing.created`` if the document has it, else a date in the file's
-    name (``runs/2026-11-22.json``, as the README's nightly recipe writes them; midnight UTC),
+    name (``runs/2026-11-22.json``, midnight UTC; ``runs/2026-11-22-031500.json``, as the
+    README's nightly recipe writes them, with its time, UTC),
     else the file's modification time; and which of the three it is."""
     created = (doc.get("timing") or {}).get("created")
     if isinstance(created, str) and created:
@@ -90,12 +158,17 @@ def run_date(doc: Mapping[str, Any], path: Path | None) -> tuple[str, str]:
             pass
     if path is None:
         raise InputError("an audit document without timing.created and without a file: no date")
-    named = re.search(r"(?<!\d)(\d{4})-(\d{2})-(\d{2})(?!\d)", path.name)
+    named = _NAMED_DATE.search(path.name)
     if named:
         try:
-            day = dt.date(*map(int, named.groups()))
-            return f"{day.isoformat()}T00:00:00Z", "file name"
+            day = dt.date(*(int(named[k]) for k in ("y", "m", "d")))
         except ValueError:  # 2026-13-45: not a date
-            pass
+            day = None
+        if day is not None:
+            at = dt.time()
+            if named["H"] is not None:  # 2026-11-22-031500 / 2026-11-22T03:15:00: the time too
+                with contextlib.suppress(ValueError):
+                    at = dt.time(int(named["H"]), int(named["M"]), int(named["S"]))
+            return f"{day.isoformat()}T{at.isoformat()}Z", "file name"
     ts = dt.datetime.fromtimestamp(path.stat().st_mtime, tz=dt.UTC).replace(microsecond=0)
     return ts.isoformat().replace("+00:00", "Z"), "file mtime"

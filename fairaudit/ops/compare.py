@@ -27,6 +27,7 @@ raise :class:`IncomparableError` (exit 2) naming every reason.
 from __future__ import annotations
 
 import math
+import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -95,13 +96,16 @@ def load_audit(source: str | Path | Mapping[str, Any], *, what: str = "audit") -
         doc, where = dict(source), f"the {what} document"
     elif hasattr(source, "doc") and isinstance(source.doc, Mapping):
         doc, where = dict(source.doc), f"the {what} run"
-    else:
+    elif isinstance(source, str | os.PathLike) and os.fspath(source):
         p = Path(source)
         where = str(p)
-        if not p.is_file():
+        if not p.exists():
             raise InputError(f"{p}: no such file (expected the {what} JSON written by "
                              "`fairaudit audit --json`)")
         doc = read_json(p)
+    else:
+        raise ConfigError(f"{what}: expected the path of an audit JSON, its document (a mapping) "
+                          f"or an AuditRun; got {type(source).__name__} {source!r:.40}")
     if isinstance(doc, Mapping) and doc.get("kind") in ("fairaudit-comparison",
                                                         "fairaudit-history"):
         raise InputError(f"{where}: this is a {doc['kind']} file, not an audit JSON")

@@ -75,8 +75,11 @@ def build_history(sources: Sequence[str | Path | Mapping[str, Any]]) -> dict[str
     check_one_mode([(str(f) if f is not None else f"document {i + 1}", d)
                     for i, (d, f) in enumerate(loaded)], "history")
     if not loaded:
-        raise InputError("no audit JSON documents to build a history from"
-                         + (f" ({len(skipped)} file(s) skipped)" if skipped else ""))
+        where = ", ".join(str(p) for p in paths) or "the documents given"
+        why = (f"; skipped {len(skipped)} file(s) that are not audit JSON: "
+               + "; ".join(skipped[:3]) + (" ..." if len(skipped) > 3 else "")
+               if skipped else " (a folder stands for its *.json files)")
+        raise InputError(f"no audit JSON documents to build a history from in {where}{why}")
     runs: list[dict[str, Any]] = []
     for doc, path in loaded:
         date, source = run_date(doc, path)

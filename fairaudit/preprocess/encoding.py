@@ -382,8 +382,9 @@ class CategoricalEncoder:
                 names.append(out)
         if not names:
             raise ValueError(
-                "CategoricalEncoder.fit: every column was dropped (all constant); nothing to "
-                "encode."
+                "CategoricalEncoder.fit: every column was dropped ("
+                + "; ".join(n.removeprefix("Dropped ").rstrip(".") for n in notes[:3])
+                + ("; ..." if len(notes) > 3 else "") + "); nothing to encode."
             )
         for note in notes:
             logger.info(note)

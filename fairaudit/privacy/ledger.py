@@ -24,9 +24,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from fairaudit.core.limits import read_limited
 from fairaudit.errors import ConfigError
 
 VERSION = 1
+MAX_LEDGER_BYTES = 256 * 1024 * 1024
+"""A ledger holds one small entry per release: 256 MiB is far more than years of them."""
 
 
 def default_path() -> Path:
@@ -115,24 +118,18 @@ class Ledger:
         return entry
 
     def _write(self) -> None:
-        from fairaudit.core.io import write_temp_sibling
+        from fairaudit.report.outputs import write_output
 
         text = json.dumps(self.data, indent=1, ensure_ascii=False) + "\n"  # key order kept
-        tmp = write_temp_sibling(self.path, text)
-        try:
-            os.replace(tmp, self.path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+        write_output(self.path, text)  # atomic; only a regular file is replaced
 
 
 def _read(path: Path) -> dict[str, Any]:
     if not path.exists() or path.stat().st_size == 0:
         return {"version": VERSION, "sources": {}}
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        data = json.loads(read_limited(path, MAX_LEDGER_BYTES, "privacy ledger", ConfigError))
+    except (OSError, ValueError) as exc:  # ConfigError (size, kind, UTF-8) or bad JSON
         raise ConfigError(f"ledger {path}: not a readable fairaudit ledger ({exc}); it is left "
                           "untouched — restore it from a backup or name another --ledger"
                           ) from None
@@ -155,13 +152,18 @@ def open_ledger(path: str | Path, *, create_folder: bool = True) -> Iterator[Led
     folder does not exist is refused (a typo must not start a fresh, empty ledger)."""
     import fcntl
 
+    from fairaudit.report.outputs import regular_target
+
     path = Path(path).expanduser()
+    lock_path = path.with_name(path.name + ".lock")
+    regular_target("ledger", path)  # never a device, FIFO or folder (nor its .lock: a FIFO
+    regular_target("ledger lock", lock_path)  # there would block the open below forever)
     if not create_folder and not path.parent.is_dir():
         raise ConfigError(f"ledger {path}: its folder {path.parent} does not exist; create it, "
                           "or name an existing ledger (--ledger, [privacy] ledger, ledger=)")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        lock = open(path.with_name(path.name + ".lock"), "a")  # noqa: SIM115 - held for the block
+        lock = open(lock_path, "a")  # noqa: SIM115 - held for the block
     except OSError as exc:
         raise ConfigError(f"ledger {path}: cannot be created or locked ({exc})") from None
     try:

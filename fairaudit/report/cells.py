@@ -21,9 +21,11 @@ from fairaudit.report.words import (
     _close,
     _int,
     _step,
+    article,
     cluster_label,
     cluster_labels,
     plural,
+    quoted,
     value_text,
 )
 
@@ -65,7 +67,7 @@ class Table:
 
     def people(self, g: int, *, article: bool = True) -> str:
         """``the 311 Amer-Indian-Eskimo people``."""
-        text = f"{_int(self.group_total(g))} {self.groups[g]} people"
+        text = f"{_int(self.group_total(g))} {quoted(self.groups[g])} people"
         return "the " + text if article else text
 
     def expected(self, g: int, k: int) -> float | None:
@@ -318,7 +320,7 @@ def _ci_lower_sentence(
         return f"{head} {ctx.published_interval_text}."
     if lo <= 0 and cell is not None and cell.count == 0:
         return (f"The lower end of the {ctx.level_text} interval is 0 as well: a group absent "
-                f"from a {t.unit} gives 0 whatever the sample.")
+                f"from {article(t.unit)} {t.unit} gives 0 whatever the sample.")
     if cell is None:
         return f"{head} reflects sampling noise in the smallest cells."
     ref = cell.reference

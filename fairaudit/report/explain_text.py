@@ -32,6 +32,7 @@ from fairaudit.report.words import (
     cluster_label,
     join_clauses,
     plural,
+    quoted,
     value_text,
 )
 
@@ -172,7 +173,7 @@ def _distance_text(r: Mapping[str, Any], t: Table, ctx: Context) -> str:
             exp = f", where about {_about(e)} were expected" if e is not None else ""
             side = "over" if gap > 0 else "under"
             parts.append(
-                f"Its group most out of line is {t.groups[g]}: {t.count_text(g, k)} people"
+                f"Its group most out of line is {_q(t.groups[g])}: {t.count_text(g, k)} people"
                 f"{exp} ({side}-represented by {abs(gap) * 100:.1f} percentage points)."
             )
     else:
@@ -274,8 +275,8 @@ _LISTED = 10
 
 def _first(groups: list[str]) -> str:
     if len(groups) <= _LISTED:
-        return ", ".join(groups)
-    return (f"{', '.join(groups[:_LISTED])} and {len(groups) - _LISTED:,} more "
+        return ", ".join(map(_q, groups))
+    return (f"{', '.join(map(_q, groups[:_LISTED]))} and {len(groups) - _LISTED:,} more "
             "(all in the JSON: detail.too_small)")
 
 
@@ -315,8 +316,7 @@ def sentence(r: Mapping[str, Any], ctx: Context, spec: MetricSpec | None) -> str
 
 
 # ============================================================================ the deciding cell
-def _q(name: str) -> str:
-    return f"\u201c{name}\u201d"
+_q = quoted
 
 
 def _named(r: Mapping[str, Any], t: Table, end: str) -> tuple[int | None, int | None]:

@@ -23,13 +23,15 @@ A fresh ``jinja2.Environment`` is built for every render (no module-level state)
 
 from __future__ import annotations
 
+import contextlib
 import importlib.resources
 import inspect
 import json
 import logging
+import os
 import re
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -40,7 +42,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from fairaudit.report.model import AuditDocument
     from fairaudit.report.results import AuditRun
 
-from fairaudit.core.io import atomic_write_text
+from fairaudit.errors import ConfigError
 from fairaudit.report.results import finite
 from fairaudit.report.summary import privacy_notice
 from fairaudit.report.words import join_clauses, param_text
@@ -291,6 +293,11 @@ def build_env(
     if not sections:
         sections = collect_sections(host)
     dirs: list[Path] = [Path(d) for d in template_dirs]
+    for d in dirs:
+        if not d.is_dir():
+            raise ConfigError(f"--templates {d}: "
+                              + ("is not a folder" if d.exists() else "no such folder")
+                              + "; give a folder of templates (e.g. a copy of sections/*.j2)")
     dirs += project_template_dirs()
     tops: set[str] = set()  # one look-up per package, not per section
     for cls in sections:
@@ -403,6 +410,40 @@ def render_html(
         run = run.to_run()
     classes = collect_sections(host)
     env = build_env(host, template_dirs=template_dirs, sections=classes)
+    with _user_template_errors(template_dirs):
+        return _render_page(env, run, classes)
+
+
+@contextlib.contextmanager
+def _user_template_errors(template_dirs: Sequence[Path | str]) -> Iterator[None]:
+    """An error in a template of the user's ``--templates`` folders (a syntax error, an
+    undefined name) is a :class:`ConfigError` naming the template and line; an error in
+    fairaudit's own templates passes unchanged (a bug)."""
+    import traceback
+
+    import jinja2
+
+    roots = [os.path.realpath(d) + os.sep for d in template_dirs]
+    try:
+        yield
+    except jinja2.TemplateError as exc:
+        where: tuple[str, int | None] | None = None
+        if isinstance(exc, jinja2.TemplateSyntaxError) and exc.filename:
+            where = (exc.filename, exc.lineno)
+        else:
+            for frame in reversed(traceback.extract_tb(exc.__traceback__)):
+                if any(os.path.realpath(frame.filename).startswith(r) for r in roots):
+                    where = (frame.filename, frame.lineno)
+                    break
+        if where is None or not any(os.path.realpath(where[0]).startswith(r) for r in roots):
+            raise
+        line = f", line {where[1]}" if where[1] else ""
+        message = getattr(exc, "message", None) or str(exc)
+        raise ConfigError(f"--templates: template {where[0]}{line}: {type(exc).__name__}: "
+                          f"{message}") from None
+
+
+def _render_page(env: jinja2.Environment, run: AuditRun, classes: Sequence[type]) -> str:
     blocks = _render_sections(env, run, classes)
     doc = run.doc
     inp = doc.get("input", {}) or {}
@@ -432,9 +473,11 @@ def write_html(
     *,
     template_dirs: Sequence[Path | str] = (),
 ) -> Path:
-    """Render and write the report atomically (temporary file in the same folder, then
-    ``os.replace``): readers never see a half-written page, and a failed render leaves an
-    existing report untouched. Returns the path written."""
-    path = Path(path)
+    """Render and write the report atomically (:func:`fairaudit.report.outputs.write_output`:
+    a temporary file in the same folder, then ``os.replace``; only a regular file is replaced):
+    readers never see a half-written page, and a failed render leaves an existing report
+    untouched. Returns the path written."""
+    from fairaudit.report.outputs import write_output
+
     html = render_html(run, host, template_dirs=template_dirs)
-    return atomic_write_text(path, html)
+    return write_output(path, html)

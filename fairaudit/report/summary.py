@@ -86,7 +86,10 @@ def headline(doc: Mapping[str, Any]) -> str:
         gates += f"; twins not gated: {', '.join(g['twins'])}"
     if g["baseline"]:
         gates += f"; {g['baseline']['text']}"
-    return (f"fairaudit: {status_words(doc['status'])}  ({inp['rows_audited']:,} rows, "
+    rows = inp["rows_audited"]
+    of = (f" of {inp['rows']:,}" if isinstance(inp.get("rows"), int) and inp["rows"] > rows
+          else "")
+    return (f"fairaudit: {status_words(doc['status'])}  ({rows:,}{of} rows, "
             f"{len(doc['labellings'])} labelling(s), attributes: "
             f"{', '.join(inp['attributes'])}; gates: {gates})")
 
@@ -197,7 +200,8 @@ def caveat_lines(doc: Mapping[str, Any]) -> list[str]:
         out.extend(f"note: column {c!r} is a {why}"
                    for c, why in cols.items()
                    if isinstance(why, str) and why.startswith("date/time"))
-    # group names of one column that differ only in case or surrounding spaces (input check)
+    # group names of one column that differ only in case, spacing, Unicode form or look-alike
+    # letters (input check)
     out.extend(f"warning: {c['observed']}" for c in doc.get("checks") or ()
                if isinstance(c, Mapping) and not c.get("success")
                and str(c.get("name", "")).startswith("sensitive_names_distinct["))

@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["cluster_label", "cluster_labels", "plural"]
+__all__ = ["article", "cluster_label", "cluster_labels", "plural", "quoted"]
 
 _IRREGULAR = {
     "person": "people", "child": "children", "man": "men", "woman": "women",
@@ -27,11 +27,21 @@ _F_VES = {"leaf": "leaves", "life": "lives", "wife": "wives", "knife": "knives",
           "half": "halves", "shelf": "shelves", "wolf": "wolves", "calf": "calves"}
 
 
+def _already_plural(low: str) -> bool:
+    """``checks``, ``looks``, ``races``, ``years``: a word that is a plural already (an s after a
+    consonant, or ``-es``), not ``status``, ``class``, ``bus``, ``gas``, ``analysis``."""
+    if low.endswith(("ss", "us", "is", "os")) or len(low) < 3:
+        return False
+    return low.endswith("es") or (low.endswith("s") and low[-2] not in "aeiouy")
+
+
 def _plural_word(word: str) -> str:
     low = word.lower()
     if not low.isalpha():  # "k3", "v2": a code, not a word
         return word + "s"
     if low in _UNCHANGED or low.endswith("ies") and low[:-3] + "y" != low:
+        return word
+    if low not in _IRREGULAR and _already_plural(low):
         return word
     for table in (_IRREGULAR, _F_VES):
         if low in table:
@@ -71,6 +81,23 @@ def plural(word: str, n: int | None = None) -> str:
     return "".join(parts)
 
 
+def quoted(name: Any) -> str:
+    """A name the data gives (a group, a cluster) as sentences show it: in quotes, so that
+    ``the 93 “1” people`` is not read as a number."""
+    return f"\u201c{name}\u201d"
+
+
+def article(word: str) -> str:
+    """``a`` or ``an`` before ``word`` (by its first letter; "an occupation", "a unit",
+    "an hour" aside: "a" before "eu"/"uni"/"use", "an" before a silent h of hour/honest)."""
+    low = word.lstrip("\u201c\"'").lower()
+    if low.startswith(("hour", "honest", "honor", "honour", "heir")):
+        return "an"
+    if low.startswith(("uni", "use", "usu", "eu", "one", "once", "ubiq")):
+        return "a"
+    return "an" if low[:1] in "aeiou" and low[:1] != "" else "a"
+
+
 def cluster_labels(lab: Mapping[str, Any] | None) -> Sequence[str] | None:
     """The clusters' own names of a labelling (a labels column of strings), indexed by cluster
     id, or None when the clusters have only ids."""
@@ -86,7 +113,7 @@ def cluster_label(lab: Mapping[str, Any] | None, cluster: Any, *, unit: str = "c
     names = cluster_labels(lab)
     if names is not None and isinstance(cluster, int) and not isinstance(cluster, bool) and (
             0 <= cluster < len(names)):
-        name = f"\u201c{names[cluster]}\u201d" if quote else names[cluster]
+        name = quoted(names[cluster]) if quote else names[cluster]
         return f"{name} ({cluster})" if with_id else name
     if cluster == -1:
         return "noise"

@@ -185,7 +185,8 @@ class DistributionAuditor(CountingAuditor):
     }
     metrics = (
         MetricSpec(
-            "wd", LOWER, "size-weighted mean over clusters of Wd", headline=True, range=None,
+            "wd", LOWER, "size-weighted mean over clusters of Wd", headline=True,
+            range=(0.0, None),
             range_text=_WD_RANGE,
             meaning=(
                 "How far each cluster's group mix is from the whole data's (earth mover's "
@@ -209,12 +210,12 @@ class DistributionAuditor(CountingAuditor):
                 "the tolerance of the balance bound, not a legal rule"
             ),
         ),
-        MetricSpec("wd_max", LOWER, "largest per-cluster Wd", range=None, range_text=_WD_RANGE,
+        MetricSpec("wd_max", LOWER, "largest per-cluster Wd", range=(0.0, None), range_text=_WD_RANGE,
                    meaning="Wd of the cluster whose group mix is furthest from the population.",
                    good="0 = every cluster mirrors the population.",
                    choose_threshold="Gate on it when no single cluster may be far off, "
                    "however small."),
-        MetricSpec("wd_sum", LOWER, "sum over clusters of Wd", range=None,
+        MetricSpec("wd_sum", LOWER, "sum over clusters of Wd", range=(0.0, None),
                    range_text="[0, c] for unordered groups (c clusters); [0, c (g \u2212 1)] "
                    "for g ordered groups",
                    meaning="Wd summed over clusters (FairKM's convention); grows with the "
@@ -231,7 +232,7 @@ class DistributionAuditor(CountingAuditor):
         MetricSpec("ed_max", LOWER, "largest per-cluster Ed", range=(0, 2**0.5),
                    meaning="Ed of the cluster whose group mix is furthest from the population.",
                    good="0 = every cluster mirrors the population."),
-        MetricSpec("ed_sum", LOWER, "sum over clusters of Ed", range=None,
+        MetricSpec("ed_sum", LOWER, "sum over clusters of Ed", range=(0.0, None),
                    range_text="[0, c \u221a2] (c clusters)",
                    meaning="Ed summed over clusters; grows with the number of clusters.",
                    good="0 = every cluster mirrors the population."),
@@ -343,12 +344,13 @@ class CapacityAuditor(CountingAuditor):
                    choose_threshold="Compare clusterings of the same data only; with unequal "
                    "groups it cannot reach 1."),
         MetricSpec("balance_prime", HIGHER, "FUFS Balance': min_k min_g N[g,k]/|k|",
-                   range=None, range_text="[0, 1/g] (g groups)",
+                   range=(0.0, 1.0), range_text="[0, 1/g] (g groups)",
                    meaning="The smallest share any group has in any cluster (FUFS); no "
                    "comparison with the population.",
                    good="At most 1/g (g groups); higher is better.",
                    choose_threshold="Compare clusterings of the same data only."),
-        MetricSpec("proportion", LOWER, "FUFS Proportion: Σ_k max_g N[g,k]/|k|", range=None,
+        MetricSpec("proportion", LOWER, "FUFS Proportion: Σ_k max_g N[g,k]/|k|",
+                   range=(0.0, None),
                    range_text="[c/g, c] (c clusters, g groups)",
                    meaning="Each cluster's largest group share, summed over clusters (FUFS).",
                    good="Between c/g and c (c clusters, g groups); lower is better.",
