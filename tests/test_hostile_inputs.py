@@ -194,7 +194,7 @@ def test_the_bootstrap_memory_estimate_bounds_the_measured_peak(groups, clusters
 
     from fairaudit.core.contingency import BootstrapReplicates
     from fairaudit.core.counting_audit import run_counting_auditor
-    from fairaudit.core.stages import bootstrap_bytes
+    from fairaudit.core.limits import bootstrap_bytes
 
     joint = _joint(groups, clusters, groups * 30, seed=groups)
     estimate = bootstrap_bytes(joint, n_boot, 10)[0]

@@ -392,6 +392,8 @@ def audit(s: RunState) -> RunState:
     results: list[MetricResult] = []
     audit_classes = s.classes("auditor", "audit")
     if spec.options.bootstrap > 0 and any(issubclass(c, CountingAuditor) for c in audit_classes):
+        from fairaudit.core.limits import check_bootstrap_memory
+
         check_bootstrap_memory(s.joints, spec.options.bootstrap, spec.options.min_cell,
                                spec.options.max_memory)
     for lab_index, lab in enumerate(s.labellings):
@@ -432,62 +434,6 @@ def audit(s: RunState) -> RunState:
                                 for r in produced]
             results.extend(produced)
     return dataclasses.replace(s, results=tuple(results))
-
-
-def bootstrap_bytes(joint: JointTable, n_boot: int, min_cell: int) -> tuple[float, str, int]:
-    """Peak bytes of one labelling's bootstrap (every attribute's B x groups x clusters
-    replicate tables held at once, as the auditors share them, plus the draw of the largest),
-    the attribute with the largest table and its groups: estimated from the joint table before
-    any replicate is drawn."""
-    cells = int(joint.counts.size)
-    held, largest, name, groups = 0, 0, "", 0
-    for attribute in joint.attribute_names:
-        t = joint.table(attribute)
-        g = int((t.counts.sum(axis=1) >= min_cell).sum()) if t.counts.size else 0
-        size = g * int(t.counts.shape[1]) if t.counts.size else 0
-        held += size
-        if size >= largest:
-            largest, name, groups = size, attribute, g
-    # 8-byte replicates: the tables held; while the largest is built, its draw (B x cells) and
-    # the three copies bootstrap_counts makes of it; the intervals' temporaries: up to 30
-    # tables for small tables, down to 4 for large ones (blocks of fixed size), measured with
-    # tracemalloc (tests/test_hostile_inputs.py checks the estimate against the peak)
-    per_table = 30.0 if largest <= 2000 else max(4.0, 30.0 * 2000 / largest)
-    need = 8.0 * n_boot * (held + 4 * cells + per_table * largest) + _FIXED_BYTES
-    return need, name, groups
-
-
-_FIXED_BYTES = 16 * 1024**2
-"""Temporaries of fixed size (the intervals' blocks of statistics, a few MB)."""
-
-
-def check_bootstrap_memory(joints: Mapping[str, JointTable], n_boot: int, min_cell: int,
-                           max_memory: int | None) -> None:
-    """Exit 2 before any replicate is drawn when the bootstrap of a labelling would need more
-    memory than ``--max-memory`` allows (the replicates of every joint table are held at once)."""
-    from fairaudit.core.limits import check_memory
-
-    worst: tuple[float, str, str, int] | None = None
-    for name, joint in joints.items():
-        need, attribute, groups = bootstrap_bytes(joint, n_boot, min_cell)
-        if worst is None or need > worst[0]:
-            worst = (need, name, attribute, groups)
-    if worst is None:
-        return
-    need, name, attribute, groups = worst
-    fits = max(0, int(n_boot * 0.9 * _bound_of(max_memory) / need)) if need else n_boot
-    check_memory(
-        need, max_memory,
-        f"the confidence intervals of {name!r} (--bootstrap {n_boot:,} replicates of every "
-        f"table; {groups:,} groups of {attribute!r} with at least --min-cell rows)",
-        (f"lower --bootstrap (about {fits:,} would fit)" if fits >= 1 else "use --bootstrap 0")
-        + f", or bin {attribute!r} into fewer groups")
-
-
-def _bound_of(max_memory: int | None) -> int:
-    from fairaudit.core.limits import memory_bound
-
-    return memory_bound(max_memory)[0]
 
 
 def _all_noise(joint: JointTable | None) -> bool:

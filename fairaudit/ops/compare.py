@@ -56,9 +56,10 @@ MOVER_REFERENCE = (
 class IncomparableError(InputError):
     """The two audits cannot be compared; ``reasons`` lists why (exit 2)."""
 
-    def __init__(self, reasons: Sequence[str]):
+    def __init__(self, reasons: Sequence[str], names: tuple[str, str] | None = None):
         self.reasons = tuple(reasons)
-        lines = ["the two audits cannot be compared:"] + [f"  - {r}" for r in self.reasons]
+        which = f" (baseline {names[0]}, current {names[1]})" if names else ""
+        lines = [f"the two audits cannot be compared{which}:"] + [f"  - {r}" for r in self.reasons]
         super().__init__("\n".join(lines))
 
 
@@ -380,12 +381,12 @@ def compare(baseline: str | Path | Mapping[str, Any], current: str | Path | Mapp
     tol = parse_tolerances(tolerance)
     base = load_audit(baseline, what="baseline")
     cur = load_audit(current, what="current")
-    check_one_mode([(str(baseline) if isinstance(baseline, str | Path) else "the baseline", base),
-                    (str(current) if isinstance(current, str | Path) else "the current run",
-                     cur)], "compare")
+    names = (str(baseline) if isinstance(baseline, str | Path) else "the baseline",
+             str(current) if isinstance(current, str | Path) else "the current run")
+    check_one_mode([(names[0], base), (names[1], cur)], "compare")
     reasons = incomparable_reasons(base, cur, allow_version_change=allow_version_change)
     if reasons:
-        raise IncomparableError(reasons)
+        raise IncomparableError(reasons, names)
     b_labs = {str(lab.get("name")): lab for lab in base["labellings"]}
     c_labs = {str(lab.get("name")): lab for lab in cur["labellings"]}
     alignments = {n: align_clusters(b_labs[n], c_labs[n]) for n in c_labs if n in b_labs}
@@ -395,7 +396,7 @@ def compare(baseline: str | Path | Mapping[str, Any], current: str | Path | Mapp
         raise IncomparableError([
             "no result in common: the baseline has labellings "
             f"{sorted(b_labs)} and the current run {sorted(c_labs)} (same --labels column or "
-            "clusterer names, and the same auditors, are needed)"])
+            "clusterer names, and the same auditors, are needed)"], names)
     changes = [
         _change(b_res[_key(r)], r, tol, alignments.get(str(r.get("labelling"))))
         for r in cur["results"] if _key(r) in b_res
