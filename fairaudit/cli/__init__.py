@@ -10,7 +10,7 @@ terminated (SIGTERM). ``--debug`` adds a traceback and fairaudit's debug log, ne
 register on it when their modules are imported here.
 """
 
-from fairaudit.cli import other_commands, run_commands  # noqa: F401  (register the commands)
+from fairaudit.cli import ledger_commands, other_commands, run_commands  # noqa: F401  (register)
 from fairaudit.cli.base import EXIT_FAILED, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, main, run
 from fairaudit.cli.run_commands import demo_data_path
 

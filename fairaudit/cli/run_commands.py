@@ -120,7 +120,8 @@ def audit(data: str, sensitive, labels, features, exclude, chain_file, clusters,
           separator, decimal_comma, null_values, default_nulls, bootstrap, ci_method, engine_name,
           scheduler,
           workers, twins, baseline, tolerances, quiet, debug, disabled, publish, epsilon, privacy_budget, ledger,
-          privacy_source, dp_categories, dp_clusters, dp_fitted, dp_domain, delta) -> int:
+          privacy_source, dp_categories, dp_clusters, dp_fitted, dp_domain, delta, new_ledger,
+          allow_large_epsilon) -> int:
     """Audit DATA (Parquet file, directory or glob of Parquet files, or CSV)."""
     from fairaudit.core.build import chain_from_flags
     from fairaudit.core.chain import load_chain, parse_threshold_flag
@@ -156,7 +157,8 @@ def audit(data: str, sensitive, labels, features, exclude, chain_file, clusters,
         on_nonfinite=on_nonfinite, bootstrap=bootstrap, ci_method=ci_method, audits=audits,
         skip_audits=_split(skip_audits), timing=timing, base=base, twins=twins,
         privacy=_privacy_flags(publish, epsilon, privacy_budget, ledger, privacy_source,
-                               dp_categories, dp_clusters, dp_fitted, dp_domain, delta),
+                               dp_categories, dp_clusters, dp_fitted, dp_domain, delta,
+                               new_ledger, allow_large_epsilon),
         reader_options={"separator": opts["separator"], "null_values": opts["null_values"],
                         "default_nulls": default_nulls,
                         "decimal_comma": decimal_comma or None},

@@ -200,6 +200,21 @@ def one_char(v: Any) -> str:
     return v
 
 
+def positive(v: Any) -> float:
+    """A finite number > 0."""
+    f = number(0.0, math.inf)(v)
+    if f <= 0:
+        raise Invalid
+    return f
+
+
+def reason(v: Any) -> str:
+    """A non-empty text (what a record says about why)."""
+    if not isinstance(v, str) or not v.strip():
+        raise Invalid
+    return v.strip()
+
+
 def optional(check: Callable[[Any], Any]) -> Callable[[Any], Any]:
     def opt(v: Any) -> Any:
         return None if v is None else check(v)
@@ -265,6 +280,10 @@ PARAMS: dict[str, Param] = {p.name: p for p in (
           "a Dask scheduler address such as 'tcp://host:8786'", optional(text)),
     Param("workers", "--workers", "engine.workers", f"an int in [1, {MAX_WORKERS}]",
           optional(integer(1, MAX_WORKERS))),
+    # fairaudit ledger raise / lower (fairaudit/cli/ledger_commands.py)
+    Param("budget_to", "--to", None, "a finite number > 0 (the source's new budget, epsilon)",
+          positive),
+    Param("budget_reason", "--reason", None, "a non-empty text saying why", reason),
 )}
 
 

@@ -19,7 +19,6 @@ import os
 import time
 from typing import Any
 
-from fairaudit.core.document import frame_fingerprint
 from fairaudit.core.inputs import resolve_roles, source_name
 from fairaudit.core.plugins import blaming_plugins
 from fairaudit.core.spec import ChainSpec
@@ -124,24 +123,16 @@ def _run_chain(spec: ChainSpec, host: Any, *, data_path: Any, engine: Any) -> Au
     spec = validate_chain(expand_twins(spec, host.registry), host.registry, columns=columns)
     roles = resolve_roles(spec, schema)
 
-    if spec.privacy.publish:
-        from fairaudit.privacy.publish import prepare, run_published
+    if spec.privacy.publish:  # the ledger's guard: source, people, budget (docs/privacy.md)
+        from fairaudit.privacy.accounting import run_published
+        from fairaudit.privacy.publish import prepare
 
         spec = prepare(spec, host.registry)
         state = RunState(spec=spec, host=host, engine=engine, clock=clock, path=path, lf=lf,
                          roles=roles, in_memory=in_memory, started=started)
-        return run_published(
-            spec, path, lambda: frame_fingerprint(path) if in_memory else _fingerprint(path),
-            lambda: _run(state),
-        )
+        return run_published(spec, path, lf, roles, lambda: _run(state))
     return _run(RunState(spec=spec, host=host, engine=engine, clock=clock, path=path, lf=lf,
                          roles=roles, in_memory=in_memory, started=started))
-
-
-def _fingerprint(path: Any) -> str:
-    from fairaudit.core.io import fingerprint
-
-    return fingerprint(path)
 
 
 def _run(state: RunState) -> AuditRun:
