@@ -118,8 +118,8 @@ _PRIVACY_KEYS = {
     "allow_large_epsilon": "true: accept an epsilon above 10 (at most 1000)",
 }
 EPSILON_CEILING = 10.0
-"""Largest epsilon per release without ``allow_large_epsilon``: the top of what published
-deployments use (docs/privacy.md, "Choosing epsilon")."""
+"""Largest epsilon per release without ``allow_large_epsilon`` (docs/privacy.md, "Choosing
+epsilon": at 10 the odds of anything published may change by e^10 = 22,026)."""
 EPSILON_MAX = 1000.0
 """Largest epsilon at all: above it no cell gets any noise (the release is the exact table)."""
 EPSILON_FLOOR = 1e-3
@@ -255,9 +255,9 @@ def privacy_problems(p: PrivacySpec, name: Mapping[str, str], *,
                     f"fairaudit accepts even with {_ALLOW_LARGE}: no cell would get any noise "
                     "(the release would be the exact table)"))
     elif p.epsilon > EPSILON_CEILING and not p.allow_large_epsilon:
-        out.append((name["epsilon"], f"{p.epsilon!r} is above {EPSILON_CEILING:g}, the top of "
-                    "what published deployments use per release: the odds of anything "
-                    f"published may change by e^{p.epsilon:g}, and nearly every cell is exact; "
+        out.append((name["epsilon"], f"{p.epsilon!r} is above {EPSILON_CEILING:g}, fairaudit's "
+                    "ceiling per release: the odds of anything published may change by "
+                    f"e^{p.epsilon:g}, and nearly every cell is exact; "
                     f"give {_ALLOW_LARGE} to publish it anyway (at most {EPSILON_MAX:g})"))
     if p.budget is not None:
         if not number(p.budget) or p.budget <= 0:

@@ -279,9 +279,9 @@ def _note_large_epsilon(doc: dict[str, Any], epsilon: float) -> None:
     from fairaudit.core.spec import EPSILON_CEILING
 
     if epsilon > EPSILON_CEILING:
-        note = (f"epsilon {epsilon:g} is above {EPSILON_CEILING:g}, the top of what published "
-                "deployments use per release (accepted with --allow-large-epsilon): this "
-                "release protects next to nothing, nearly every count in it is exact")
+        note = (f"epsilon {epsilon:g} is above {EPSILON_CEILING:g}, fairaudit's ceiling per "
+                "release (accepted with --allow-large-epsilon): this release protects next to "
+                "nothing, nearly every count in it is exact")
         log.warning("%s", note)
         doc.setdefault("notes", []).append(note)
 
