@@ -192,3 +192,13 @@ def test_sketch_round_trips_and_rejects_bad_json():
                 {"column": "id", "complete": True, "hashes": "AAAA"}):
         with pytest.raises(ValueError):
             ColumnSketch.from_json(bad)
+
+
+def test_few_distinct_texts_hash_as_each_value_alone():
+    """A long column of few texts takes the per-distinct path: the same hashes as one by one."""
+    from fairaudit.privacy.fingerprint import hash_text
+
+    rng = np.random.default_rng(5)
+    s = pl.Series(rng.choice(["a", "bb", "", None, "é"], 20_000).tolist(), dtype=pl.String)
+    one_by_one = np.concatenate([hash_text(s[i:i + 1000]) for i in range(0, 20_000, 1000)])
+    assert np.array_equal(hash_text(s), one_by_one)

@@ -58,6 +58,7 @@ _U = np.uint64
 _MASK = (1 << 64) - 1
 _BASE = _U(0x100000001B3)  # odd multiplier of the polynomial over the bytes
 _NULL = _U(0x9E3779B97F4A7C15)
+_FEW = 2048
 _LANES = (0x243F6A8885A308D3, 0x13198A2E03707344, 0xA4093822299F31D0, 0x082EFA98EC4E6C89)
 
 
@@ -91,6 +92,14 @@ def hash_text(values: Any) -> np.ndarray:
 
     s = values.cast(pl.String)
     n = len(s)
+    if n > 4 * _FEW and s.head(_FEW).n_unique() <= _FEW // 8:  # few distinct texts (a
+        uniq = s.drop_nulls().unique()                          # category): hash each once
+        if len(uniq) <= n // 8:
+            table = pl.Series(hash_text(uniq), dtype=pl.UInt64)
+            out = s.fill_null(uniq[0] if len(uniq) else "").replace_strict(
+                uniq, table, return_dtype=pl.UInt64).to_numpy().copy()
+            out[s.is_null().to_numpy()] = _NULL
+            return out
     lens = s.str.len_bytes().fill_null(0).to_numpy().astype(np.int64)
     total = int(lens.sum())
     h = np.zeros(n, dtype=np.uint64)
@@ -279,34 +288,34 @@ def fingerprint_frame(lf: Any, audited: Sequence[str], *, sketch: bool = True,
     audited = list(audited)
     if not audited:
         raise ValueError("fingerprint_frame: no audited column")
-    exprs = [pl.col(c).alias(f"a{i}") for i, c in enumerate(audited)]
     sketched: dict[str, _Bottom] = {}
     if sketch:
-        for j, c in enumerate(schema.names()):
+        for c in schema.names():
             dtype = schema[c]
-            if dtype.is_nested() or dtype in (pl.Boolean, pl.Null, pl.Object):
-                continue
-            exprs.append(pl.col(c).alias(f"s{j}"))
-            sketched[f"s{j}"] = _Bottom(c, dtype.is_integer())
+            if not (dtype.is_nested() or dtype in (pl.Boolean, pl.Null, pl.Object)):
+                sketched[c] = _Bottom(c, dtype.is_integer())
+    needed = list(dict.fromkeys([*audited, *sketched]))  # each column read and hashed once
+    alias = {c: f"c{j}" for j, c in enumerate(needed)}
     lanes = np.zeros(len(_LANES), dtype=np.uint64)
     rows = 0
-    for batch in _batches(lf.select(exprs)):
+    for batch in _batches(lf.select([pl.col(c).alias(alias[c]) for c in needed])):
         n = batch.height
         rows += n
-        acc = [np.full(n, _U(seed), dtype=np.uint64) for seed in _LANES]
-        for i, c in enumerate(audited):
-            h = hash_values(batch.get_column(f"a{i}"))
+        hashes = {}
+        for c in needed:
+            h = hash_values(batch.get_column(alias[c]))
             if h is None:
                 raise ValueError(f"column {c!r} of type {schema[c]} cannot be fingerprinted")
-            with np.errstate(over="ignore"):
-                for lane, seed in enumerate(_LANES):
-                    acc[lane] = _mix(acc[lane] ^ (h + _U((seed * (i + 1)) & _MASK)))
+            hashes[c] = h
+        acc = [np.full(n, _U(seed), dtype=np.uint64) for seed in _LANES]
         with np.errstate(over="ignore"):
+            for i, c in enumerate(audited):
+                for lane, seed in enumerate(_LANES):
+                    acc[lane] = _mix(acc[lane] ^ (hashes[c] + _U((seed * (i + 1)) & _MASK)))
             for lane in range(len(_LANES)):
                 lanes[lane] += acc[lane].sum(dtype=np.uint64)
-        for alias, bottom in sketched.items():
-            col = batch.get_column(alias)
-            bottom.add(hash_values(col), col)
+        for c, bottom in sketched.items():
+            bottom.add(hashes[c], batch.get_column(alias[c]))
         if meter is not None:
             meter.update(rows)
     digest = hashlib.sha256(f"{SCHEME}|{len(audited)}|{rows}|".encode())
