@@ -97,34 +97,29 @@ def _change(raising: bool, source: str, to: float, reason: str | None,
     return EXIT_OK
 
 
-@ledger.command("raise")
-@click.argument("source")
-@click.option("--to", "to", type=float, required=True, metavar="EPS",
-              help="The source's new budget (total epsilon), above the recorded one.")
-@click.option("--reason", default=None, metavar="TEXT",
-              help="Why (required; recorded with the change, e.g. who signed it off).")
-@_LEDGER
-@_common
-@_handle_errors
-def raise_(source: str, to: float, reason: str | None, ledger_path: str | None, quiet: bool,
-           debug: bool, disabled: Sequence[str]) -> int:
-    """Raise SOURCE's budget to EPS: the only way to raise it (recorded with when and why)."""
-    del disabled
-    _setup_logging(debug, quiet)
-    return _change(True, source, to, reason, ledger_path)
+def _budget_command(name: str, raising: bool, summary: str, to_help: str,
+                    reason_help: str) -> None:
+    """``fairaudit ledger raise`` / ``lower``: the same arguments, the direction differs."""
+
+    @ledger.command(name, help=summary, short_help=summary.split(":")[0])
+    @click.argument("source")
+    @click.option("--to", "to", type=float, required=True, metavar="EPS", help=to_help)
+    @click.option("--reason", default=None, metavar="TEXT", help=reason_help)
+    @_LEDGER
+    @_common
+    @_handle_errors
+    def command(source: str, to: float, reason: str | None, ledger_path: str | None,
+                quiet: bool, debug: bool, disabled: Sequence[str]) -> int:
+        del disabled
+        _setup_logging(debug, quiet)
+        return _change(raising, source, to, reason, ledger_path)
 
 
-@ledger.command()
-@click.argument("source")
-@click.option("--to", "to", type=float, required=True, metavar="EPS",
-              help="The source's new budget (total epsilon), below the recorded one.")
-@click.option("--reason", default=None, metavar="TEXT", help="Why (optional; recorded).")
-@_LEDGER
-@_common
-@_handle_errors
-def lower(source: str, to: float, reason: str | None, ledger_path: str | None, quiet: bool,
-          debug: bool, disabled: Sequence[str]) -> int:
-    """Lower SOURCE's budget to EPS (always allowed; recorded with when)."""
-    del disabled
-    _setup_logging(debug, quiet)
-    return _change(False, source, to, reason, ledger_path)
+_budget_command(
+    "raise", True, "Raise SOURCE's budget to EPS: the only way to raise it (recorded with when "
+    "and why).", "The source's new budget (total epsilon), above the recorded one.",
+    "Why (required; recorded with the change, e.g. who signed it off).")
+_budget_command(
+    "lower", False, "Lower SOURCE's budget to EPS (always allowed; recorded with when).",
+    "The source's new budget (total epsilon), below the recorded one.",
+    "Why (optional; recorded).")
