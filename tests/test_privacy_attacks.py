@@ -509,3 +509,40 @@ def test_a_published_run_prints_no_exact_count(tmp_path, run_cli, monkeypatch, v
     leaked = (_numbers(console) & counts) - allowed
     assert not leaked, (sorted(leaked), res.output[-3000:])
     assert os.path.exists(tmp_path / "fairaudit-report.html")
+
+
+def test_redaction_masks_records_progress_warnings_and_errors(caplog):
+    """The pieces of item 8 one by one: a log record's numbers (not those inside names, not a
+    traceback's line numbers), a progress record's counts, a warning, an error and its cause."""
+    import logging
+    import warnings
+
+    from fairaudit.core.progress import Meter
+    from fairaudit.privacy.redact import mask, no_exact_counts
+
+    assert mask("read rows: 7,214 rows; 'Other' (n=7); race_2020; 0.5 s; line 12") == \
+        "read rows: # rows; 'Other' (n=#); race_2020; # s; line 12"
+    caplog.set_level(logging.INFO)
+    shown: list[str] = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        warnings.showwarning = lambda message, *a, **k: shown.append(str(message))
+        with no_exact_counts():
+            logging.getLogger("fairaudit.test").warning("%d of %d rows", 37, 2371)
+            with Meter("read rows", 2371, "rows") as meter:
+                meter.update(2371)
+            warnings.warn("dropped 37 rows", UserWarning, stacklevel=1)
+    logging.getLogger("fairaudit.test").warning("%d rows after the block", 2371)
+    messages = [r.getMessage() for r in caplog.records]
+    assert "# of # rows" in messages and "2371 rows after the block" in messages
+    progress = [r.progress for r in caplog.records if getattr(r, "progress", None)]
+    assert progress and all(p["done"] == 0 and p["total"] is None for p in progress)
+    assert progress[-1].get("closed")
+    assert shown == ["dropped # rows"]
+    with pytest.raises(KeyError) as err:
+        with no_exact_counts():
+            try:
+                raise ValueError("7,214 rows")
+            except ValueError as exc:
+                raise KeyError("group of 12") from exc
+    assert err.value.args == ("group of #",) and err.value.__cause__.args == ("# rows",)

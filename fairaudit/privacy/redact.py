@@ -91,6 +91,16 @@ def _install() -> None:
     _installed = True
 
 
+def _mask_error(exc: BaseException) -> None:
+    """The error's message, and those of its causes (a ``--debug`` traceback prints them)."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if exc.args and all(isinstance(a, str) for a in exc.args):
+            exc.args = tuple(mask(a) for a in exc.args)
+        exc = exc.__cause__ or exc.__context__
+
+
 @contextlib.contextmanager
 def no_exact_counts() -> Iterator[None]:
     """Mask the numbers of every log record, progress record, warning and error of the block."""
@@ -107,8 +117,7 @@ def no_exact_counts() -> Iterator[None]:
         try:
             yield
         except Exception as exc:
-            if exc.args and all(isinstance(a, str) for a in exc.args):
-                exc.args = tuple(mask(a) for a in exc.args)
+            _mask_error(exc)
             raise
         finally:
             _ACTIVE.reset(token)
