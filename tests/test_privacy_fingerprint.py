@@ -202,3 +202,26 @@ def test_few_distinct_texts_hash_as_each_value_alone():
     s = pl.Series(rng.choice(["a", "bb", "", None, "é"], 20_000).tolist(), dtype=pl.String)
     one_by_one = np.concatenate([hash_text(s[i:i + 1000]) for i in range(0, 20_000, 1000)])
     assert np.array_equal(hash_text(s), one_by_one)
+
+
+def test_a_count_table_has_the_fingerprint_of_the_rows_it_counts(monkeypatch):
+    """A database source moves only the GROUP BY of the audited columns with its counts: the
+    fingerprint of that table (``counts=``) is the fingerprint of the rows, in any batching."""
+    rng = np.random.default_rng(7)
+    n = 3000
+    df = pl.DataFrame({"race": rng.choice(["A", "B", ""], n), "sex": rng.choice(["F", "M"], n),
+                       "seg": rng.integers(0, 6, n)}).with_columns(pl.col("race").replace("", None))
+    cols = ["race", "sex", "seg"]
+    cube = df.group_by(cols).len("n").sample(fraction=1.0, shuffle=True, seed=3)
+    counted = fingerprint_frame(cube.lazy(), cols, counts="n")
+    assert counted.content == content(df, cols) and counted.sketch == ()
+    monkeypatch.setattr(fpm, "BATCH_ROWS", 5)
+    assert fingerprint_frame(cube.lazy(), cols, counts="n").content == content(df, cols)
+    assert fingerprint_frame(cube.with_columns(pl.col("n") + (pl.int_range(pl.len()) == 0))
+                             .lazy(), cols, counts="n").content != content(df, cols)
+    for bad, match in ((cube.with_columns(pl.col("n").cast(pl.Float64)), "integer"),
+                       (cube.with_columns(n=-pl.col("n").cast(pl.Int64)), "negative")):
+        with pytest.raises(ValueError, match=match):
+            fingerprint_frame(bad.lazy(), cols, counts="n")
+    with pytest.raises(ValueError, match="audited"):
+        fingerprint_frame(cube.lazy(), [*cols, "n"], counts="n")

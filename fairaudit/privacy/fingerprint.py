@@ -27,7 +27,8 @@ folder of parts, a database query, an in-memory table):
 The hash is this module's own (a polynomial over the value's UTF-8 bytes, mixed by SplitMix64),
 not polars' (which is not stable across polars versions): a ledger written today is read by
 later versions. ``fingerprint_frame`` is the one entry point; sources other than files (issue 36)
-call it on the ``LazyFrame`` of their query.
+call it on the ``LazyFrame`` of their query, or on their ``GROUP BY``'s counts (``counts=``:
+the same fingerprint as the rows counted, without moving the rows).
 """
 
 from __future__ import annotations
@@ -278,16 +279,28 @@ def _batches(lf: Any) -> Any:
 
 
 def fingerprint_frame(lf: Any, audited: Sequence[str], *, sketch: bool = True,
-                      meter: Any = None) -> DataFingerprint:
+                      counts: str | None = None, meter: Any = None) -> DataFingerprint:
     """The content fingerprint of ``lf``'s ``audited`` columns (in this order) and the sketch of
     its near-unique columns (every column of ``lf`` is a candidate), in one streaming pass.
-    ``meter`` (a :class:`fairaudit.core.progress.Meter`) is advanced by the rows read."""
+    ``meter`` (a :class:`fairaudit.core.progress.Meter`) is advanced by the rows read.
+
+    ``counts`` names a column of row counts: each row of ``lf`` then stands for that many rows
+    (a ``GROUP BY`` of the audited columns with ``COUNT(*)``, which is all a database source
+    moves for a labels audit), and the fingerprint is the one of the rows it counts. Such a
+    frame has no identifiers: nothing is sketched."""
     import polars as pl
 
     schema = lf.collect_schema()
     audited = list(audited)
     if not audited:
         raise ValueError("fingerprint_frame: no audited column")
+    if counts is not None:
+        if counts not in schema.names() or not schema[counts].is_integer():
+            raise ValueError(f"fingerprint_frame: counts column {counts!r} must be an integer "
+                             "column of the frame")
+        if counts in audited:
+            raise ValueError(f"fingerprint_frame: counts column {counts!r} is audited")
+        sketch = False
     sketched: dict[str, _Bottom] = {}
     if sketch:
         for c in schema.names():
@@ -296,10 +309,19 @@ def fingerprint_frame(lf: Any, audited: Sequence[str], *, sketch: bool = True,
                 sketched[c] = _Bottom(c, dtype.is_integer())
     needed = list(dict.fromkeys([*audited, *sketched]))  # each column read and hashed once
     alias = {c: f"c{j}" for j, c in enumerate(needed)}
+    select = [pl.col(c).alias(alias[c]) for c in needed]
+    if counts is not None:
+        select.append(pl.col(counts).alias("n"))
     lanes = np.zeros(len(_LANES), dtype=np.uint64)
     rows = 0
-    for batch in _batches(lf.select([pl.col(c).alias(alias[c]) for c in needed])):
-        n = batch.height
+    for batch in _batches(lf.select(select)):
+        weight = None
+        if counts is not None:
+            weight = batch.get_column("n").cast(pl.Int64).to_numpy()
+            if batch.get_column("n").null_count() or (weight < 0).any():
+                raise ValueError(f"fingerprint_frame: counts column {counts!r} has a null or "
+                                 "negative count")
+        n = batch.height if weight is None else int(weight.sum())
         rows += n
         hashes = {}
         for c in needed:
@@ -307,12 +329,14 @@ def fingerprint_frame(lf: Any, audited: Sequence[str], *, sketch: bool = True,
             if h is None:
                 raise ValueError(f"column {c!r} of type {schema[c]} cannot be fingerprinted")
             hashes[c] = h
-        acc = [np.full(n, _U(seed), dtype=np.uint64) for seed in _LANES]
+        acc = [np.full(batch.height, _U(seed), dtype=np.uint64) for seed in _LANES]
         with np.errstate(over="ignore"):
             for i, c in enumerate(audited):
                 for lane, seed in enumerate(_LANES):
                     acc[lane] = _mix(acc[lane] ^ (hashes[c] + _U((seed * (i + 1)) & _MASK)))
             for lane in range(len(_LANES)):
+                if weight is not None:  # a row counted w times adds its hash w times (mod 2^64)
+                    acc[lane] = acc[lane] * weight.astype(np.uint64)
                 lanes[lane] += acc[lane].sum(dtype=np.uint64)
         for c, bottom in sketched.items():
             bottom.add(hashes[c], batch.get_column(alias[c]))
