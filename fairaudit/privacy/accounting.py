@@ -49,11 +49,11 @@ def dataset_root(path: str) -> str:
     a URL (``s3://bucket/segments/date=.../x.parquet``) is treated the same way on its text."""
     text = os.path.expanduser(str(path))
     if "://" in text:
-        scheme, rest = text.split("://", 1)
+        scheme, rest = _without_secrets(text, keep_user=False).split("://", 1)
         parts = [p for p in rest.split("/") if p]
         while parts and any(ch in parts[-1] for ch in "*?["):
             parts.pop()
-        if parts and "." in parts[-1]:
+        if len(parts) > 1 and "." in parts[-1]:
             parts.pop()
         while len(parts) > 1 and _HIVE.fullmatch(parts[-1]):
             parts.pop()
@@ -73,12 +73,27 @@ def dataset_root(path: str) -> str:
     return str(real)
 
 
+def _without_secrets(url: str, *, keep_user: bool) -> str:
+    """``url`` without its password, query and fragment (and without its user unless
+    ``keep_user``): ``postgresql://me:secret@db/crm?sslkey=k`` -> ``postgresql://db/crm``. A
+    ledger never holds a credential, and the people of ``db/crm`` are the same whoever logs in."""
+    scheme, rest = url.split("://", 1)
+    rest = re.split(r"[?#]", rest, maxsplit=1)[0]
+    host, slash, tail = rest.partition("/")
+    if "@" in host:
+        user, _, host = host.rpartition("@")
+        if keep_user:
+            host = f"{user.split(':', 1)[0]}@{host}"
+    return f"{scheme}://{host}{slash}{tail}"
+
+
 def input_name(path: Any) -> str | None:
-    """What a release records as its input: the real path (or URL, glob); None in memory."""
+    """What a release records as its input: the real path (or the URL without its password and
+    query, a glob); None in memory."""
     if not isinstance(path, str):
         return None
     text = os.path.expanduser(path)
-    return text if "://" in text else os.path.realpath(text)
+    return _without_secrets(text, keep_user=True) if "://" in text else os.path.realpath(text)
 
 
 def source_of(privacy: Any, path: Any) -> tuple[str, bool]:
@@ -203,7 +218,21 @@ def budget_of(book: Any, key: str, given: float | None) -> float:
     return recorded if given is None else min(given, recorded)
 
 
-def check_budget(book: Any, key: str, epsilon: float, budget: float) -> None:
+def check_budget(book: Any, key: str, epsilon: float, budget: float,
+                 delta: float = 0.0) -> None:
+    """Refuse a release that would pass the source's epsilon budget, or bring the deltas of its
+    releases (they add up too) above :data:`~fairaudit.core.spec.DELTA_MAX`, the most one
+    release may use: every source's releases together stay (budget, 1e-3)-DP at worst."""
+    from fairaudit.core.spec import DELTA_MAX
+
+    spent_delta = book.spent_delta(key)
+    if spent_delta + delta > DELTA_MAX * (1 + 1e-12):
+        raise ConfigError(
+            f"privacy budget: ledger {book.given}: source {key!r} has spent delta "
+            f"{spent_delta:.3g} in private-domain releases; this release needs {delta:.3g}, "
+            f"which would bring its total above {DELTA_MAX:g} (the most fairaudit lets one "
+            "source lose: the deltas of its releases add up) — lower --delta, or declare the "
+            "groups (--dp-categories) and publish with the public domain (delta 0)")
     spent = book.spent(key)
     if spent + epsilon > budget * (1 + 1e-12):
         left = max(budget - spent, 0.0)
@@ -254,7 +283,8 @@ def run_published(spec: Any, path: Any, lf: Any, roles: Any, compute: Any) -> An
             return AuditRun(copy.deepcopy(stored["document"]),
                             ledger_now=_ledger_now(book, key, stored["created"]))
         budget = budget_of(book, key, privacy.budget)
-        check_budget(book, key, privacy.epsilon, budget)
+        check_budget(book, key, privacy.epsilon, budget,
+                     privacy.delta if privacy.domain == "private" else 0.0)
         with redact.no_exact_counts():
             run = compute()
         _note_large_epsilon(run.doc, privacy.epsilon)
