@@ -10,7 +10,8 @@ the budget that holds whether or not the flag is repeated.
   (it would start a fresh budget by default); an in-memory table has no path and must be named.
 * **The same people under another name**: a release whose audited rows are recorded under
   another source (equal content fingerprint), or whose identifiers mostly are (the sketch of
-  :mod:`fairaudit.privacy.fingerprint`), is refused naming that source.
+  :mod:`fairaudit.privacy.fingerprint`), or whose counts are within the noise of such a
+  release (:mod:`fairaudit.privacy.nearcopy`), is refused naming that source.
 * **The same release**: the same audited rows (any order, format, path) and the same question
   (every option that changes the release: the roles, the chain's steps and options, the
   thresholds, the seed, epsilon, the domain) return the stored release at no cost; anything else
@@ -171,8 +172,11 @@ def check_default_source(book: Any, key: str) -> None:
         f"people, name their source ({_NAME_IT})")
 
 
-def same_people(book: Any, key: str, fp: Any) -> str | None:
-    """Why this data looks like a release recorded under another source (None if not)."""
+def same_people(book: Any, key: str, fp: Any, cube: Any = None) -> str | None:
+    """Why this data looks like a release recorded under another source (None if not):
+    the same audited rows, most of the same identifiers (the sketch), or ``cube()`` — the
+    data's exact intersection x labels counts, computed only when needed — within the noise
+    of what such a release published (:mod:`fairaudit.privacy.nearcopy`)."""
     from fairaudit.privacy.fingerprint import ColumnSketch, overlap
 
     others = [(k, r) for k in book.keys() if k != key for r in book.releases(k)]
@@ -188,6 +192,20 @@ def same_people(book: Any, key: str, fp: Any) -> str | None:
                     return _same(book, key, other, r,
                                  f"most values of its column {mine.column!r} are in column "
                                  f"{theirs.column!r} of that release")
+    if cube is None or not others:
+        return None
+    from fairaudit.privacy import nearcopy
+
+    n_attributes, exact = cube
+    counts = None
+    for other, r in others:
+        released = nearcopy.released_cube(r["document"], n_attributes)
+        if released is None:
+            continue
+        counts = exact() if counts is None else counts
+        if nearcopy.within_noise(counts, *released):
+            return _same(book, key, other, r, "its counts per group and cluster are within "
+                         "the noise of that release's")
     return None
 
 
@@ -273,7 +291,7 @@ def run_published(spec: Any, path: Any, lf: Any, roles: Any, compute: Any) -> An
             check_default_source(book, key)
         with redact.no_exact_counts():
             fp = fingerprint(lf, columns)
-        conflict = same_people(book, key, fp)
+        conflict = same_people(book, key, fp, _cube(spec, roles, lf))
         if conflict:
             raise ConfigError(conflict)
         stored = book.find(key, fp.content, options)
@@ -303,6 +321,16 @@ def run_published(spec: Any, path: Any, lf: Any, roles: Any, compute: Any) -> An
             "document": run.to_json()})
         book.write()
         return AuditRun(run.doc, ledger_now=_ledger_now(book, key, None))
+
+
+def _cube(spec: Any, roles: Any, lf: Any) -> tuple[int, Any] | None:
+    """``(number of sensitive attributes, a function giving the exact intersection x labels
+    counts)`` for the near-copy check of a labels audit; None for a fitted clustering."""
+    if spec.cluster or not roles.labels or not roles.sensitive:
+        return None
+    from fairaudit.privacy.nearcopy import exact_cube
+
+    return len(roles.sensitive), lambda: exact_cube(lf, roles.sensitive, roles.labels)
 
 
 def _note_large_epsilon(doc: dict[str, Any], epsilon: float) -> None:
