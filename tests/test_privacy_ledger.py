@@ -65,12 +65,19 @@ def test_the_lock_is_one_for_a_link_and_its_target(tmp_path):
         assert book.keys() == []
 
 
-def test_a_new_ledger_is_written_whole_readable_by_its_owner_only(tmp_path):
+def test_a_new_ledger_is_written_whole_readable_by_its_owner_only(tmp_path, caplog):
+    """... and its start is a warning (a job whose home is new on every run would otherwise
+    start fresh budgets silently); the next release into it is not."""
     data = tmp_path / "d" / "t.parquet"
     data.parent.mkdir()
     table().write_parquet(data)
     ledger = tmp_path / "l.json"
+    caplog.set_level("WARNING", logger="fairaudit.privacy.ledger")
     publish(data, ledger)
+    started = [r for r in caplog.records if "a new ledger was started" in r.getMessage()]
+    assert len(started) == 1 and str(ledger) in started[0].getMessage()
+    publish(data, ledger, dp_categories={"sex": ["F", "M"]})
+    assert len([r for r in caplog.records if "a new ledger" in r.getMessage()]) == 1
     assert (os.stat(ledger).st_mode & 0o777) == 0o600
     assert sorted(p.name for p in tmp_path.iterdir()) == ["d", "l.json", "l.json.lock"]
     book = json.loads(ledger.read_text())
@@ -78,7 +85,7 @@ def test_a_new_ledger_is_written_whole_readable_by_its_owner_only(tmp_path):
     src = book["sources"]["people"]
     assert src["budget"] == 4.0
     assert [h["how"] for h in src["budget_history"]] == ["set by the source's first release"]
-    (r,) = src["releases"]
+    r = src["releases"][0]
     assert r["input"] == str(data.resolve()) and r["fingerprint"].startswith("audited-v1:")
     assert r["epsilon"] == pytest.approx(1.0) and r["delta"] == 0.0
 

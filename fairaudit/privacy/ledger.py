@@ -264,11 +264,14 @@ def resolve(path: str | Path | None, *, create: bool) -> tuple[Path, Path, bool]
 class Ledger:
     """An open, locked ledger (use :func:`open_ledger`)."""
 
-    def __init__(self, path: Path, given: Path, data: dict[str, Any]) -> None:
+    def __init__(self, path: Path, given: Path, data: dict[str, Any], *,
+                 new: bool = False) -> None:
         self.path = path
         """The real file (links resolved)."""
         self.given = given
         self.data = data
+        self.new = new
+        """No ledger was there: the first write starts one (every source a fresh budget)."""
 
     # ---------------------------------------------------------------- reading
     def keys(self) -> list[str]:
@@ -332,6 +335,12 @@ class Ledger:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
             raise
+        if self.new:
+            log.warning("ledger %s: a new ledger was started (there was none): its sources "
+                        "start with fresh budgets. A scheduled job must keep this file between "
+                        "runs (a container's or CI runner's home does not): point --ledger at "
+                        "lasting storage", self.given)
+            self.new = False
         with contextlib.suppress(OSError):  # the rename itself survives a crash
             folder = os.open(self.path.parent, os.O_RDONLY)
             try:
@@ -364,11 +373,9 @@ def open_ledger(path: str | Path | None, *, create: bool = False,
     except OSError as exc:
         raise ConfigError(f"ledger {given}: cannot be locked ({exc})") from None
     try:
-        if exists or real.exists():
-            data = read(real)
-        else:
-            data = {"format": FORMAT, "version": VERSION, "sources": {}}
-        yield Ledger(real, given, data)
+        new = not (exists or real.exists())
+        data = {"format": FORMAT, "version": VERSION, "sources": {}} if new else read(real)
+        yield Ledger(real, given, data, new=new)
     finally:
         lock.release()
 
