@@ -228,11 +228,14 @@ def test_chain_privacy_table_publishes(small_path, tmp_path, run_cli):
     chain.write_text('[data]\nsensitive = ["race", "sex"]\nlabels = "segment"\n[[audit]]\n'
                      f'use = "balance"\n[privacy]\npublish = true\nepsilon = 0.7\n'
                      f'ledger = "{ledger}"\nnew_ledger = true\nbudget = 2.0\n'
+                     'source = "applicants"\n'
                      '[privacy.categories]\nsex = ["F", "M", "X"]\n')
     res = run_cli("run", chain, small_path, "-o", tmp_path / "o.html", "-q")
     assert res.exit_code == 0, res.output
     doc = json.loads((tmp_path / "o.json").read_text())
     assert doc["privacy"]["epsilon"] == pytest.approx(0.7)
+    assert doc["privacy"]["ledger"]["source"] == "applicants"
+    assert list(json.loads(ledger.read_text())["sources"]) == ["applicants"]
     assert doc["privacy"]["cubes"][0]["domain"]["sex"] == "declared"
     assert doc["privacy"]["cubes"][0]["cells"] == 4 * 3 * 3  # segments x race x (F, M, X)
 
