@@ -64,22 +64,27 @@ def released_cube(doc: Mapping[str, Any], n_attributes: int,
     question, a private domain, a fitted clustering)."""
     from fairaudit.privacy.dp import discrete_laplace_variance
 
-    p = doc.get("privacy") or {}
+    p = doc.get("privacy")
+    labs = doc.get("labellings")
+    if not isinstance(p, dict) or not isinstance(labs, list) or len(labs) != 1 or \
+            not isinstance(labs[0], dict) or not isinstance(labs[0].get("composition"), dict):
+        return None
     scale = p.get("noise_scale")
-    if p.get("mode") != "dp" or not isinstance(scale, int | float) or p.get("delta") or \
-            p.get("threshold") is not None or len(doc.get("labellings") or []) != 1:
+    if p.get("mode") != "dp" or not isinstance(scale, int | float) or not scale > 0 or \
+            p.get("delta") or p.get("threshold") is not None or \
+            labs[0].get("origin", "column") != "column":
         return None
-    (lab,) = doc["labellings"]
-    if lab.get("origin", "column") != "column":
-        return None
-    tables = [t for k, t in (lab.get("composition") or {}).items()
-              if k.count(INTERSECTION_SEP) == n_attributes - 1]
+    tables = [t for k, t in labs[0]["composition"].items()
+              if isinstance(k, str) and k.count(INTERSECTION_SEP) == n_attributes - 1]
     if len(tables) != 1:
         return None
     t = tables[0]
-    cube = {(str(g), str(c)): int(n)
-            for g, row in zip(t["groups"], t["counts"], strict=True)
-            for c, n in zip(t["clusters"], row, strict=True)}
+    try:  # a stored document is only checked to be an object: read it defensively
+        cube = {(str(g), str(c)): int(n)
+                for g, row in zip(t["groups"], t["counts"], strict=True)
+                for c, n in zip(t["clusters"], row, strict=True)}
+    except (KeyError, TypeError, ValueError):
+        return None
     return cube, discrete_laplace_variance(float(scale)) + 1 / 12  # + the rounding
 
 
