@@ -39,6 +39,7 @@ def test_the_default_source_is_the_dataset_root(tmp_path, monkeypatch):
                      "segments/*/*/*/part-*.parquet", "segments/year=*/month=12/*.parquet",
                      "alias/year=2026/month=12/day=01/part-0.parquet"):
         assert dataset_root(str(spelling)) == want, spelling
+    assert dataset_root((part / "part-0.parquet").as_uri()) == want
     (tmp_path / "plain").mkdir()
     assert dataset_root("plain/export-2026-12-01.csv") == str((tmp_path / "plain").resolve())
     assert dataset_root(os.path.join("~", "x.csv")) == os.path.expanduser("~")

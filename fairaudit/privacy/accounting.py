@@ -48,7 +48,7 @@ def dataset_root(path: str) -> str:
 
     ``segments/date=2026-12-01/part-0.parquet`` and ``./segments/`` are both ``/abs/segments``;
     a URL (``s3://bucket/segments/date=.../x.parquet``) is treated the same way on its text."""
-    text = os.path.expanduser(str(path))
+    text = _local(os.path.expanduser(str(path)))
     if "://" in text:
         scheme, rest = _without_secrets(text, keep_user=False).split("://", 1)
         parts = [p for p in rest.split("/") if p]
@@ -74,6 +74,15 @@ def dataset_root(path: str) -> str:
     return str(real)
 
 
+def _local(text: str) -> str:
+    """``file:///abs/x.parquet`` is the local path ``/abs/x.parquet`` (the same people)."""
+    if text[:8].lower() == "file:///":
+        from urllib.parse import unquote
+
+        return unquote(text[7:])
+    return text
+
+
 def _without_secrets(url: str, *, keep_user: bool) -> str:
     """``url`` without its password, query and fragment (and without its user unless
     ``keep_user``): ``postgresql://me:secret@db/crm?sslkey=k`` -> ``postgresql://db/crm``. A
@@ -93,7 +102,7 @@ def input_name(path: Any) -> str | None:
     query, a glob); None in memory."""
     if not isinstance(path, str):
         return None
-    text = os.path.expanduser(path)
+    text = _local(os.path.expanduser(path))
     return _without_secrets(text, keep_user=True) if "://" in text else os.path.realpath(text)
 
 
