@@ -6,8 +6,9 @@ and what of it is the ledger's accounting (the data's fingerprint and sketch).
 Both runs audit a generated Parquet table (sex 2 groups, race 6, age band 5; a labels column of
 ``--clusters`` segments; a sparse person id and an income, which the sketch keeps) with the
 counting auditors balance and distribution, 200 bootstrap replicates; the publish run adds the
-fingerprint pass, the noise, the parametric bootstrap and the ledger. Runs are alternated
-(exact, publish, fingerprint, exact, ...) and the medians compared (docs/benchmarks.md); wall
+fingerprint pass, the noise, the parametric bootstrap and the ledger; ``counts`` is the
+near-copy check's exact cube alone (fairaudit.privacy.nearcopy). Runs are alternated
+(exact, publish, fingerprint, content only, counts, exact, ...) and the medians compared (docs/benchmarks.md); wall
 and CPU (user + sys of this process) times are printed with the load average.
 """
 
@@ -44,6 +45,7 @@ def _cpu() -> float:
 def main() -> None:
     import fairaudit
     from fairaudit.privacy.fingerprint import fingerprint_frame
+    from fairaudit.privacy.nearcopy import exact_cube
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", default="100000,1000000")
@@ -59,7 +61,7 @@ def main() -> None:
             fairaudit.audit(str(path), sensitive=["sex", "race", "age"],  # warm-up: imports
                             labels="segment", audit=["balance", "distribution"])
             wall: dict[str, list[float]] = {m: [] for m in ("exact", "publish", "fingerprint",
-                                                             "content only")}
+                                                             "content only", "counts")}
             cpu: dict[str, list[float]] = {m: [] for m in wall}
             for r in range(args.repeat):
                 for mode in wall:
@@ -71,6 +73,8 @@ def main() -> None:
                         fairaudit.audit(str(path), sensitive=["sex", "race", "age"],
                                         labels="segment", audit=["balance", "distribution"],
                                         **kw)
+                    elif mode == "counts":  # the near-copy check's exact cube
+                        exact_cube(pl.scan_parquet(path), audited[:3], audited[3])
                     else:
                         fingerprint_frame(pl.scan_parquet(path), audited,
                                           sketch=mode == "fingerprint")
