@@ -305,7 +305,7 @@ def run_published(spec: Any, path: Any, lf: Any, roles: Any, compute: Any) -> An
             raise ConfigError(conflict)
         stored = book.find(key, fp.content, options)
         if stored is not None:
-            log.warning("unchanged data and options: the stored release of %s is returned; "
+            log.warning("unchanged data and options: the stored release of source %r is returned; "
                         "no privacy budget spent (ledger %s)", key, book.given)
             return AuditRun(copy.deepcopy(stored["document"]),
                             ledger_now=_ledger_now(book, key, stored["created"]))
