@@ -78,6 +78,8 @@ def audit(
     dp_fitted: str | None = None,
     dp_domain: str | None = None,
     delta: float | None = None,
+    new_ledger: bool | None = None,
+    allow_large_epsilon: bool | None = None,
     progress: bool = False,
 ) -> AuditRun:
     """Audit ``data``: a path, directory or glob; a polars DataFrame/LazyFrame; a pandas
@@ -116,9 +118,13 @@ def audit(
     ``suppress`` is retired: ``False`` is accepted with a :class:`FutureWarning`, ``True``
     raises :class:`~fairaudit.errors.ConfigError`.
     ``publish=True`` makes a differentially private release instead of the analyst's exact
-    report (docs/privacy.md): ``epsilon`` (default 1.0) is what it spends, ``privacy_budget``
-    the total the ``ledger`` (default ``$XDG_STATE_HOME/fairaudit/ledger.json``) allows for the
-    data source (``privacy_source``, default the input's path); ``dp_categories`` /
+    report (docs/privacy.md): ``epsilon`` (default 1.0, at most 10 unless
+    ``allow_large_epsilon=True``) is what it spends from the budget of the data source
+    (``privacy_source``; default the input's folder, hive partition folders stripped; an
+    in-memory table must name it) recorded in the ``ledger`` (default
+    ``$XDG_STATE_HOME/fairaudit/ledger.json``; another path must exist, or ``new_ledger=True``);
+    ``privacy_budget`` sets that budget on the source's first release and can only hold later
+    runs to less (raise it with ``fairaudit ledger raise``); ``dp_categories`` /
     ``dp_clusters`` declare the public group and cluster names; ``dp_fitted="conditional"``
     accepts publishing clusterings fitted on the same rows; ``dp_domain="private"`` chooses the
     released cells privately (a threshold; ``delta``, default 1e-7). They override a chain's
@@ -192,9 +198,14 @@ def audit(
         audits=v["audit"], skip_audits=v["skip_audit"],
         timing=v["timing"], base=_base_chain(v["chain"]), twins=v["twins"],
         privacy={"publish": v["publish"], "epsilon": epsilon, "budget": privacy_budget,
-                 "ledger": v["ledger"], "source": v["privacy_source"],
-                 "categories": v["dp_categories"], "clusters": v["dp_clusters"],
-                 "fitted": dp_fitted, "domain": dp_domain, "delta": delta},
+                 "ledger": None if v["ledger"] is None else str(v["ledger"]),
+                 "source": v["privacy_source"],
+                 "categories": None if v["dp_categories"] is None else
+                 {str(a): tuple(str(g) for g in gs) for a, gs in v["dp_categories"].items()},
+                 "clusters": None if v["dp_clusters"] is None else
+                 tuple(str(c) for c in v["dp_clusters"]),
+                 "fitted": dp_fitted, "domain": dp_domain, "delta": delta,
+                 "new_ledger": new_ledger, "allow_large_epsilon": allow_large_epsilon},
         privacy_names=API_NAMES, surface="api",
         reader_options={"separator": v["separator"], "null_values": v["null_values"],
                         "default_nulls": v["default_nulls"],

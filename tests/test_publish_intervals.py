@@ -45,7 +45,8 @@ def publish_frame(tmp_path, frame: pl.DataFrame, sensitive, **kw):
     path = tmp_path / "people.parquet"
     frame.write_parquet(path)
     return fairaudit.audit(str(path), sensitive=sensitive, labels="segment", publish=True,
-                           ledger=str(tmp_path / "ledger.json"), **kw)
+                           ledger=str(tmp_path / "ledger.json"), new_ledger=True,
+                           **{"privacy_budget": 100.0, **kw})
 
 
 def result(run, metric: str, attribute: str) -> dict:
@@ -163,7 +164,8 @@ def test_intervals_are_post_processing_of_the_release(tmp_path, monkeypatch):
         run = fairaudit.audit(_write(tmp_path, random_labels_12_groups(seed)),
                               sensitive=["group"], labels="segment", publish=True, epsilon=0.5,
                               audit=["balance", "distribution", "capacity"],
-                              ledger=str(tmp_path / f"l{seed}.json"))
+                              ledger=str(tmp_path / f"l{seed}.json"), new_ledger=True,
+                              privacy_budget=1.0)
         doc = run.to_json()
         doc["privacy"]["ledger"].pop("path")
         docs.append(json.dumps(doc, sort_keys=True))

@@ -55,7 +55,8 @@ def publish(tmp_path, frame, epsilon=1.0, **kw):
     frame.write_parquet(path)
     return fairaudit.audit(str(path), sensitive=["health", "insurance", "zip3"],
                            labels="segment", publish=True, epsilon=epsilon,
-                           ledger=str(tmp_path / "ledger.json"), **kw)
+                           ledger=str(tmp_path / "ledger.json"), new_ledger=True,
+                           **{"privacy_budget": 100.0, **kw})
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
@@ -143,7 +144,8 @@ def test_own_cubes_are_post_processing_only(tmp_path, monkeypatch):
         frame.write_parquet(path)
         run = fairaudit.audit(str(path), sensitive=["health", "insurance", "zip3"],
                               labels="segment", publish=True, bootstrap=50,
-                              ledger=str(tmp_path / ledger))
+                              ledger=str(tmp_path / ledger), new_ledger=True,
+                              privacy_budget=1.0)
         doc = run.to_json()
         doc["privacy"]["ledger"].pop("path")
         docs.append(json.dumps(doc, sort_keys=True))

@@ -11,6 +11,7 @@ register on it when their modules are imported here.
 """
 
 from fairaudit.cli import (  # noqa: F401  (register the commands)
+    ledger_commands,
     other_commands,
     repair_commands,
     run_commands,

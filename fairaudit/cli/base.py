@@ -265,9 +265,16 @@ def _privacy_options(fn: Callable[..., Any]) -> Callable[..., Any]:
                      help="Total epsilon the ledger allows for this data source; a release "
                      "that would pass it exits 2."),
         click.option("--ledger", type=click.Path(dir_okay=False), default=None, metavar="PATH",
-                     help="Privacy ledger [default: $XDG_STATE_HOME/fairaudit/ledger.json]."),
+                     help="Privacy ledger, an existing file [default: "
+                     "$XDG_STATE_HOME/fairaudit/ledger.json]."),
+        click.option("--new-ledger", is_flag=True, default=None,
+                     help="Start a new ledger at --ledger PATH if it does not exist (without "
+                     "it a missing ledger exits 2: a typo must not start a fresh budget)."),
         click.option("--privacy-source", default=None, metavar="NAME",
-                     help="Name of the data source in the ledger [default: the input's path]."),
+                     help="The data source (population) whose budget the release spends "
+                     "[default: the input's folder, hive partition folders stripped]."),
+        click.option("--allow-large-epsilon", is_flag=True, default=None,
+                     help="Accept an --epsilon above 10 (at most 1000): weak protection."),
         click.option("--dp-categories", multiple=True, metavar="ATTR=G1,G2",
                      help="Declare the public groups of a sensitive attribute (repeatable); "
                      "undeclared attributes use the groups observed, assumed public."),
@@ -289,7 +296,7 @@ def _privacy_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _privacy_flags(publish, epsilon, budget, ledger, source, categories, clusters, fitted,
-                   domain, delta) -> dict[str, Any]:
+                   domain, delta, new_ledger=None, allow_large_epsilon=None) -> dict[str, Any]:
     from fairaudit.errors import ConfigError
 
     cats: dict[str, tuple[str, ...]] | None = None
@@ -303,7 +310,8 @@ def _privacy_flags(publish, epsilon, budget, ledger, source, categories, cluster
     return {"publish": publish, "epsilon": epsilon, "budget": budget, "ledger": ledger,
             "source": source, "categories": cats,
             "clusters": None if clusters is None else _split([clusters]), "fitted": fitted,
-            "domain": domain, "delta": delta}
+            "domain": domain, "delta": delta, "new_ledger": new_ledger,
+            "allow_large_epsilon": allow_large_epsilon}
 
 
 def run(args: Sequence[str] | None = None) -> None:

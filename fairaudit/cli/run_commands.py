@@ -141,7 +141,8 @@ def audit(data: str, sensitive, labels, features, exclude, chain_file, clusters,
           separator, decimal_comma, null_values, default_nulls, table, query, key, data_format,
           table_version, bootstrap, ci_method, engine_name, scheduler, max_memory,
           workers, twins, baseline, tolerances, baseline_missing, quiet, debug, disabled, publish, epsilon, privacy_budget, ledger,
-          privacy_source, dp_categories, dp_clusters, dp_fitted, dp_domain, delta) -> int:
+          privacy_source, dp_categories, dp_clusters, dp_fitted, dp_domain, delta, new_ledger,
+          allow_large_epsilon) -> int:
     """Audit DATA: a Parquet file, directory or glob, a CSV file, an object-store path
     (s3://bucket/prefix/*.parquet), a Delta table, or a database URL with --table or --query
     (postgresql://user@host/db, duckdb:///file.duckdb, sqlite:///file.db; docs/sources.md)."""
@@ -182,7 +183,8 @@ def audit(data: str, sensitive, labels, features, exclude, chain_file, clusters,
         bootstrap=bootstrap, ci_method=ci_method, audits=audits,
         skip_audits=_split(skip_audits), timing=timing, base=base, twins=twins,
         privacy=_privacy_flags(publish, epsilon, privacy_budget, ledger, privacy_source,
-                               dp_categories, dp_clusters, dp_fitted, dp_domain, delta),
+                               dp_categories, dp_clusters, dp_fitted, dp_domain, delta,
+                               new_ledger, allow_large_epsilon),
         reader_options={"separator": opts["separator"], "null_values": opts["null_values"],
                         "default_nulls": default_nulls,
                         "decimal_comma": decimal_comma or None, "table": opts["table"],

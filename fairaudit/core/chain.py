@@ -147,11 +147,12 @@ def _parse_privacy(d: Any, problems: _Problems) -> PrivacySpec:
     problems.unknown_keys(d, _PRIVACY_KEYS, "privacy")
     kw: dict[str, Any] = {k: d[k] for k in ("epsilon", "budget", "ledger", "source", "fitted",
                                             "domain", "delta") if k in d}
-    if "publish" in d:
-        if isinstance(d["publish"], bool):
-            kw["publish"] = d["publish"]
-        else:
-            problems.add("privacy.publish", f"must be true or false; got {d['publish']!r}")
+    for flag in ("publish", "new_ledger", "allow_large_epsilon"):
+        if flag in d:
+            if isinstance(d[flag], bool):
+                kw[flag] = d[flag]
+            else:
+                problems.add(f"privacy.{flag}", f"must be true or false; got {d[flag]!r}")
     if "categories" in d:
         c = d["categories"]
         if isinstance(c, Mapping) and all(isinstance(v, list) for v in c.values()):

@@ -246,6 +246,21 @@ def one_char(v: Any) -> str:
     return v
 
 
+def positive(v: Any) -> float:
+    """A finite number > 0."""
+    f = number(0.0, math.inf)(v)
+    if f <= 0:
+        raise Invalid
+    return f
+
+
+def reason(v: Any) -> str:
+    """A non-empty text (what a record says about why)."""
+    if not isinstance(v, str) or not v.strip():
+        raise Invalid
+    return v.strip()
+
+
 def optional(check: Callable[[Any], Any]) -> Callable[[Any], Any]:
     def opt(v: Any) -> Any:
         return None if v is None else check(v)
@@ -356,6 +371,10 @@ PARAMS: dict[str, Param] = {p.name: p for p in (
           optional(group_lists)),
     Param("dp_clusters", "--dp-clusters", "privacy.clusters",
           "a list of cluster names, e.g. ['A', 'B']", optional(names_list)),
+    # fairaudit ledger raise / lower (fairaudit/cli/ledger_commands.py)
+    Param("budget_to", "--to", None, "a finite number > 0 (the source's new budget, epsilon)",
+          positive),
+    Param("budget_reason", "--reason", None, "a non-empty text saying why", reason),
 )}
 
 

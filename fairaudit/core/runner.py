@@ -19,7 +19,6 @@ import os
 import time
 from typing import Any
 
-from fairaudit.core.document import frame_fingerprint
 from fairaudit.core.inputs import resolve_roles, source_name
 from fairaudit.core.plugins import blaming_plugins
 from fairaudit.core.spec import ChainSpec
@@ -145,23 +144,14 @@ def _load_and_run(spec: ChainSpec, host: Any, *, data_path: Any, engine: Any) ->
     spec = check_chain(spec, host.registry, columns)
     roles = resolve_roles(spec, schema)
 
-    if spec.privacy.publish:
-        from fairaudit.privacy.publish import run_published
+    if spec.privacy.publish:  # the ledger's guard: source, people, budget (docs/privacy.md)
+        from fairaudit.privacy.accounting import run_published
 
         state = RunState(spec=spec, host=host, engine=engine, clock=clock, path=path, lf=lf,
                          roles=roles, in_memory=in_memory, started=started)
-        return run_published(
-            spec, path, lambda: frame_fingerprint(path) if in_memory else _fingerprint(path),
-            lambda: _run(state),
-        )
+        return run_published(spec, path, lf, roles, lambda: _run(state))
     return _run(RunState(spec=spec, host=host, engine=engine, clock=clock, path=path, lf=lf,
                          roles=roles, in_memory=in_memory, started=started))
-
-
-def _fingerprint(path: Any) -> str:
-    from fairaudit.core.io import fingerprint
-
-    return fingerprint(path)
 
 
 def _run(state: RunState) -> AuditRun:

@@ -112,17 +112,33 @@ _ENGINE_KEYS = {
 ENGINE_NAMES = ("local", "dask")
 _PRIVACY_KEYS = {
     "publish": "true: make a differentially private release (docs/privacy.md)",
-    "epsilon": "privacy loss of one release (pure epsilon-DP), a finite number > 0",
-    "budget": "total epsilon the ledger allows for this data source",
+    "epsilon": "privacy loss of one release (pure epsilon-DP), from 0.001 to 10",
+    "budget": "the data source's total epsilon, recorded by its first release",
     "ledger": "path of the privacy ledger (default $XDG_STATE_HOME/fairaudit/ledger.json)",
-    "source": "name of the data source in the ledger (default: the input's absolute path)",
+    "source": "the data source (population) whose budget a release spends (default: the "
+              "input's folder, hive partition folders stripped)",
     "categories": "table: attribute = [its groups], the declared (public) group domain",
     "clusters": "the declared (public) cluster names of a labels column",
     "fitted": "'refuse' (default) or 'conditional': publish labellings fitted on these rows",
     "domain": "'public' (declared or observed groups, every cell noised) or 'private' (cells "
               "chosen privately by a threshold; needs delta)",
-    "delta": "delta of the 'private' domain (default 1e-7; > 0 and <= 1e-3)",
+    "delta": "delta of the 'private' domain (default 1e-7; >= 1e-15 and <= 1e-3)",
+    "new_ledger": "true: start a new ledger at privacy.ledger when it does not exist",
+    "allow_large_epsilon": "true: accept an epsilon above 10 (at most 1000)",
 }
+EPSILON_CEILING = 10.0
+"""Largest epsilon per release without ``allow_large_epsilon`` (docs/privacy.md, "Choosing
+epsilon": at 10 the odds of anything published may change by e^10 = 22,026)."""
+EPSILON_MAX = 1000.0
+"""Largest epsilon at all: above it no cell gets any noise (the release is the exact table)."""
+EPSILON_FLOOR = 1e-3
+"""Smallest epsilon: below it the noise (sd about 1,400 people per cell) says nothing, and the
+mechanism's scale leaves the range OpenDP searches."""
+DELTA_FLOOR = 1e-15
+"""Smallest delta: below it the private domain's threshold leaves the range OpenDP searches."""
+DELTA_MAX = 1e-3
+_ALLOW_LARGE = ("--allow-large-epsilon ([privacy] allow_large_epsilon = true, "
+                "allow_large_epsilon=True)")
 FITTED_CHOICES = ("refuse", "conditional")
 DOMAIN_CHOICES = ("public", "private")
 _TOP_KEYS = {"data", "options", "preprocess", "cluster", "audit", "threshold", "compare",
@@ -214,15 +230,12 @@ class PrivacySpec:
     fitted: str = "refuse"
     domain: str = "public"
     delta: float = 1e-7
+    new_ledger: bool = False
+    """Start a new ledger at ``ledger`` when it does not exist (a typo must not)."""
+    allow_large_epsilon: bool = False
     given: frozenset[str] = field(default=frozenset(), compare=False, repr=False)
     """The parameters (other than ``publish``) set explicitly: without ``publish`` they are
     refused, never silently ignored."""
-
-    def to_json(self) -> dict[str, Any]:
-        return {"publish": self.publish, "epsilon": self.epsilon, "budget": self.budget,
-                "categories": {k: list(v) for k, v in self.categories.items()},
-                "clusters": None if self.clusters is None else list(self.clusters),
-                "fitted": self.fitted, "domain": self.domain, "delta": self.delta}
 
 
 def privacy_problems(p: PrivacySpec, name: Mapping[str, str], *,
@@ -250,6 +263,19 @@ def privacy_problems(p: PrivacySpec, name: Mapping[str, str], *,
 
     if not number(p.epsilon) or p.epsilon <= 0:
         out.append((name["epsilon"], f"must be a finite number > 0; got {p.epsilon!r}"))
+    elif p.epsilon < EPSILON_FLOOR:
+        out.append((name["epsilon"], f"{p.epsilon!r} is below {EPSILON_FLOOR:g}: the noise "
+                    "(sd about 1,400 people per cell at 0.001) would say nothing, and the "
+                    "mechanism's scale leaves the range OpenDP searches"))
+    elif p.epsilon > EPSILON_MAX:
+        out.append((name["epsilon"], f"{p.epsilon!r} is above {EPSILON_MAX:g}, the most "
+                    f"fairaudit accepts even with {_ALLOW_LARGE}: no cell would get any noise "
+                    "(the release would be the exact table)"))
+    elif p.epsilon > EPSILON_CEILING and not p.allow_large_epsilon:
+        out.append((name["epsilon"], f"{p.epsilon!r} is above {EPSILON_CEILING:g}, fairaudit's "
+                    "ceiling per release: the odds of anything published may change by "
+                    f"e^{p.epsilon:g}, and nearly every cell is exact; "
+                    f"give {_ALLOW_LARGE} to publish it anyway (at most {EPSILON_MAX:g})"))
     if p.budget is not None:
         if not number(p.budget) or p.budget <= 0:
             out.append((name["budget"], f"must be a finite number > 0; got {p.budget!r}"))
@@ -259,13 +285,18 @@ def privacy_problems(p: PrivacySpec, name: Mapping[str, str], *,
     if p.domain not in DOMAIN_CHOICES:
         out.append((name["domain"], f"must be one of {', '.join(DOMAIN_CHOICES)}; got "
                     f"{p.domain!r}"))
-    if not number(p.delta) or not 0 < p.delta <= 1e-3:
-        out.append((name["delta"], f"must be a number > 0 and <= 1e-3; got {p.delta!r}"))
+    if not number(p.delta) or not DELTA_FLOOR <= p.delta <= DELTA_MAX:
+        out.append((name["delta"], f"must be a number >= {DELTA_FLOOR:g} and <= "
+                    f"{DELTA_MAX:g}; got {p.delta!r} (below {DELTA_FLOOR:g} the private "
+                    "domain's threshold leaves the range OpenDP searches)"))
     elif "delta" in p.given and p.domain == "public":
         domain = {"--delta": "--dp-domain private", "delta=": "dp_domain='private'"}.get(
             name["delta"], "privacy.domain = 'private'")
         out.append((name["delta"], f"is the delta of {domain}; the public domain is pure "
                     "epsilon-DP (no delta) and would ignore it"))
+    for key in ("new_ledger", "allow_large_epsilon"):
+        if not isinstance(getattr(p, key), bool):
+            out.append((name[key], f"must be true or false; got {getattr(p, key)!r}"))
     if p.fitted not in FITTED_CHOICES:
         out.append((name["fitted"], f"must be one of {', '.join(FITTED_CHOICES)}; got "
                     f"{p.fitted!r}"))
@@ -291,11 +322,13 @@ _TOML_NAMES = {k: f"privacy.{k}" for k in _PRIVACY_KEYS}
 FLAG_NAMES = {"publish": "--publish", "epsilon": "--epsilon", "budget": "--privacy-budget",
               "ledger": "--ledger", "source": "--privacy-source", "categories": "--dp-categories",
               "clusters": "--dp-clusters", "fitted": "--dp-fitted", "domain": "--dp-domain",
-              "delta": "--delta"}
+              "delta": "--delta", "new_ledger": "--new-ledger",
+              "allow_large_epsilon": "--allow-large-epsilon"}
 API_NAMES = {"publish": "publish=", "epsilon": "epsilon=", "budget": "privacy_budget=",
              "ledger": "ledger=", "source": "privacy_source=", "categories": "dp_categories=",
              "clusters": "dp_clusters=", "fitted": "dp_fitted=", "domain": "dp_domain=",
-             "delta": "delta="}
+             "delta": "delta=", "new_ledger": "new_ledger=",
+             "allow_large_epsilon": "allow_large_epsilon="}
 
 
 def check_privacy(p: PrivacySpec, names: Mapping[str, str] = FLAG_NAMES) -> PrivacySpec:
