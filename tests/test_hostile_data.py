@@ -102,7 +102,9 @@ def test_api_argument_types_are_refused_naming_the_keyword(tmp_path, kwargs, nam
 
 def test_api_accepts_paths_and_lists(tmp_path):
     run = fairaudit.audit(make_synthetic(400), sensitive="sex", labels="segment", publish=True,
-                          ledger=tmp_path / "ledger.json", dp_categories={"sex": ["F", "M"]},
+                          ledger=tmp_path / "ledger.json", new_ledger=True,
+                          privacy_source="synthetic", privacy_budget=2.0,
+                          dp_categories={"sex": ["F", "M"]},
                           dp_clusters=[0, 1, 2], bootstrap=20, audit=["balance"])
     groups = {g["group"] for g in run.doc["input"]["groups"]["sex"]}
     assert groups == {"F", "M"} and (tmp_path / "ledger.json").exists()
