@@ -108,7 +108,7 @@ def test_a_missing_database_file_is_not_created(tmp_path):
 
 
 def test_publish_from_a_database_is_refused(files, tmp_path):  # noqa: F811
-    with pytest.raises(ConfigError, match="--publish: .* has no content fingerprint yet"):
+    with pytest.raises(ConfigError, match="--publish: .* is a database: the privacy ledger"):
         fairaudit.audit(files["duckdb"], table="people", sensitive=["sex"], labels="segment",
                         publish=True, ledger=tmp_path / "ledger.json")
     assert not (tmp_path / "ledger.json").exists()

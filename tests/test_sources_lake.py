@@ -146,3 +146,34 @@ def test_an_s3_delta_table(bucket, s3_endpoint, tmp_path):  # noqa: F811
     run = fairaudit.audit(f"{bucket}/delta/people", format="delta", **LABELS)
     same_audit(run, fairaudit.audit(str(tmp_path / "p.parquet"), **LABELS))
     assert np.isclose(run.doc["input"]["rows"], 600)
+
+
+# ------------------------------------------------------------------ --publish from a store
+PUBLISH = {"sensitive": ["sex"], "labels": "segment", "audit": ["balance"], "bootstrap": 20,
+           "publish": True, "epsilon": 0.6, "dp_domain": "private", "delta": 1e-6}
+
+
+def test_a_release_from_s3_and_from_its_local_copy_share_one_budget(bucket, parts, tmp_path):
+    """The fingerprint is of the audited rows, so the same people in an object store and in a
+    local folder are one release: the copy returns the stored release (no budget spent) and a
+    new question is charged to the same budget (issue 34 for issue 36's sources)."""
+    pytest.importorskip("opendp", reason="pip install 'fairaudit-clusters[publish]'")
+    ledger = tmp_path / "ledger.json"
+    first = fairaudit.audit(f"{bucket}/segments/**/*.parquet", ledger=ledger, new_ledger=True,
+                            privacy_budget=1.0, **PUBLISH)
+    assert first.doc["privacy"]["ledger"]["source"] == f"{bucket}/segments"
+    again = fairaudit.audit(str(parts), ledger=ledger, privacy_source=f"{bucket}/segments",
+                            **PUBLISH)
+    assert again.doc == first.doc  # the stored release: the same rows, the same question
+    with pytest.raises(ConfigError, match="budget"):  # 0.6 + 0.6 > 1: one budget
+        fairaudit.audit(str(parts), ledger=ledger, privacy_source=f"{bucket}/segments",
+                        **{**PUBLISH, "sensitive": ["sex", "year"]})
+
+
+def test_a_delta_table_can_be_published(delta, tmp_path):
+    pytest.importorskip("opendp", reason="pip install 'fairaudit-clusters[publish]'")
+    path, _ = delta
+    run = fairaudit.audit(str(path), ledger=tmp_path / "ledger.json", new_ledger=True,
+                          privacy_budget=1.0, **PUBLISH)
+    assert run.doc["privacy"]["mode"] == "dp"
+    assert run.doc["privacy"]["ledger"]["source"] == str(path)

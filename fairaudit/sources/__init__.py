@@ -97,20 +97,20 @@ def describe_source(path: Any, options: Mapping[str, Any], engine: Any = None,
 def source_engine(path: Any, spec: Any, engine: Any) -> Iterator[Any]:
     """The engine a run of ``path`` uses: the database's own (:class:`SqlEngine`) for a
     database URL, else ``engine``. ``--publish`` needs a content fingerprint of the audited
-    data, which a database, an object store or a Delta table does not give yet: refused
-    (exit 2) rather than released under a wrong or missing fingerprint."""
+    rows (one pass over them): object-store paths and Delta tables are read as polars frames
+    and get it like local files; a database would have to send every audited row out for it,
+    so publishing from one is refused (exit 2) rather than released under a wrong or missing
+    fingerprint."""
     from fairaudit.sources import lake
 
     options = spec.data.reader_options
     _check_options(path, options)
-    remote = isinstance(path, str) and (is_database(path) or is_object_store(path)
-                                        or lake.is_delta(path, options))
-    if remote and spec.privacy.publish:
+    if isinstance(path, str) and is_database(path) and spec.privacy.publish:
         raise ConfigError(
-            f"--publish: {mask(path)} has no content fingerprint yet (the privacy ledger needs "
-            "one to know which data a release describes; databases, object stores and Delta "
-            "tables get one with the ledger's rework): export the audited columns to a local "
-            "Parquet file and publish from it")
+            f"--publish: {mask(path)} is a database: the privacy ledger knows a release's people "
+            "by a content fingerprint of the audited rows, which would move every row out of "
+            "the database; export the audited columns (to Parquet, locally or in an object "
+            "store) and publish from there")
     if isinstance(path, str) and getattr(engine, "name", "local") == "dask" and (
             lake.is_delta(path, options)):
         raise ConfigError(f"{mask(path)}: the Dask engine reads files one per task, and a Delta "
