@@ -39,6 +39,7 @@ def _closed_stdout(*args: str, cwd: Path) -> subprocess.CompletedProcess:
 
 @pytest.mark.parametrize("command, code", [
     (["plugins"], 0), (["plugins", "--json"], 0), (["describe", "balance"], 0),
+    (["--help"], 0), (["audit", "--help"], 0), (["--version"], 0),  # click's own output
     (["compare", "base.json", "worse.json"], 1),
     (["audit", "d.parquet", "-s", "sex", "--labels", "segment", "--audit", "balance",
       "--bootstrap", "0", "--fail-under", "balance=0.99", "-o", "r.html"], 1),

@@ -83,20 +83,28 @@ def test_data_that_is_not_a_regular_file_is_refused_without_waiting(run_cli, tmp
     assert text in res.output and named in res.output, res.output
 
 
-@pytest.mark.parametrize("command", ["validate", "render", "compare", "export", "history"])
+@pytest.mark.parametrize("command", ["validate", "render", "compare", "export", "history",
+                                     "--chain", "--baseline"])
 def test_documents_are_read_with_a_bound(run_cli, tmp_path, command):
     fifo = _fifo(tmp_path)
+    if command.startswith("--"):
+        make_synthetic(100).write_parquet(tmp_path / "d.parquet")
 
     def args(path):
+        audit = ["audit", "d.parquet", "-s", "sex", "--labels", "segment", "--bootstrap", "0",
+                 "-o", "o.html"]
         return {"validate": ["validate", path], "render": ["render", path, "-o", "o.html"],
                 "compare": ["compare", path, path], "export": ["export", path, "--csv", "o.csv"],
-                "history": ["history", path]}[command]
+                "history": ["history", path], "--chain": [*audit, "--chain", path],
+                "--baseline": [*audit, "--baseline", path]}[command]
 
     res = run_cli(*args("/dev/zero"))  # a device: refused before a byte is read
     assert res.exit_code == 2 and "/dev/zero" in res.output, res.output
     assert "character device" in res.output or "no such file" not in res.output
-    res = run_cli(*args(str(fifo)))  # a FIFO without a writer: read as empty, no hang
-    assert res.exit_code == 2 and "internal error" not in res.output, res.output
+    res = run_cli(*args(str(fifo)))  # a FIFO without a writer: refused, no hang, and never
+    assert res.exit_code == 2 and "internal error" not in res.output, res.output  # taken for
+    assert str(fifo.name) in res.output, res.output  # an empty chain (--chain used to run)
+    assert not (tmp_path / "o.html").exists()
 
 
 def test_a_pipe_is_read_up_to_the_bound(run_cli, tmp_path):
