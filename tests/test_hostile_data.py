@@ -241,3 +241,12 @@ def test_the_published_data_checks_card_uses_the_sentence_font():
     assert 'class="value text">left out of a published release' in tpl
     assert ".stat .value.text {" in css and "font-weight: 400" in css
 
+
+
+def test_a_table_of_only_sensitive_columns_names_the_missing_features(run_cli, tmp_path):
+    """Not "needs at least one row" for a table of 600 rows (polars gives a frame without
+    columns height 0)."""
+    make_synthetic(600).select("sex").write_csv(tmp_path / "s.csv")
+    res = run_cli("audit", "s.csv", "-s", "sex", "--bootstrap", "0", "-q", "-o", "r.html")
+    assert res.exit_code == 2 and "no feature column to encode" in res.output, res.output
+    assert "at least one row" not in res.output
