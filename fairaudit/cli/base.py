@@ -82,6 +82,7 @@ class _Command(_QuietPipe, click.Command):
 
 class _Group(_QuietPipe, click.Group):
     command_class = _Command
+    group_class = type  # a sub-group (say `fairaudit ledger`) is a _Group too
 
 
 def _set_verbose(ctx: click.Context, param: click.Parameter, value: bool) -> None:
