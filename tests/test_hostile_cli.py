@@ -39,6 +39,7 @@ def _closed_stdout(*args: str, cwd: Path) -> subprocess.CompletedProcess:
 
 @pytest.mark.parametrize("command, code", [
     (["plugins"], 0), (["plugins", "--json"], 0), (["describe", "balance"], 0),
+    (["--help"], 0), (["audit", "--help"], 0), (["--version"], 0),  # click's own output
     (["compare", "base.json", "worse.json"], 1),
     (["audit", "d.parquet", "-s", "sex", "--labels", "segment", "--audit", "balance",
       "--bootstrap", "0", "--fail-under", "balance=0.99", "-o", "r.html"], 1),
@@ -95,6 +96,7 @@ DEFECTS = {
     "release without intervals": '[options]\nbootstrap = 0\n[privacy]\npublish = true\n',
     "twin of an unknown clusterer": '[[cluster]]\nuse = "kmean"\n',
     "interval method without intervals": '[options]\nbootstrap = 0\nci_method = "conservative"\n',
+    "interval level without intervals": '[options]\nbootstrap = 0\nci_level = 0.9\n',
     "delta of the public domain": '[privacy]\npublish = true\ndelta = 1e-6\n',
     "features and exclude": "",  # in [data], below
 }
@@ -142,6 +144,19 @@ def test_the_full_reference_chain_validates_and_runs(run_cli, tmp_path):
 def test_an_option_that_would_be_ignored_is_refused(run_cli, data, args, text):
     res = run_cli("audit", str(data), "-s", "sex", "--labels", "segment", *args, "-q")
     assert res.exit_code == 2 and text in res.output, res.output
+
+
+@pytest.mark.parametrize("args, text", [
+    (["--k", "3"], "--k 3 has no effect: no clusterer runs"),
+    (["--sample", "50"], "--sample 50 has no effect: no step reads rows"),
+])
+def test_an_option_with_no_effect_is_warned_and_noted(run_cli, data, args, text):
+    """Options that a labels audit of counts alone cannot use: warned, and noted in the JSON."""
+    res = run_cli("audit", str(data), "-s", "sex", "--labels", "segment", "--audit", "balance",
+                  "--bootstrap", "0", *args, "-o", "r.html")
+    assert res.exit_code in (0, 1) and text in res.output, res.output
+    notes = json.loads((data.parent / "r.json").read_text())["notes"]
+    assert any(text in n for n in notes), notes
 
 
 def test_csv_options_on_parquet_are_warned(run_cli, data):

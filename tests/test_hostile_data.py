@@ -243,3 +243,23 @@ def test_the_published_data_checks_card_uses_the_sentence_font():
     assert 'class="value text">left out of a published release' in tpl
     assert ".stat .value.text {" in css and "font-weight: 400" in css
 
+
+
+def test_a_table_of_only_sensitive_columns_names_the_missing_features(run_cli, tmp_path):
+    """Not "needs at least one row" for a table of 600 rows (polars gives a frame without
+    columns height 0)."""
+    make_synthetic(600).select("sex").write_csv(tmp_path / "s.csv")
+    res = run_cli("audit", "s.csv", "-s", "sex", "--bootstrap", "0", "-q", "-o", "r.html")
+    assert res.exit_code == 2 and "no feature column to encode" in res.output, res.output
+    assert "at least one row" not in res.output
+
+
+@pytest.mark.parametrize("column", [pl.Series("blob", [b"\x00\x01"] * 600, dtype=pl.Binary),
+                                    pl.Series("tags", [[1, 2]] * 600)])
+def test_a_column_no_feature_reads_is_set_aside_by_the_default_comparison(tmp_path, column):
+    """A Binary column (bytes) was an error of the encoder in the default comparison, where a
+    list column is set aside; both are set aside, named, and the run goes on."""
+    df = make_synthetic(600).with_columns(column)
+    run = fairaudit.audit(df, sensitive="sex", k=2, bootstrap=0, audit=["balance"], twins=False)
+    assert column.name in run.doc["input"]["excluded_columns"]
+    assert column.name not in run.doc["input"]["features"]

@@ -83,20 +83,28 @@ def test_data_that_is_not_a_regular_file_is_refused_without_waiting(run_cli, tmp
     assert text in res.output and named in res.output, res.output
 
 
-@pytest.mark.parametrize("command", ["validate", "render", "compare", "export", "history"])
+@pytest.mark.parametrize("command", ["validate", "render", "compare", "export", "history",
+                                     "--chain", "--baseline"])
 def test_documents_are_read_with_a_bound(run_cli, tmp_path, command):
     fifo = _fifo(tmp_path)
+    if command.startswith("--"):
+        make_synthetic(100).write_parquet(tmp_path / "d.parquet")
 
     def args(path):
+        audit = ["audit", "d.parquet", "-s", "sex", "--labels", "segment", "--bootstrap", "0",
+                 "-o", "o.html"]
         return {"validate": ["validate", path], "render": ["render", path, "-o", "o.html"],
                 "compare": ["compare", path, path], "export": ["export", path, "--csv", "o.csv"],
-                "history": ["history", path]}[command]
+                "history": ["history", path], "--chain": [*audit, "--chain", path],
+                "--baseline": [*audit, "--baseline", path]}[command]
 
     res = run_cli(*args("/dev/zero"))  # a device: refused before a byte is read
     assert res.exit_code == 2 and "/dev/zero" in res.output, res.output
     assert "character device" in res.output or "no such file" not in res.output
-    res = run_cli(*args(str(fifo)))  # a FIFO without a writer: read as empty, no hang
-    assert res.exit_code == 2 and "internal error" not in res.output, res.output
+    res = run_cli(*args(str(fifo)))  # a FIFO without a writer: refused, no hang, and never
+    assert res.exit_code == 2 and "internal error" not in res.output, res.output  # taken for
+    assert str(fifo.name) in res.output, res.output  # an empty chain (--chain used to run)
+    assert not (tmp_path / "o.html").exists()
 
 
 def test_a_pipe_is_read_up_to_the_bound(run_cli, tmp_path):
@@ -163,6 +171,43 @@ def test_csv_header_cells(run_cli, tmp_path, header, sensitive, text):
         assert "did you mean 'a\"b'" in res.output  # suggested as it is written
     else:
         assert res.exit_code == 2 and text in res.output, res.output
+
+
+_ROWS = "".join(f"{'FM'[i % 2]},{i % 3}\n" for i in range(40))
+
+
+@pytest.mark.parametrize("body, code, text", [
+    ('sex,segment\n"M,1\n' + _ROWS, 2, "the row runs from line 2"),        # an unclosed quote
+    ("sex,segment\r\nM,1\rF,2\r\n" + _ROWS, 2, "carriage return (\\r) alone"),  # was exit 3
+    ("sex,segment\rM,1\rF,2\r", 2, "header line cannot be read"),           # old Mac file
+    ('sex,segment\r\n"M\r\nX",1\r\n' + _ROWS.replace("\n", "\r\n"), 0, None),  # quoted line end
+    ('sex,segment\n"F ""the first""",1\n' + _ROWS, 0, None),                 # quotes in quotes
+])
+def test_csv_line_ends_and_quotes(run_cli, tmp_path, body, code, text):
+    """Line ends and quotes polars reads otherwise than Python's csv (issue 35: an unclosed
+    quote and a lone carriage return were polars' ComputeError at collect time, exit 3)."""
+    (tmp_path / "q.csv").write_bytes(body.encode())
+    res = run_cli("audit", "q.csv", "-s", "sex", "--labels", "segment", "--audit", "balance",
+                  "--bootstrap", "0", "-q", "-o", "r.html")
+    assert res.exit_code == code, res.output
+    assert text is None or ("q.csv" in res.output and text in res.output), res.output
+
+
+def test_polars_failing_on_a_csv_at_collect_time_is_an_input_error(tmp_path):
+    """What the checks before reading do not know still names the file, exit 2 (not 3)."""
+    import polars as pl
+
+    from fairaudit.core.io import csv_read_error
+    from fairaudit.errors import InputError
+
+    (tmp_path / "a.csv").write_text("x\n1\n")
+    make_synthetic(20).write_parquet(tmp_path / "a.parquet")
+    exc = pl.exceptions.ComputeError("found more fields than defined in 'Schema'\n\nConsider")
+    err = csv_read_error(exc, str(tmp_path / "a.csv"))
+    assert isinstance(err, InputError) and "a.csv: cannot be read as CSV: found more" in str(err)
+    assert csv_read_error(exc, str(tmp_path / "a.parquet")) is None  # not a CSV
+    assert csv_read_error(pl.exceptions.ComputeError("division"), str(tmp_path / "a.csv")) is None
+    assert csv_read_error(exc, pl.DataFrame()) is None  # an in-memory table: a bug, exit 3
 
 
 def test_a_long_data_cell_is_data(run_cli, tmp_path):

@@ -108,13 +108,29 @@ def test_a_target_that_is_not_a_regular_file_is_refused_everywhere(run_cli, tmp_
 
 
 @pytest.mark.parametrize("value, text", [("", "expected a file path"),
-                                         ("nowhere/", "names a folder")])
+                                         ("nowhere/", "names a folder"),
+                                         ("-", "standard output is not an output")])
 def test_an_empty_or_folder_path_is_refused_everywhere(run_cli, tmp_path, docs, value, text):
     for name, args in _commands(docs, value).items():
         res = run_cli(*args)
         assert res.exit_code == 2, (name, res.output)
         assert text in res.output, (name, res.output)
         assert "internal error" not in res.output
+
+
+@pytest.mark.parametrize("command", ["audit --summary-md", "export --csv", "render -o"])
+def test_dev_stdout_into_a_pipe_is_refused_as_a_fifo(tmp_path, docs, command):
+    """``--csv /dev/stdout | ...``: the link leads to ``pipe:[...]``, a name that does not
+    exist; it is refused as the FIFO it is, not as an unwritable folder under /proc."""
+    import subprocess
+    import sys
+
+    args = _commands(docs, "/dev/stdout")[command]
+    proc = subprocess.run([sys.executable, "-m", "fairaudit", *args], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "GX_ANALYTICS_ENABLED": "False"})
+    assert proc.returncode == 2, proc.stderr
+    assert "is a FIFO" in proc.stderr and "cannot write in the folder" not in proc.stderr
 
 
 @pytest.mark.parametrize("command", COMMANDS)

@@ -62,6 +62,29 @@ def _silence_stdout() -> None:
         os.close(devnull)
 
 
+class _QuietPipe:
+    """click's own output (``--help``, ``--version``) on a closed stdout (``fairaudit --help |
+    head -1``): what could not be written is dropped and the option ends with its own code, 0,
+    as ripgrep's does (click itself exits 1, which fails a ``pipefail`` pipeline)."""
+
+    def make_context(self, info_name: str | None, args: list[str],
+                     parent: click.Context | None = None, **extra: Any) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent=parent, **extra)  # type: ignore[misc]
+        except BrokenPipeError:
+            _silence_stdout()
+            raise click.exceptions.Exit(EXIT_OK) from None
+
+
+class _Command(_QuietPipe, click.Command):
+    pass
+
+
+class _Group(_QuietPipe, click.Group):
+    command_class = _Command
+    group_class = type  # a sub-group (say `fairaudit ledger`) is a _Group too
+
+
 def _set_verbose(ctx: click.Context, param: click.Parameter, value: bool) -> None:
     """``--verbose`` on the group or on a command: remembered for :func:`_setup_logging`."""
     if value:
@@ -354,7 +377,7 @@ def _host(disabled: Sequence[str]) -> Any:
     return Host.create(blocked=disabled)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name=__distribution__, prog_name="fairaudit")
 @_verbose_option
 def main() -> None:

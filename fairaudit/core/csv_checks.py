@@ -109,37 +109,51 @@ def _first_record_text(path: Path, sep: str) -> str:
 def check_csv_shape(path: Path, sep: str, header: list[str]) -> None:
     """Every row of a CSV has as many fields as its header.
 
-    Fast path: count separators per line with polars; only when a line differs (a ragged row,
-    or a quoted field holding the separator) is the file re-read with :mod:`csv` to find the
-    first row whose field count really differs, named by its line number."""
-    import csv
-
+    Fast path: count separators and quotes per line with polars; only when a line differs (a
+    ragged row, a quoted field holding the separator or a line end, an unclosed quote, a
+    carriage return alone ending a line) is the file re-read with :mod:`csv` to find the first
+    row whose field count really differs, named by its line number."""
     import polars as pl
 
+    line = pl.col("line")
     try:
-        n_odd = (
+        n_odd, n_cr = (
             pl.scan_csv(str(path), has_header=False, separator="\x1f", quote_char=None, glob=False,
                         new_columns=["line"], infer_schema=False)
-            .select(pl.col("line").str.count_matches(sep, literal=True).alias("n"))
-            .filter(pl.col("n") != len(header) - 1)
-            .select(pl.len())
+            .filter((line.str.count_matches(sep, literal=True) != len(header) - 1)
+                    | (line.str.count_matches('"', literal=True) % 2 == 1))
+            .select(pl.len(), line.str.strip_chars_end("\r").str.contains("\r", literal=True).sum())
             .collect(engine="streaming")
-            .item()
+            .row(0)
         )
     except Exception:  # the exact pass below decides
         log.debug("fast CSV shape check failed on %s", path, exc_info=True)
-        n_odd = 1
+        n_odd, n_cr = 1, 0
     if not n_odd:
         return
+    _exact_shape(path, sep, header)
+    if n_cr:  # csv reads a lone \r as a line end; polars (and most tools) do not
+        raise InputError(f"{path}: {n_cr:,} line(s) hold a carriage return (\\r) alone as a "
+                         "line end (old Mac line ends), which is not read as one; convert the "
+                         "line ends to \\n (e.g. tr '\\r' '\\n' < in.csv > out.csv)")
+
+
+def _exact_shape(path: Path, sep: str, header: list[str]) -> None:
+    import csv
+
     with open(path, encoding="utf-8", newline="") as fh, _csv_field_limit():
         reader = csv.reader(fh, delimiter=sep)
         try:
             next(reader, None)
+            end = reader.line_num
             for row in reader:
+                start, end = end + 1, reader.line_num
                 if row and len(row) != len(header):
+                    spans = (f" (the row runs from line {start}: a quote opened on that "
+                             "line is closed late or never)" if end > start else "")
                     raise InputError(
-                        f"{path}, line {reader.line_num}: {len(row)} field(s) where the header "
-                        f"has {len(header)}; every row needs one value per column"
+                        f"{path}, line {end}: {len(row)} field(s) where the header "
+                        f"has {len(header)}{spans}; every row needs one value per column"
                     )
         except csv.Error as exc:
             raise InputError(f"{path}, line {reader.line_num}: cannot be read as CSV ({exc})"

@@ -40,6 +40,8 @@ def label_ids(column: Any, joint: JointTable) -> np.ndarray:
 
 
 def resolve_roles(spec: ChainSpec, schema: Any) -> ColumnRoles:
+    import polars as pl
+
     cols = list(schema.names())
     sensitive = tuple(spec.data.sensitive)
     labels = spec.data.labels
@@ -56,13 +58,16 @@ def resolve_roles(spec: ChainSpec, schema: Any) -> ColumnRoles:
     if spec.data.features is not None:
         features = tuple(spec.data.features)
     else:
-        skip = set(spec.data.exclude) | {labels} | nested
+        binary = {c for c in cols if schema[c] == pl.Binary and c not in spec.data.exclude}
+        skip = set(spec.data.exclude) | {labels} | nested | binary
         if not spec.data.allow_sensitive_features:
             skip |= set(sensitive)
         temporal = {c for c in cols if c not in skip and schema[c].is_temporal()}
         features = tuple(c for c in cols if c not in skip and c not in temporal)
         for c in sorted(nested - set(spec.data.exclude)):
             excluded[c] = f"nested type {schema[c]} (list/struct/array): ignored"
+        for c in sorted(binary - set(sensitive)):  # bytes (images, hashes): no feature reads them
+            excluded[c] = "binary type (bytes): ignored; cast it to text to use it as a feature"
         for c in sorted(temporal):
             excluded[c] = (f"date/time ({schema[c].base_type()}): not used as a feature "
                            "(cast it to a number to use it); "

@@ -371,6 +371,26 @@ def _check_same_schema(files: tuple[Path, ...], schema_of: Any, what: str) -> No
                 )
 
 
+_CSV_READ_ERRORS = ("csv", "schema", "ragged", "escaped", "field", "quote")
+
+
+def csv_read_error(exc: BaseException, path: Any) -> InputError | None:
+    """polars failing on a CSV's bytes while a run collects it (the checks before reading
+    passed: a pathology they do not know) as the input error it is, naming the file; None when
+    ``exc`` is not that (the input is no CSV path, or the message is not polars' reader's)."""
+    if not isinstance(path, str | os.PathLike):
+        return None
+    try:
+        if resolve_input(os.fspath(path)).format != "csv":
+            return None
+    except Exception:  # noqa: BLE001 - not a readable local path: not this case
+        return None
+    text = _first_line(exc)
+    if not any(w in text.lower() for w in _CSV_READ_ERRORS):
+        return None
+    return InputError(f"{os.fspath(path)}: cannot be read as CSV: {text}")
+
+
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return text[0] if text else type(exc).__name__

@@ -41,7 +41,7 @@ def read_limited(path: Path, max_bytes: int, what: str, error: type[Exception] =
 
     Never reads more than ``max_bytes + 1`` bytes, whatever ``path`` is: a regular file is
     refused by its size first; a pipe or FIFO (``<(...)`` in a shell) is read up to the bound (a
-    FIFO without a writer reads as empty instead of blocking); a device (``/dev/zero``), a
+    FIFO without a writer is refused instead of waiting for one); a device (``/dev/zero``), a
     socket or a folder is refused."""
     import stat
 
@@ -68,6 +68,9 @@ def read_limited(path: Path, max_bytes: int, what: str, error: type[Exception] =
             data = fh.read(max_bytes + 1)
     except OSError as exc:
         raise error(f"{path}: cannot be read ({exc.strerror})") from None
+    if fifo and not data:  # no writer (yet): an empty document would be taken for a real one
+        raise error(f"{path}: is a FIFO that gave no data (no process writes to it); a {what} "
+                    "is read from a file, or from a pipe whose writer is running")
     if len(data) > max_bytes:
         raise error(f"{path}: more than {max_bytes:,} bytes; a {what} is at most "
                     f"{max_bytes:,} bytes")

@@ -419,3 +419,15 @@ def _show(value: Any) -> str:
         return f"a {type(value).__module__.split('.')[0]}.{kind}" + (
             f" of shape {tuple(shape)}" if shape is not None else "")
     return f"{text_} ({kind})" if not isinstance(value, str) else text_
+
+
+def as_given(name: str, value: Any, source: str) -> str:
+    """Parameter ``name`` set to ``value`` as the user wrote it, for a note: ``--k 3`` in a
+    chain built from flags, ``k=3`` in Python, ``options.k = 3`` in a chain file (``source`` is
+    the chain's :attr:`~fairaudit.core.spec.ChainSpec.source`)."""
+    p = PARAMS[name]
+    if source.startswith("flags") and p.flag:
+        return f"{p.flag} {value}"
+    if source.startswith("api") or source == "python" or not p.key:
+        return f"{p.name}={value!r}"
+    return f"{p.key} = {value!r}"

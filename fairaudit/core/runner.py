@@ -53,7 +53,7 @@ def run_chain(
     """
     import polars as pl
 
-    from fairaudit.core.io import csv_parse_failure, text_column_note
+    from fairaudit.core.io import csv_parse_failure, csv_read_error, text_column_note
 
     text: tuple[str, ...] = tuple(spec.data.reader_options.get("text_columns", ()))
     while True:
@@ -64,10 +64,13 @@ def run_chain(
             return run
         except pl.exceptions.ComputeError as exc:
             failure = csv_parse_failure(exc)
-            if failure is None or failure[0] in text:
-                raise
-            text += (failure[0],)
             path = data_path if data_path is not None else spec.data.path
+            if failure is None or failure[0] in text:
+                err = csv_read_error(exc, path)
+                if err is None:
+                    raise
+                raise err from exc
+            text += (failure[0],)
             log.warning("%s", text_column_note(source_name(path), failure))
             spec = dataclasses.replace(spec, data=dataclasses.replace(
                 spec.data, reader_options={**spec.data.reader_options, "text_columns": text}))

@@ -148,7 +148,14 @@ def materialise(s: RunState) -> RunState:
     need_rows = bool(spec.cluster) or any(
         not issubclass(c, CountingAuditor) for c in s.classes("auditor", "audit"))
     if not need_rows:
-        return s
+        if spec.data.sample is None:
+            return s
+        from fairaudit.core.params import as_given
+
+        msg = (f"{as_given('sample', spec.data.sample, spec.source)} has no effect: no step "
+               "reads rows (no clusterer, and every auditor counts the whole table)")
+        log.warning("%s", msg)
+        return dataclasses.replace(s, notes=(*s.notes, msg))
     limits = [c.max_rows for c in cluster_classes if c.max_rows]
     max_rows = spec.data.sample or (min(limits) if limits else DEFAULT_MAX_ROWS)
     data, sample_info = s.clock.run(
@@ -198,7 +205,7 @@ def check(s: RunState) -> RunState:
     bins = [*binning_notes(s.joint_full, s.roles, s.lf), *decimal_comma_notes(s.data)]
     for note in bins:
         log.warning("%s", note)
-    notes = (*feature_notes, *([s.skipped_note] if s.skipped_note else []), *bins)
+    notes = (*s.notes, *feature_notes, *([s.skipped_note] if s.skipped_note else []), *bins)
     return dataclasses.replace(s, checks=tuple(checks), feature_notes=feature_notes, notes=notes)
 
 
@@ -267,14 +274,10 @@ def cluster(s: RunState) -> RunState:
 
     chosen_k: int | None = spec.options.k
     if spec.options.k is not None and not spec.cluster:
-        from fairaudit.core.params import PARAMS
+        from fairaudit.core.params import as_given
 
-        p = PARAMS["k"]
-        given = (f"{p.flag} {spec.options.k}" if spec.source.startswith("flags") else
-                 f"{p.name}={spec.options.k}" if spec.source.startswith("api")
-                 or spec.source == "python" else f"{p.key} = {spec.options.k}")
-        msg = (f"{given} has no effect: no clusterer runs (the labels column "
-               f"{roles.labels!r} is audited as it is); add a clusterer to fit k clusters")
+        msg = (f"{as_given('k', spec.options.k, spec.source)} has no effect: no clusterer "
+               f"runs (the labels column {roles.labels!r} is audited as it is); add a clusterer to fit k clusters")
         log.warning("%s", msg)
         notes.append(msg)
     default_chain = spec.source.endswith(":default")

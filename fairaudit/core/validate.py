@@ -22,6 +22,7 @@ from fairaudit.core.spec import (
     _TOML_NAMES,
     DEFAULT_AUDITORS,
     ChainSpec,
+    Options,
     StepSpec,
     _Problems,
     privacy_problems,
@@ -311,11 +312,16 @@ def _check_roles(spec: ChainSpec, problems: _Problems) -> None:
         problems.add("data.labels",
                      f"column {spec.data.labels!r} is both the labels column and a sensitive "
                      "column; a clustering cannot be audited against itself")
-    if spec.options.bootstrap == 0 and spec.options.ci_method != "calibrated":
+    if spec.options.bootstrap == 0 and spec.options.ci_method != Options.ci_method:
         problems.add("options.ci_method",  # the default method is no choice to ignore
                      f"{spec.options.ci_method!r} chooses how confidence intervals are made, "
                      "but intervals are off (options.bootstrap = 0) and it would be ignored; "
                      "give a number of bootstrap replicates or drop the interval method")
+    if spec.options.bootstrap == 0 and spec.options.ci_level != Options.ci_level:
+        problems.add("options.ci_level",  # likewise the level of intervals that are not made
+                     f"a confidence level of {spec.options.ci_level:g} would be ignored: "
+                     "intervals are off (options.bootstrap = 0); give a number of bootstrap "
+                     "replicates or drop the level")
 
 
 def _flag_path(path: str) -> str:

@@ -139,6 +139,10 @@ class CategoricalEncoder:
         name = type(self).__name__
         if not isinstance(df, pl.DataFrame):
             raise TypeError(f"{name}.fit expects a polars DataFrame; got {type(df).__name__}.")
+        if df.width == 0:  # (polars gives a frame without columns height 0 too)
+            raise ValueError(f"{name}.fit got no column: there is no feature column to encode "
+                             "(the table holds only the sensitive and labels columns, or every "
+                             "other column was excluded or set aside)")
         if df.height == 0:
             raise ValueError(f"{name}.fit needs at least one row; got an empty DataFrame.")
         if (

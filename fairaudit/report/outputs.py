@@ -98,6 +98,10 @@ def output_path(label: str, value: str | os.PathLike | None) -> Path | None:
     text = os.fspath(value)
     if not isinstance(text, str) or not text.strip():
         raise OutputError(f"{label}: expected a file path; got {text!r}")
+    if text == "-":  # stdout in many tools; here a file literally named "-" would appear
+        raise OutputError(f"{label} -: standard output is not an output of fairaudit (its "
+                          "files are written whole or not at all); give a file path (./- for a "
+                          "file named '-')")
     if text.endswith(("/", os.sep)) or Path(text).name in ("", ".", ".."):
         raise OutputError(f"{label} {text}: names a folder; give a file name "
                           f"(e.g. {text.rstrip('/' + os.sep) or '.'}/report.html)")
@@ -157,8 +161,8 @@ def regular_target(label: str, path: Path) -> str:
     from fairaudit.core.io import file_kind
 
     real = _real(path)
-    try:
-        mode = os.stat(real).st_mode
+    try:  # the path itself, followed: /dev/stdout's link to "pipe:[...]" resolves to no name
+        mode = os.stat(path).st_mode
     except FileNotFoundError:
         return real
     except OSError as exc:
