@@ -73,3 +73,34 @@ def test_missing_keys_stay_missing_and_unknown_keys_are_kept():
     rec = m.ResultRecord.from_json({"auditor": "a", "metric": "b", "future_key": [1]})
     assert rec.value is m.MISSING and rec.extra == {"future_key": [1]}
     assert rec.to_json() == {"auditor": "a", "metric": "b", "future_key": [1]}
+
+
+def test_the_stages_after_document_take_and_return_the_typed_document(monkeypatch):
+    """Issue 37, part 3: from the ``document`` stage on, the run state holds an
+    :class:`AuditDocument` (publish, twins, explain and verdicts take and return it), and the
+    run's JSON is its serialisation."""
+    import numpy as np
+    import polars as pl
+
+    import fairaudit
+    from fairaudit.core import stages
+
+    seen: dict[str, tuple[type, type]] = {}
+
+    def spy(name, fn):
+        def wrapped(s):
+            out = fn(s)
+            seen[name] = (type(s.doc), type(out.doc))
+            return out
+        return wrapped
+
+    monkeypatch.setattr(stages, "STAGES", tuple((n, spy(n, f)) for n, f in stages.STAGES))
+    rng = np.random.default_rng(3)
+    frame = pl.DataFrame({"sex": rng.choice(["F", "M"], 400), "x": rng.normal(size=400),
+                          "segment": rng.integers(0, 3, 400)})
+    run = fairaudit.audit(frame, sensitive="sex", labels="segment", bootstrap=20,
+                          progress=False)
+    assert seen["document"][1] is m.AuditDocument
+    for name in ("publish", "twins", "explain", "verdicts"):
+        assert seen[name] == (m.AuditDocument, m.AuditDocument), name
+    assert json.dumps(m.AuditDocument.from_json(run.doc).to_json()) == json.dumps(run.doc)

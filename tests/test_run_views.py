@@ -161,8 +161,8 @@ def published(tmp_path):
     path = tmp_path / "people.parquet"
     pl.DataFrame({"race": race, "segment": seg}).write_parquet(path)
     return fairaudit.audit(str(path), sensitive="race", labels="segment", bootstrap=50,
-                           publish=True, ledger=str(tmp_path / "ledger.json"),
-                           dp_categories={"race": ["a", "b", "c"]}, dp_clusters=["0", "1", "2"])
+                           publish=True, ledger=str(tmp_path / "ledger.json"), new_ledger=True,
+                           privacy_budget=2.0, dp_categories={"race": ["a", "b", "c"]}, dp_clusters=["0", "1", "2"])
 
 
 def test_a_published_run_shows_the_banner_and_only_the_release(published):

@@ -62,6 +62,7 @@ from fairaudit.core.steps import (
     run_counting,
 )
 from fairaudit.errors import ConfigError, FairauditError, InputError
+from fairaudit.report.model import AuditDocument
 from fairaudit.report.results import TARGET_NOTE, AuditRun, MetricResult, overall_status
 
 log = logging.getLogger(__name__)
@@ -101,7 +102,9 @@ class RunState:
     release: Any = None
     results: tuple[MetricResult, ...] = ()
     gates: tuple[Any, ...] = ()
-    doc: Mapping[str, Any] | None = None
+    doc: AuditDocument | None = None
+    """The typed document, from the ``document`` stage on: every later stage takes it and
+    returns a new one (its JSON is :meth:`AuditDocument.to_json`)."""
 
     def classes(self, kind: str, group: str) -> list[type]:
         """The component classes of the chain's ``group`` steps (``"audit"``, ...)."""
@@ -501,34 +504,40 @@ def document(s: RunState) -> RunState:
     doc["labellings"] = labs
     if not s.spec.options.timing:
         doc.pop("timing", None)  # byte-identical JSON for the same input, seed and version
-    return dataclasses.replace(s, doc=doc)
+    return dataclasses.replace(s, doc=AuditDocument.from_json(doc))
+
+
+def _edit(s: RunState, edit: Callable[[dict[str, Any]], Mapping[str, Any]]) -> RunState:
+    """A stage's edit of the document: ``edit`` reads and returns the JSON form (the helpers
+    below work on it), the state holds the typed document again."""
+    return dataclasses.replace(s, doc=AuditDocument.from_json(edit(s.doc.to_json())))
 
 
 def publish(s: RunState) -> RunState:
     """What is published: the analyst's exact report, or the ``--publish`` release's document."""
-    return dataclasses.replace(s, doc=publish_document(
-        s.doc, s.spec, joints=s.joints, joint_full=s.joint_full, release=s.release))
+    return _edit(s, lambda doc: publish_document(
+        doc, s.spec, joints=s.joints, joint_full=s.joint_full, release=s.release))
 
 
 def twins(s: RunState) -> RunState:
     """The price of fairness: each fair labelling against its ``fair = false`` twin."""
     from fairaudit.core.twins import price_of_fairness
 
-    return dataclasses.replace(s, doc={**s.doc, "twins": price_of_fairness(s.doc)})
+    return _edit(s, lambda doc: {**doc, "twins": price_of_fairness(doc)})
 
 
 def explain(s: RunState) -> RunState:
     """A sentence per headline result, from the published document alone."""
     from fairaudit.report.explain import explain_results, metric_specs
 
-    return dataclasses.replace(s, doc=explain_results(s.doc, metric_specs(s.host.registry)))
+    return _edit(s, lambda doc: explain_results(doc, metric_specs(s.host.registry)))
 
 
 def verdicts(s: RunState) -> RunState:
     """The per-attribute verdicts and the glossary, from the published document alone."""
     from fairaudit.report.explain import add_verdicts, metric_specs
 
-    return dataclasses.replace(s, doc=add_verdicts(s.doc, metric_specs(s.host.registry)))
+    return _edit(s, lambda doc: add_verdicts(doc, metric_specs(s.host.registry)))
 
 
 STAGES: tuple[tuple[str, Callable[[RunState], RunState]], ...] = (
@@ -548,8 +557,8 @@ def _progress_name(name: str, s: RunState) -> str | None:
         pairs = sum(1 for step in s.spec.cluster if step.twin_of is not None)
         return f"twins: {pairs} fair labelling(s) against their twins"
     if name == "explain":
-        return f"explain: {sum(1 for r in s.doc.get('results') or () if r.get('headline'))} " \
-               "headline result(s)"
+        heads = sum(1 for r in (s.doc.results if s.doc is not None else ()) if r.headline is True)
+        return f"explain: {heads} headline result(s)"
     if name in ("document", "publish", "verdicts"):
         return name
     return None
@@ -568,4 +577,4 @@ def run_stages(state: RunState) -> AuditRun:
         else:
             with progress_step(shown):
                 state = stage(state)
-    return AuditRun(dict(state.doc))
+    return AuditRun(state.doc.to_json())

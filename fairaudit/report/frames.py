@@ -16,8 +16,8 @@ a run and its saved document give the same frames and records:
 * :func:`pandas_frame` — a polars frame as a pandas one (``pip install
   'fairaudit-clusters[pandas]'``), column by column: pyarrow is not needed.
 
-The verdict records are built here from the document until the run carries the typed document
-model (issue 37, part 3); then only their source changes.
+The verdict records are built here from the run's JSON document (the serialisation of the typed
+:class:`~fairaudit.report.model.AuditDocument` the run's stages pass along).
 """
 
 from __future__ import annotations
