@@ -12,8 +12,18 @@ above θ0). The first part is the maximum standardised deviation below θ0 (the 
 misses θ0 when some cell's bound lies below it; Cherian & Candès, "Statistical inference for
 fairness auditing", JMLR 25, 2024), the second the smallest deviation above it (the lower end
 misses θ0 only when every cell's bound lies above it). The critical value c is the level
-quantile of S*(θ̂) over the bootstrap replicates, at the estimate θ̂ — the bootstrap
-calibration of a test inversion, as the bootstrap-t calibrates a studentised statistic.
+quantile of S* over the bootstrap replicates — the bootstrap calibration of a test inversion,
+as the bootstrap-t calibrates a studentised statistic.
+
+Exact tables (:func:`_value_calibrated_ends`): the replicates of the test of θ0 are measured
+against θ0 itself (a cell observed at or below θ0 from its own estimate: it may lie at θ0
+exactly; the others from θ0), so c grows with θ0 and the upper end is the fixed point
+U = U(c(U)) (:func:`value_upper`); the lower end and the cap are the conservative method's.
+Released tables (``--publish``, :mod:`fairaudit.metrics.noisy_intervals`) keep the earlier
+construction (:func:`_calibrated_ends`: c at θ̂, ties by a threshold).
+
+This module also holds the calibration's per-cell machinery (:class:`_Calibration`) and the
+plug-in's bias correction (:func:`_bias_corrected`).
 """
 
 from __future__ import annotations

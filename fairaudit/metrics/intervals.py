@@ -21,23 +21,24 @@ The method here (``score-intersection``) has two ingredients, both with publishe
    covers, because θ = θ_j* for the (unknown) minimising cell j* and P(l_j* ≤ θ_j*) ≥ 1 − α/2.
    The upper end must hold for every cell that could be the minimum at once: ``U = min_j u_j``
    with u_j at the Bonferroni level α/(2J), J = the number of cells whose lower bound is below
-   the most conservative upper bound (the estimated contact set).
+   the most conservative upper bound (the estimated contact set). At such levels the plain
+   score bound of a count of a few people is far too narrow (its count is skewed), so these
+   bounds take the Cornish-Fisher skewness correction (:func:`fairaudit.metrics.score.skew_z`).
 
 So ``L ≤ estimate ≤ U`` always, and the coverage is at least the stated level up to the
 accuracy of the per-cell score intervals (measured by simulation: ``docs/metrics.md``). With
-several cells near the minimum, the Bonferroni upper end is conservative: it covered 99 % where
-95 % was asked.
+several cells near the minimum, the Bonferroni upper end is conservative.
 
 **Calibrated** (``score-max-bootstrap``, the default of the host; ``balance``,
-``fairness_cce``, ``balance_prime``, given bootstrap replicates of the table): the same score
-bounds of every cell, both ends at one critical value c calibrated by the bootstrap. The
-interval [min_j l_j(c), min_j u_j(c)] is exactly the set of values θ0 with
-S(θ0) = max(max_j (-z_j(θ0)), min_j z_j(θ0)) <= c (z_j the signed score statistic of cell j at
-θ0): a test inversion. c is the level quantile of S*(θ̂) over the replicates — for the upper
-end the bootstrap of the maximum standardised deviation (Cherian & Candès 2024, *JMLR* 25,
-"Statistical inference for fairness auditing"), for the lower end of the smallest — at least
-z at one-sided 1 - level, the lower end never below the conservative one
-(:mod:`fairaudit.metrics.calibrate`; coverage by regime in ``docs/metrics.md``).
+``fairness_cce``, ``balance_prime``, given bootstrap replicates of the table): the lower end is
+the conservative one; the upper end is the test inversion of "every cell is at least θ0" with
+the critical value of each tested θ0 from the replicates measured against θ0 itself (moment
+selection at the tested value, Andrews & Soares 2010: a cell observed at or below θ0 may be at
+θ0 exactly, a cell above it keeps its observed distance; the bootstrap of the maximum
+standardised deviation, Cherian & Candès 2024, *JMLR* 25), never beyond the conservative upper
+end. The interval carries the plug-in corrected for its bootstrap median bias
+(:class:`~fairaudit.metrics.calibrate.BiasCorrected`). :mod:`fairaudit.metrics.calibrate`;
+coverage by regime and on real tables in ``docs/metrics.md``.
 
 **Sparse tables**: a cell expecting fewer than ``SPARSE_EXPECTED`` people under independence
 gets the metric's largest value as its upper bound under both methods (its replicates cannot
