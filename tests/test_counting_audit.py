@@ -145,6 +145,31 @@ def test_the_minimum_s_bias_is_in_the_json_and_its_sentence():
     assert f"smallest of {res['detail']['bias']['cells']} ratios" in text, text
 
 
+def test_the_bias_corrected_value_stays_inside_the_reported_interval():
+    """A plug-in near 1 (labels drawn at random) whose bootstrap correction passes the
+    metric's range: the corrected value is the reported interval's upper end at most (the
+    twins golden said "balance 0.998 ... bias-corrected 1.051" before), and a correction
+    that small is not "likely below"."""
+    from types import SimpleNamespace
+
+    from fairaudit.core.counting_audit import _bias_detail
+    from fairaudit.metrics.calibrate import BiasCorrected
+
+    iv = SimpleNamespace(bias_corrected=BiasCorrected(value=1.051, cells=6, people=203.0))
+    bias = _bias_detail(iv, 0.998, (0.909, 1.0))
+    assert bias["corrected"] == 1.0 and bias["bias"] == pytest.approx(-0.002)
+    assert not bias["likely_below"]
+    rng = np.random.default_rng(11)
+    df = pl.DataFrame({"sex": rng.choice(["f", "m"], size=3000, p=[0.4, 0.6]),
+                       "segment": rng.integers(0, 3, size=3000)})
+    run = fairaudit.audit(df, sensitive=["sex"], labels="segment")
+    for metric in ("balance", "fairness_cce", "balance_prime"):
+        res = run.results_for(metric=metric, attribute="sex")[0]
+        bias = res["detail"].get("bias")
+        if bias is not None:
+            assert res["value"] <= bias["corrected"] <= res["ci"][1] <= 1.0, (metric, res)
+
+
 def test_no_bias_statement_without_a_calibration_or_where_one_cell_sets_the_minimum():
     run = fairaudit.audit(_tied(), sensitive=["sex"], labels="segment",
                           ci_method="conservative")

@@ -130,14 +130,16 @@ lies above it by at least this share of the interval's width."""
 
 def _bias_detail(iv: Any, value: float, ci: tuple[float, float]) -> dict[str, Any] | None:
     """``detail.bias`` of a minimum over cells (docs/json.md): the plug-in corrected for its
-    bootstrap median bias, that bias (value - corrected, at most 0),
+    bootstrap median bias (within the reported interval ``ci``, capped at the range), that bias (value - corrected, at most 0),
     the cells of which the plug-in is the smallest and their median count, and whether the
     plug-in is likely below the population value. ``None`` where the interval method gives no
     bias correction (conservative, a release's, an estimate of 0)."""
     u = getattr(iv, "bias_corrected", None)
     if u is None or math.isnan(value) or not math.isfinite(float(u.value)):
         return None
-    m = max(float(u.value), value)
+    # within the reported interval: the calibration caps it at the raw upper end, which for
+    # a value near 1 can pass the metric's range (a balance of 0.998 "corrected" to 1.051)
+    m = min(max(float(u.value), value), float(ci[1]))
     people = float(u.people)
     return {
         "method": BIAS_METHOD,
