@@ -113,3 +113,74 @@ def test_fewer_than_two_judgeable_groups_gives_nan_with_a_reason():
 def test_bootstrap_off_means_no_intervals():
     run = fairaudit.audit(_table(), sensitive=["race"], labels="segment", bootstrap=0)
     assert all(r["ci"] is None for r in run.results)
+
+
+def _tied(seed: int = 3, n: int = 3000, k: int = 20) -> pl.DataFrame:
+    """Segments drawn independently of the groups (every cell's true ratio 1): the plug-in
+    balance is the smallest of 2 k noisy ratios and lies well below 1."""
+    rng = np.random.default_rng(seed)
+    return pl.DataFrame({"sex": rng.choice(["f", "m"], size=n, p=[0.2, 0.8]),
+                         "segment": rng.integers(0, k, size=n)})
+
+
+def test_the_minimum_s_bias_is_in_the_json_and_its_sentence():
+    """Issue 40: beside the plug-in (the headline value), detail.bias carries the plug-in
+    corrected for its bootstrap median bias and the cells behind it (schema-valid), and the
+    explanation says when the plug-in is likely below the population value."""
+    from fairaudit.ops.audit_json import schema_problem
+
+    run = fairaudit.audit(_tied(), sensitive=["sex"], labels="segment")
+    assert schema_problem(run.doc) is None
+    for metric in ("balance", "fairness_cce", "balance_prime"):
+        res = run.results_for(metric=metric, attribute="sex")[0]
+        bias = res["detail"]["bias"]
+        assert bias["method"] == "bootstrap-median-bias"
+        assert res["value"] <= bias["corrected"] <= res["ci"][1]
+        assert bias["bias"] == pytest.approx(res["value"] - bias["corrected"])
+        assert bias["cells"] >= 2 and bias["people"] > 0
+    res = run.results_for(metric="balance", attribute="sex")[0]
+    assert res["detail"]["bias"]["likely_below"]
+    text = res["explanation"]
+    assert "likely below the true balance" in text and "bias-corrected" in text, text
+    assert f"smallest of {res['detail']['bias']['cells']} ratios" in text, text
+
+
+def test_the_bias_corrected_value_stays_inside_the_reported_interval():
+    """A plug-in near 1 (labels drawn at random) whose bootstrap correction passes the
+    metric's range: the corrected value is the reported interval's upper end at most (the
+    twins golden said "balance 0.998 ... bias-corrected 1.051" before), and a correction
+    that small is not "likely below"."""
+    from types import SimpleNamespace
+
+    from fairaudit.core.counting_audit import _bias_detail
+    from fairaudit.metrics.calibrate import BiasCorrected
+
+    iv = SimpleNamespace(bias_corrected=BiasCorrected(value=1.051, cells=6, people=203.0))
+    bias = _bias_detail(iv, 0.998, (0.909, 1.0))
+    assert bias["corrected"] == 1.0 and bias["bias"] == pytest.approx(-0.002)
+    assert not bias["likely_below"]
+    rng = np.random.default_rng(11)
+    df = pl.DataFrame({"sex": rng.choice(["f", "m"], size=3000, p=[0.4, 0.6]),
+                       "segment": rng.integers(0, 3, size=3000)})
+    run = fairaudit.audit(df, sensitive=["sex"], labels="segment")
+    for metric in ("balance", "fairness_cce", "balance_prime"):
+        res = run.results_for(metric=metric, attribute="sex")[0]
+        bias = res["detail"].get("bias")
+        if bias is not None:
+            assert res["value"] <= bias["corrected"] <= res["ci"][1] <= 1.0, (metric, res)
+
+
+def test_no_bias_statement_without_a_calibration_or_where_one_cell_sets_the_minimum():
+    run = fairaudit.audit(_tied(), sensitive=["sex"], labels="segment",
+                          ci_method="conservative")
+    assert "bias" not in run.results_for(metric="balance", attribute="sex")[0]["detail"]
+    # one segment holds few of the women: the plug-in is its cell alone, not biased
+    rng = np.random.default_rng(4)
+    sex = rng.choice(["f", "m"], size=4000, p=[0.3, 0.7])
+    seg = np.where(sex == "f", rng.choice(4, size=4000, p=[0.1, 0.3, 0.3, 0.3]),
+                   rng.integers(0, 4, size=4000))
+    one = fairaudit.audit(pl.DataFrame({"sex": sex, "segment": seg}), sensitive=["sex"],
+                          labels="segment")
+    res = one.results_for(metric="balance", attribute="sex")[0]
+    assert not res["detail"]["bias"]["likely_below"]
+    assert "likely below" not in res["explanation"]

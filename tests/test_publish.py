@@ -759,3 +759,10 @@ def test_fingerprint_follows_the_bytes_and_the_paths_below_a_folder(tmp_path):
     assert fingerprint(str(tmp_path / "d1")) == fingerprint(str(tmp_path / "d2"))
     (tmp_path / "d2" / "year=2024").rename(tmp_path / "d2" / "year=2025")
     assert fingerprint(str(tmp_path / "d1")) != fingerprint(str(tmp_path / "d2"))
+
+
+def test_a_release_states_no_bias_of_the_exact_counts(small_path, tmp_path):
+    """The bias statement of the analyst's report (detail.bias, issue 40) comes from the exact
+    table's replicates: a release carries none (its intervals are the noisy cubes')."""
+    run = publish(small_path, tmp_path / "ledger.json")
+    assert not any("bias" in (r.get("detail") or {}) for r in run.doc["results"])

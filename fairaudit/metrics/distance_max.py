@@ -39,8 +39,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from fairaudit.metrics.calibrate import normal_cdf
-from fairaudit.metrics.intervals import _tie_threshold
+from fairaudit.metrics.calibrate import _tie_threshold, normal_cdf
 
 __all__ = ["max_distance_interval"]
 

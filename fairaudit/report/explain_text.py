@@ -310,9 +310,24 @@ def sentence(r: Mapping[str, Any], ctx: Context, spec: MetricSpec | None) -> str
             text = None
     if text is None:
         text = _generic_text(r, spec, ctx)
-    return text + _too_small_text(r, ctx)
+    return text + _bias_text(r) + _too_small_text(r, ctx)
 
 
+def _bias_text(r: Mapping[str, Any]) -> str:
+    """The bias of a minimum over noisy ratios (``detail.bias``, docs/json.md), said when the
+    plug-in is likely well below the population value."""
+    bias = (r.get("detail") or {}).get("bias") or {}
+    mu, cells = _finite(bias.get("corrected")), bias.get("cells")
+    if not bias.get("likely_below") or mu is None or not isinstance(cells, int) or cells < 1:
+        return ""
+    people = _finite(bias.get("people"))
+    if cells > 1:
+        what = f"the smallest of {cells:,} ratios" + (
+            f", its group's from about {people:,.0f} people each" if people is not None else "")
+    else:
+        what = "one ratio" + (f" from about {people:,.0f} people" if people is not None else "")
+    return (f" {capitalize(what)}: likely below the true {r['metric']} "
+            f"(bias-corrected {value_text(mu)}).")
 
 
 # ============================================================================ the deciding cell

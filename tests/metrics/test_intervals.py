@@ -9,6 +9,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
+from fairaudit.metrics import calibrate as I_cal
 from fairaudit.metrics import counting as C
 from fairaudit.metrics import distance_intervals as D
 from fairaudit.metrics import intervals as I
@@ -327,17 +328,16 @@ def test_calibrated_interval_holds_its_estimate_and_its_lower_end_inside_the_con
             new, old = interval(T, 0.95, R), interval(T, 0.95)
             assert new.method == I.CALIBRATED_METHOD and old.method == I.METHOD
             assert new.lower <= float(metric(T)) <= new.upper
-            # the lower end never below the conservative one (valid on its own); the upper
-            # end may pass the Bonferroni one, whose normal z is too small for the score
-            # statistics' tails over many tied cells (docs/metrics.md, "Sparse tables")
-            assert old.lower <= new.lower, (metric, new, old)
+            # inside the conservative interval (valid on its own; issue 35 item 7)
+            assert old.lower <= new.lower and new.upper <= old.upper, (metric, new, old)
 
 
 @settings(max_examples=40, deadline=None)
 @given(tables, st.integers(0, 2**32 - 1))
 def test_calibrated_interval_properties(T, seed):
-    """Any table: the calibrated interval contains the estimate, its lower end lies inside the
-    conservative one, and it widens with the level."""
+    """Any table: the calibrated interval contains the estimate, lies inside the conservative
+    one (issue 35 item 7), widens with the level, and its bias-corrected value lies between
+    the estimate and the upper end."""
     from fairaudit.metrics.bootstrap import resample_counts
 
     R = resample_counts(T, 50, seed)
@@ -346,8 +346,13 @@ def test_calibrated_interval_properties(T, seed):
         old, a, b = interval(T, 0.95), interval(T, 0.90, R), interval(T, 0.99, R)
         new = interval(T, 0.95, R)
         assert new.lower - 1e-12 <= est <= new.upper + 1e-12, (metric.__name__, new, est)
-        assert old.lower - 1e-12 <= new.lower
-        assert b.lower <= a.lower + 1e-12 and a.upper <= b.upper + 1e-12, metric.__name__
+        assert old.lower - 1e-12 <= new.lower and new.upper <= old.upper + 1e-12
+        # widens with the level, up to the tolerance of the upper end's search
+        tol = 2 * I_cal.FIXED_POINT_TOLERANCE * max(abs(b.upper), 1e-12)
+        assert b.lower <= a.lower + 1e-12 and a.upper <= b.upper + tol, metric.__name__
+        if new.bias_corrected is not None:
+            assert est - 1e-12 <= new.bias_corrected.value <= new.upper + 1e-12
+            assert new.bias_corrected.cells >= 1
 
 
 @settings(max_examples=60, deadline=None)
@@ -373,7 +378,10 @@ def test_score_statistic_inverts_to_the_score_bounds(n, data):
     cal = I._balance_calibration(T, np.stack([T, T]))
     idx = np.arange(T.size)
     below, above = (z[0] for z in cal.miss(idx, v, np.full(idx.size, v)))
-    lo_b, hi_b = bounds(one_sided(c), "lower").ravel(), bounds(one_sided(c), "upper").ravel()
+    # the plain bounds: the ones the calibrated test inverts (the default ones are
+    # skewness-corrected, for the conservative method's Bonferroni levels)
+    lo_b = bounds(one_sided(c), "lower", skew=False).ravel()
+    hi_b = bounds(one_sided(c), "upper", skew=False).ravel()
     for j in range(T.size):
         if abs(above[j] - c) > 1e-6 and abs(below[j] - c) > 1e-6 and est.ravel()[j] > 0:
             assert (lo_b[j] > v) == (above[j] > c), (T, v, c, j)
@@ -422,6 +430,101 @@ def test_sparse_contact_cell_gives_the_whole_upper_range():
             assert iv.upper >= 1.0, iv
     dense = rng.multinomial(30_000, (SHARES[:, None] * COND).ravel()).reshape(4, 3)
     assert I.balance_interval(dense, 0.95, resample_counts(dense, 200, 4)).upper < 0.9
+
+
+def test_cluster_of_one_group_keeps_the_calibrated_interval_inside_the_conservative():
+    """Issue 35 item 7: a cluster of 9 men and no women (0.8 expected) made every replicate's
+    statistic at the men's cell (q s = 1: the cluster is one group) -inf, the critical value
+    the clip 1e6 and the upper end 1.019 on every seed, beyond the conservative 0.991."""
+    from fairaudit.metrics.bootstrap import resample_counts
+
+    T = np.array([[220, 120, 60, 35, 18, 12, 0],
+                  [1900, 1350, 800, 420, 190, 92, 9]])
+    old = I.balance_interval(T, 0.95)
+    uppers = set()
+    for seed in (1, 2, 3):
+        new = I.balance_interval(T, 0.95, resample_counts(T, 200, seed))
+        assert new.lower == old.lower == 0.0
+        assert new.upper <= old.upper, (new, old)
+        uppers.add(new.upper)
+    # the cell's statistic at the boundary is 0 for a replicate on it, not -inf
+    cal = I._balance_calibration(T.astype(float), resample_counts(T, 50, 4))
+    z = cal.scores(np.array([13]), np.array([1.0 / (T[1].sum() / T.sum())]))
+    assert np.all(np.isfinite(z))
+
+
+def test_skew_corrected_share_bounds_hold_their_level():
+    """Exact binomial tails: at the Bonferroni levels of many cells (one-sided 1e-4) the plain
+    Wilson lower bound of a count of 1-20 expected people misses 3-27 times as often as stated;
+    the skewness-corrected one at most 1.5 times, and it is never narrower."""
+    from scipy.stats import binom
+
+    for n, p in [(282, 0.02), (480, 0.02), (48, 0.02), (100, 0.1), (5000, 0.004)]:
+        x = np.arange(n + 1)
+        pmf = binom.pmf(x, n, p)
+        plain = I.wilson_interval(x, np.full(x.size, n), 1e-4)
+        fixed = I.wilson_interval(x, np.full(x.size, n), 1e-4, skew=True)
+        assert np.all(fixed[0] <= plain[0]) and np.all(fixed[1] >= plain[1])
+        assert pmf[plain[0] > p].sum() > 3e-4, (n, p)
+        assert pmf[fixed[0] > p].sum() <= 1.5e-4, (n, p)
+        assert pmf[fixed[1] < p].sum() <= 1.5e-4, (n, p)
+
+
+def test_skew_corrected_ratio_bounds_hold_their_level():
+    """The same for Koopman's ratio bounds, by exact enumeration of two binomials (6 and 9 of
+    the group's people expected in the cell, the others' share known well)."""
+    from scipy.stats import binom
+
+    for n1, p1, n2, p2 in [(60, 0.1, 3000, 0.1), (300, 0.03, 4000, 0.03)]:
+        x1, x2 = np.arange(n1 + 1), np.arange(int(n2 * p2 - 6 * np.sqrt(n2 * p2)),
+                                              int(n2 * p2 + 6 * np.sqrt(n2 * p2)))
+        w = np.outer(binom.pmf(x1, n1, p1), binom.pmf(x2, n2, p2))
+        X1, X2 = np.meshgrid(x1, x2, indexing="ij")
+        theta = p1 / p2
+        for skew, most in ((False, None), (True, 1.5e-4)):
+            lo, hi = I.ratio_score_interval(X1, n1, X2, n2, 1e-4, skew=skew)
+            miss_lo, miss_hi = w[lo > theta].sum(), w[hi < theta].sum()
+            if most is None:
+                assert miss_lo > 2e-4, (n1, miss_lo)
+            else:
+                assert miss_lo <= most and miss_hi <= most, (n1, miss_lo, miss_hi)
+
+
+def test_value_upper_finds_the_smallest_fixed_point():
+    """A critical value growing with the tested value (more cells may tie there): the upper
+    end is the first v with upper(crit(v)) = v; the top when its own test accepts it."""
+    def crit(v):  # 1.0 below 0.5, 2.0 from 0.5 on, 3.0 from 0.8 on
+        return 1.0 if v < 0.5 else (2.0 if v < 0.8 else 3.0)
+
+    def upper(c):  # the largest value a fixed c accepts
+        return 0.35 + 0.15 * c
+
+    # 0.2 -> c 1 -> 0.5 -> c 2 -> 0.65, where c stays 2
+    assert I_cal.value_upper(crit, upper, 0.2) == (2.0, pytest.approx(0.65))
+    # the top's own test (c 3 -> 0.8) rejects it
+    assert I_cal.value_upper(crit, upper, 0.2, top=1.0) == (2.0, pytest.approx(0.65))
+    # stuck at 0.3 from below, but the top 0.85 accepts itself (labels drawn at random)
+    assert I_cal.value_upper(crit, lambda c: 0.3 * c, 0.2) == (1.0, pytest.approx(0.3))
+    assert I_cal.value_upper(crit, lambda c: 0.3 * c, 0.2, top=0.85) == (3.0, pytest.approx(0.9))
+
+
+def test_bias_correction_where_cells_tie_and_not_where_one_cell_sets_the_minimum():
+    """Forty cells of 18-120 people at the same value (labels drawn at random): their smallest
+    lies well below it, the correction moves it up (too little: the bootstrap sees the observed
+    cells, more spread than these) and says so; one cell far below the rest: almost none."""
+    from fairaudit.metrics.bootstrap import resample_counts
+
+    rng = np.random.default_rng(11)
+    tied = rng.multinomial(3000, np.outer([0.8, 0.2], np.full(20, 0.05)).ravel()).reshape(2, 20)
+    iv = I.balance_interval(tied, 0.95, resample_counts(tied, 200, 12))
+    est = float(C.balance_min(tied))
+    assert iv.bias_corrected.value - est > 0.03, (iv, est)
+    assert iv.bias_corrected.cells == 40 and 18 <= iv.bias_corrected.people <= 120
+    P = np.outer([0.8, 0.2], np.full(5, 0.2))
+    P[1] = [0.012, 0.047, 0.047, 0.047, 0.047]
+    one = rng.multinomial(20_000, (P / P.sum()).ravel()).reshape(2, 5)
+    iv1 = I.balance_interval(one, 0.95, resample_counts(one, 200, 13))
+    assert iv1.bias_corrected.value - float(C.balance_min(one)) < 0.01, iv1
 
 
 # ------------------------------------------------------------------------------ distances
