@@ -277,11 +277,13 @@ def write_report(run: AuditRun, html_path: str | Path, json_path: str | Path | N
                           f"{type(run).__name__}")
     if html_path is None:
         raise ConfigError("html_path: expected a file path; got None")
-    html_path = output_path("html_path", html_path)
-    json_path = output_path("json_path", json_path) or html_path.with_suffix(".json")
+    html_out = output_path("html_path", html_path)
+    if html_out is None:  # pragma: no cover - refused above
+        raise ConfigError("html_path: expected a file path; got None")
+    json_out = output_path("json_path", json_path) or html_out.with_suffix(".json")
     source = (run.doc.get("input") or {}).get("path")
-    check_outputs({"html_path": html_path, "json_path": json_path}, input_refs(source))
+    check_outputs({"html_path": html_out, "json_path": json_out}, input_refs(source))
     html = render_html(run, Host.create())
-    write_outputs([(json_path, json.dumps(run.to_json(), indent=2, ensure_ascii=False)),
-                   (html_path, html)])
-    return html_path, json_path
+    write_outputs([(json_out, json.dumps(run.to_json(), indent=2, ensure_ascii=False)),
+                   (html_out, html)])
+    return html_out, json_out
