@@ -1,6 +1,7 @@
 # fairaudit — the two commands in the README:
 #   make demo   set up .venv, install fairaudit, audit the bundled example data
-#   make test   set up .venv with the test extras, run the whole suite (in parallel)
+#   make test   set up .venv with the test extras, run the suite (in parallel) but the slow
+#               statistical simulations; `make test-slow` runs those (CI runs both: .ci/run)
 # Both install the pinned versions of constraints/test.txt (the versions the goldens were made
 # with); library users get the ranges of pyproject.toml. `make lock` refreshes the pins.
 PYTHON ?= python3
@@ -11,7 +12,7 @@ CONSTRAINTS := constraints/test.txt
 # pytest-xdist workers: one per core ("auto"); PYTEST_WORKERS=0 runs in one process
 PYTEST_WORKERS ?= auto
 
-.PHONY: demo test test-fast install install-test lint bench lock clean
+.PHONY: demo test test-slow test-all install install-test lint bench lock clean
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "fairaudit needs Python >= 3.11 (set PYTHON=python3.11)"'
@@ -37,13 +38,20 @@ demo: $(VENV)/.installed
 	$(BIN)/fairaudit audit examples/data/adult_sample.parquet --sensitive sex,race \
 		--out fairaudit-report.html --json fairaudit-report.json
 
+# every test but those marked slow: the coverage simulations of the intervals and of the
+# published release (thousands of audits each), which cost more CPU than the rest together
 test: $(VENV)/.installed-test
 	$(BIN)/ruff check fairaudit plugins tests benchmarks examples
-	$(BIN)/python -m pytest -n $(PYTEST_WORKERS)
-
-# the suite without the slow simulations (coverage studies, million-row checks): CI runs them all
-test-fast: $(VENV)/.installed-test
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) -m "not slow"
+
+# the slow simulations alone (CI runs them after `make test`)
+test-slow: $(VENV)/.installed-test
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) -m slow
+
+# everything, in one pytest run
+test-all: $(VENV)/.installed-test
+	$(BIN)/ruff check fairaudit plugins tests benchmarks examples
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS)
 
 lint: $(VENV)/.installed-test
 	$(BIN)/ruff check fairaudit plugins tests benchmarks examples
