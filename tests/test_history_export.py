@@ -143,3 +143,29 @@ def test_export_cli(run_cli, tmp_path):
     assert res.exit_code == 2 and not (tmp_path / "x.csv").exists()
     res = run_cli("export", "a.json", "--csv", "a.json")
     assert res.exit_code == 2
+
+
+def test_the_history_document_follows_its_schema(tmp_path):
+    """``fairaudit history --json`` has a schema of its own (fairaudit/schema/history.schema.json,
+    shipped in the package): the golden history, a history with a failed gate and a run without
+    timing, and one of an audit whose headline results carry thresholds all validate; a field
+    the schema does not know is refused (additionalProperties false)."""
+    jsonschema = pytest.importorskip("jsonschema")
+    import fairaudit
+
+    schema = json.loads((Path(fairaudit.__file__).parent / "schema" /
+                         "history.schema.json").read_text())
+    golden = json.loads((Path(__file__).parent / "golden" / "history.json").read_text())
+    jsonschema.validate(golden, schema)
+    hist = build_history(_runs(tmp_path))
+    jsonschema.validate(hist, schema)
+    gated = copy.deepcopy(resample_audit(1))
+    for r in gated["results"]:
+        if r.get("headline"):
+            r["threshold"] = {"metric": r["metric"], "value": 0.5, "bound": "min", "on": "value",
+                              "attribute": r["attribute"], "severity": "error"}
+    jsonschema.validate(build_history([gated, resample_audit(2)]), schema)
+    bad = copy.deepcopy(hist)
+    bad["runs"][0]["surprise"] = 1
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(bad, schema)
