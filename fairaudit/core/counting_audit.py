@@ -128,7 +128,31 @@ LIKELY_BELOW = 0.05
 lies above it by at least this share of the interval's width."""
 
 
-def _bias_detail(iv: Any, value: float, ci: tuple[float, float]) -> dict[str, Any] | None:
+def structural_cap(metric: str, counts: Any, value: float) -> float | None:
+    """The largest value the table's own cluster sizes allow, where the metric has one:
+    fairness_cce of the table whose every cluster has the population's group mix (n_i s_k / n).
+    For each cluster the group shares average (weights n_i / n) to c s_k / n, so some group's
+    ratio lies on the far side of it from 1 and fairness_cce can never exceed that table's
+    value (tests/metrics/test_bias_cap.py proves it on random tables). None for other metrics,
+    or when ``counts`` is not the table ``value`` was computed from."""
+    if metric != "fairness_cce":
+        return None
+    from fairaudit.metrics.counting import fairness_cce
+
+    N = np.asarray(counts, dtype=np.float64)
+    if N.ndim != 2 or N.size == 0 or not N.sum() > 0:
+        return None
+    try:
+        if not math.isclose(float(fairness_cce(N)), value, rel_tol=1e-9, abs_tol=1e-12):
+            return None
+        cap = float(fairness_cce(np.outer(N.sum(axis=1), N.sum(axis=0)) / N.sum()))
+    except ValueError:  # an empty group: not a table the metric was computed on
+        return None
+    return cap if math.isfinite(cap) else None
+
+
+def _bias_detail(iv: Any, value: float, ci: tuple[float, float],
+                 cap: float | None = None) -> dict[str, Any] | None:
     """``detail.bias`` of a minimum over cells (docs/json.md): the plug-in corrected for its
     bootstrap median bias (within the reported interval ``ci``, capped at the range), that bias (value - corrected, at most 0),
     the cells of which the plug-in is the smallest and their median count, and whether the
@@ -139,7 +163,9 @@ def _bias_detail(iv: Any, value: float, ci: tuple[float, float]) -> dict[str, An
         return None
     # within the reported interval: the calibration caps it at the raw upper end, which for
     # a value near 1 can pass the metric's range (a balance of 0.998 "corrected" to 1.051)
-    m = min(max(float(u.value), value), float(ci[1]))
+    # and never above what the cluster sizes allow (fairness_cce: structural_cap): the cells of
+    # a minimum are tied by their shares, which a per-cell correction does not know
+    m = min(max(float(u.value), value), float(ci[1]), math.inf if cap is None else max(cap, value))
     people = float(u.people)
     return {
         "method": BIAS_METHOD,
@@ -284,7 +310,8 @@ def run_counting_auditor(
                 ci = (ci[0] if lo_r is None else max(ci[0], float(lo_r)),
                       ci[1] if hi_r is None else min(ci[1], float(hi_r)))
             if ci is not None and m.bootstrap and metric in own:
-                bias = _bias_detail(own[metric], value, ci)
+                bias = _bias_detail(own[metric], value, ci,
+                                    structural_cap(metric, table.counts, value))
                 if bias is not None:
                     detail["bias"] = bias
             if j.too_small:
