@@ -43,16 +43,8 @@ BIN = Path(sys.executable).parent
 ADULT = ROOT.parent / "shared" / "data" / "adult" / "adult.csv"
 NUMERIC = ("age", "fnlwgt", "education-num", "capital-gain", "capital-loss", "hours-per-week")
 
-_WRAP = """
-import resource, subprocess, sys, time
-t0 = time.perf_counter()
-p = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-wall = time.perf_counter() - t0
-if p.returncode not in (0, 1):
-    sys.stderr.write(p.stderr.decode()[-3000:]); sys.exit(2)
-ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-print(wall, ru.ru_maxrss / 1024, ru.ru_utime + ru.ru_stime)
-"""
+sys.path.insert(0, str(HERE))
+from bench_audit import _WRAP  # noqa: E402  (the timed child process: wall, peak RSS, CPU)
 
 
 def measure(cmd: list[str]) -> dict[str, float]:
