@@ -88,7 +88,7 @@ def test_report_leads_with_the_answer(segments, tmp_path):
     explain = html[html.index('id="sec-explain"'):]
     assert explain.count("<details>") >= 3  # verdict reasons, per-labelling detail, glossary
     # the sentences name the cluster by its own name
-    assert "\u201cpremium\u201d (270 rows) holds 33 of the 111 Other people" in html
+    assert "\u201cpremium\u201d (270 rows) holds 33 of the 111 \u201cOther\u201d people" in html
     assert "cluster 1 (270 rows)" not in html
 
 

@@ -170,8 +170,10 @@ def test_a_full_disk_while_writing_the_ledger_is_exit_2(tmp_path, monkeypatch):
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(outputs, "_fill", full)
-    with pytest.raises(OutputError, match="No space left"), open_ledger(ledger) as led:
-        led.record("src", fingerprint="f", options="o", epsilon=1.0, budget=None, document={})
+    with pytest.raises(OutputError, match="No space left"), \
+            open_ledger(ledger, create=True) as led:
+        led.set_budget("src", 1.0, how="the test's first release")
+        led.write()
     assert not ledger.exists()
     assert [p.name for p in tmp_path.iterdir()] == ["ledger.json.lock"]
 

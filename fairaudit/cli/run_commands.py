@@ -223,7 +223,7 @@ def run(chain_file: str, data: str | None, out: str, json_out: str | None,
     table repairs data.labels (see `fairaudit repair`); --out is then its HTML report."""
     import dataclasses
 
-    from fairaudit.core.chain import load_chain
+    from fairaudit.core.chain import parse_chain, read_chain_document
     from fairaudit.repair.spec import load_repair_table
 
     _setup_logging(debug, quiet)
@@ -231,14 +231,15 @@ def run(chain_file: str, data: str | None, out: str, json_out: str | None,
     from fairaudit.core.params import check
 
     max_memory = check("max_memory", max_memory, "cli")
-    if load_repair_table(chain_file) is not None:
+    doc = read_chain_document(chain_file)  # once: a chain from a pipe can be read only once
+    if load_repair_table(chain_file, doc=doc) is not None:
         from fairaudit.cli.repair_commands import run_chain_repair
 
         given = click.get_current_context().get_parameter_source("out")
         return run_chain_repair(chain_file, data,
                                 out if given == click.core.ParameterSource.COMMANDLINE else None,
                                 json_out, host, quiet)
-    spec = load_chain(chain_file)
+    spec = parse_chain(doc, source=str(chain_file))
     if timing:
         spec = dataclasses.replace(spec, options=dataclasses.replace(spec.options, timing=True))
     if max_memory is not None:
@@ -336,14 +337,15 @@ def _summary(run_obj: Any, out: Path, json_path: Path) -> None:
 @_handle_errors
 def validate(chain_file: str, quiet: bool, debug: bool, disabled: Sequence[str]) -> int:
     """Check CHAIN.toml against the installed components (every problem at once)."""
-    from fairaudit.core.chain import load_chain
+    from fairaudit.core.chain import parse_chain, read_chain_document
 
     _setup_logging(debug, quiet)
     host = _host(disabled)
     from fairaudit.repair.spec import load_repair_table
 
-    spec = load_chain(chain_file)
-    if load_repair_table(chain_file) is not None:  # every [repair] key and target checked
+    doc = read_chain_document(chain_file)  # once: a chain from a pipe can be read only once
+    spec = parse_chain(doc, source=str(chain_file))
+    if load_repair_table(chain_file, doc=doc) is not None:  # every [repair] key and target checked
         from fairaudit.repair.chain import check_chain_repair, with_default_audits
 
         check_chain_repair(chain_file)

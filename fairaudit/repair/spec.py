@@ -241,13 +241,15 @@ def repair_spec(*, sensitive: Any, labels: Any, target: Any, surface: str = "api
     return spec
 
 
-def load_repair_table(path: str | Path) -> Mapping[str, Any] | None:
+def load_repair_table(path: str | Path, doc: Mapping[str, Any] | None = None
+                      ) -> Mapping[str, Any] | None:
     """The ``[repair]`` table of a chain file (None when it has none); unknown keys refused
-    with a suggestion."""
+    with a suggestion. ``doc``: the file's document when the caller has read it already."""
     from fairaudit.core.chain import read_chain_document
 
     p = Path(path)
-    doc = read_chain_document(p)
+    if doc is None:
+        doc = read_chain_document(p)
     table = doc.get("repair")
     if table is None:
         return None
