@@ -137,18 +137,6 @@ def dense_bytes_needed(n: int) -> int:
     return int(6 * 8 * n * n)
 
 
-def available_memory_bytes() -> int | None:
-    """MemAvailable from /proc/meminfo (Linux); None when unknown."""
-    try:
-        with open("/proc/meminfo", encoding="ascii") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        return None
-    return None
-
-
 class DenseSolver:
     """The paper's algorithm on explicit matrices (the oracle).
 

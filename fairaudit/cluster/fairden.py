@@ -36,7 +36,6 @@ from fairaudit.cluster._fairden_ops import (
     DenseSolver,
     GoodallOperator,
     MatrixFreeSolver,
-    available_memory_bytes,
     dense_bytes_needed,
     encode_columns,
     fairness_matrix,
@@ -44,6 +43,7 @@ from fairaudit.cluster._fairden_ops import (
 from fairaudit.cluster._mr_assign import mutual_reachability_assign
 from fairaudit.cluster._progress import Progress
 from fairaudit.cluster.dc_distance import MergeTree, merge_tree
+from fairaudit.core.limits import available_memory
 
 __all__ = ["AUTO_DENSE_MAX_N", "NOISE_RULES", "ExcludedGroups", "FairDen"]
 
@@ -645,7 +645,7 @@ class FairDen(ClusterMixin, BaseEstimator):
 
     def _choose_solver(self, n: int) -> str:
         need = dense_bytes_needed(n)
-        avail = available_memory_bytes()
+        avail = available_memory()
         fits = avail is None or need <= MEMORY_SAFETY * avail
         if self.solver == "dense":
             if not fits:

@@ -272,7 +272,7 @@ def test_single_group_unconstrained_option():
 def test_dense_memory_guard(monkeypatch):
     import fairaudit.cluster.fairden as mod
 
-    monkeypatch.setattr(mod, "available_memory_bytes", lambda: 1000)
+    monkeypatch.setattr(mod, "available_memory", lambda: 1000)
     X, s = blobs(seed=0)
     with pytest.raises(ValueError, match="solver='dense' would need"):
         FairDen(2, min_pts=5, solver="dense").fit(X, sensitive=s)
