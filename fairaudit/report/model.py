@@ -41,6 +41,7 @@ class _Missing:
 
 
 MISSING: Any = _Missing()
+_FIELDS: dict[type, dict[str, Any]] = {}
 
 
 def _opt() -> Any:
@@ -56,8 +57,14 @@ class Record:
 
     @classmethod
     def _fields(cls) -> dict[str, Any]:
-        hints = typing.get_type_hints(cls)
-        return {f.name: hints[f.name] for f in dataclasses.fields(cls) if f.name != "extra"}
+        """Field name -> type, resolved once per class (``get_type_hints`` evaluates every
+        annotation: a run's document has hundreds of records)."""
+        cached = _FIELDS.get(cls)
+        if cached is None:
+            hints = typing.get_type_hints(cls)
+            cached = {f.name: hints[f.name] for f in dataclasses.fields(cls) if f.name != "extra"}
+            _FIELDS[cls] = cached
+        return cached
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> Any:
