@@ -112,14 +112,20 @@ def test_the_known_row_count_gives_the_same_sample_as_counting_again():
         new, _ = materialise_rows(frame.lazy(), roles, spec, n, 500, n_valid=n_valid)
         assert old.frame.equals(new.frame)
         assert new.n_rows == 500
+        # the rows are the seeded draw from the valid rows' numbers (numpy's own choice)
+        ids = np.flatnonzero(frame.select(pl.col("sex").is_not_null()).to_series().to_numpy())
+        want = np.sort(np.random.default_rng(spec.data.seed).choice(ids, 500, replace=False))
+        np.testing.assert_array_equal(new.frame.get_column("x").to_numpy(),
+                                      frame.get_column("x").to_numpy()[want])
         smaller, _ = materialise_rows(frame.lazy(), roles, spec, n, 500, n_valid=n_valid,
                                       sample_to=200)
         assert smaller.n_rows == 200
 
 
 def test_a_labels_audit_with_a_feature_imports_no_scikit_learn(tmp_path):
-    """The quality auditor's silhouette is numpy's now: no scikit-learn, SciPy statistics or
-    pandas in a labels audit with a numeric feature."""
+    """The quality auditor's silhouette and the proxy auditor's kernels are numpy's: no
+    scikit-learn, SciPy statistics or linear algebra, or pandas in a labels audit with a numeric
+    feature."""
     data = tmp_path / "t.csv"
     rng = np.random.default_rng(3)
     n = 600
@@ -130,7 +136,7 @@ def test_a_labels_audit_with_a_feature_imports_no_scikit_learn(tmp_path):
         f"run = fairaudit.audit({str(data)!r}, sensitive=['sex'], labels='segment',"
         " bootstrap=0)\n"
         "assert any(r['auditor'] == 'quality' for r in run.doc['results'])\n"
-        "heavy = ('sklearn', 'scipy.stats', 'pandas', 'great_expectations')\n"
+        "heavy = ('sklearn', 'scipy.stats', 'scipy.linalg', 'pandas', 'great_expectations')\n"
         "print(sorted(m for m in heavy if m in sys.modules))\n"
     )
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,

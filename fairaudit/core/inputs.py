@@ -277,11 +277,14 @@ def _draw_rows(lf: Any, cols: list[str], keys: list[str], spec: ChainSpec, n_inp
     if n_valid > max_rows:
         max_rows = int(min(max_rows, sample_to)) if sample_to else max_rows
         rng = np.random.default_rng(spec.data.seed)
+        # the same draw as ``rng.choice(valid_ids, ...)``, without handing numpy the array
+        # (0.58 s for 20M row numbers; positions: 0.3 ms)
+        pick = rng.choice(n_valid, size=max_rows, replace=False)
         if n_valid == n_input:  # no null key: the valid rows are the row numbers 0..n-1
-            valid_ids = np.arange(n_input, dtype=np.int64)
+            keep = np.sort(pick)
         else:
             valid_ids = q.select(ROW_ID).collect(engine="streaming").get_column(ROW_ID).to_numpy()
-        keep = np.sort(rng.choice(valid_ids, size=max_rows, replace=False))
+            keep = np.sort(valid_ids[pick])
         q = _take_rows(lf, cols, keep, not_null)
         sample_info = {
             "rows": int(max_rows),

@@ -81,6 +81,9 @@ class RunState:
     roles: ColumnRoles
     in_memory: bool
     started: float
+    fingerprint: Callable[[], str] | None = None
+    """The input's content hash (:func:`fairaudit.core.io.fingerprint`), computed on a thread
+    from the start of the run: calling it waits for the hash. None: hash at ``document``."""
     # ---------------------------------------------------------------- filled by the stages
     joint_full: JointTable | None = None
     n_input: int = 0
@@ -486,7 +489,8 @@ def document(s: RunState) -> RunState:
         results=list(s.results), checks=list(s.checks), preprocessing=list(s.preprocessing),
         notes=list(s.notes), status=overall_status(list(s.results), list(s.gates)),
         host=s.host, timings=s.clock.timings, total=time.perf_counter() - s.started,
-        fingerprint=frame_fingerprint(s.path) if s.in_memory else fingerprint(s.path),
+        fingerprint=(frame_fingerprint(s.path) if s.in_memory
+                     else s.fingerprint() if s.fingerprint is not None else fingerprint(s.path)),
     )
     if s.in_memory:
         doc["input"] = {**doc["input"], "path": "<in-memory table>", "format": "polars"}

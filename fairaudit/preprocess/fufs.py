@@ -71,15 +71,12 @@ def _center(K: np.ndarray) -> np.ndarray:
     return out
 
 
-def _blas_gemm(dtype: np.dtype) -> Any:
-    from scipy.linalg import blas
-
-    return {np.dtype(np.float32): blas.sgemm, np.dtype(np.float64): blas.dgemm}.get(np.dtype(dtype))
-
-
 def _rbf(X: np.ndarray, w: np.ndarray | None, gamma: float) -> np.ndarray:
     """exp(-gamma ||diag(w) (x_i - x_j)||^2) through one matrix product (in place, no n x n
-    temporaries). Columns with zero weight are skipped; all-zero weights give the ones matrix."""
+    temporaries). Columns with zero weight are skipped; all-zero weights give the ones matrix.
+
+    numpy's ``Z @ Z.T`` is a symmetric rank-k update (half the products of a general matrix
+    product), and numpy alone keeps ``scipy.linalg`` (0.15 s to import) out of an audit."""
     if w is None:
         Z = X
     else:
@@ -87,18 +84,15 @@ def _rbf(X: np.ndarray, w: np.ndarray | None, gamma: float) -> np.ndarray:
         if nz.size == 0:
             return np.ones((X.shape[0], X.shape[0]), dtype=X.dtype)
         Z = X[:, nz] * w[nz].astype(X.dtype)
-    # -gamma ||z_i - z_j||^2 = 2 gamma z_i.z_j - gamma |z_i|^2 - gamma |z_j|^2: the factor rides
-    # on the matrix product (BLAS alpha), leaving three passes over the n x n result
-    gsq = gamma * np.einsum("ij,ij->i", Z, Z)
-    gemm = _blas_gemm(Z.dtype)
-    D = gemm(2.0 * gamma, Z, Z, trans_b=True) if gemm is not None else (2.0 * gamma) * (Z @ Z.T)
+    # -gamma ||z_i - z_j||^2 = 2 gamma z_i.z_j - gamma |z_i|^2 - gamma |z_j|^2
+    gsq = (gamma * np.einsum("ij,ij->i", Z, Z)).astype(Z.dtype)
+    D = Z @ Z.T
+    D *= Z.dtype.type(2.0 * gamma)
     D -= gsq[:, None]
     D -= gsq[None, :]
     np.minimum(D, 0.0, out=D)
     np.exp(D, out=D)
-    # BLAS returns Fortran order; the kernel is symmetric, so its transpose is the same matrix
-    # in C order (keeps later elementwise products with C-ordered matrices contiguous)
-    return D.T if D.flags.f_contiguous and not D.flags.c_contiguous else D
+    return D
 
 
 def _inner_with_sqdiff(
@@ -160,6 +154,84 @@ def fufs_gradients(state: FUFSState, m: np.ndarray, g: np.ndarray) -> tuple[np.n
     grad_m = (-2.0 * gamma * m * inner_m - 2.0 * alpha * gamma * w * g * inner_g) / s + state.beta
     grad_g = (2.0 * alpha * gamma * w * (1.0 - m) * inner_g) / s + state.beta
     return grad_m, grad_g
+
+
+def _descend(
+    state: FUFSState, m: np.ndarray, g: np.ndarray, lr: float, max_iter: int
+) -> tuple[np.ndarray, np.ndarray, list[float]]:
+    """``max_iter`` alternating projected-gradient steps (g, then m at the new g) from (m, g).
+
+    The closed forms of :func:`fufs_gradients`, sharing kernels, with the work that cannot change
+    the result skipped (exact, tested against the step-by-step loop):
+
+    - a feature whose gradient coefficient is 0 needs no kernel product (e.g. g at the start,
+      where w = g(1 - m) = 0); when every coefficient of a term is 0 its kernel is not formed;
+    - K(w) with w = 0 is the ones matrix: its alignment with the centred K_P is computed once;
+    - K(m) is formed again only when m moved;
+    - once a step leaves (m, g) unchanged every later step repeats it: the remaining losses are
+      that step's and the loop stops.
+
+    Returns the final (m, g) and the loss before each step."""
+    X, KPc = state.X, state.KPc
+    X2 = X * X
+    a, gam, sc, b = state.alpha, state.gamma, state.scale, state.beta
+    d = X.shape[1]
+    zeros = np.zeros(d)
+    Wc = np.multiply(KPc, a)
+    Wc -= state.KXc  # -K_X~ + alpha K_P~, constant
+    KM = _rbf(X, m, gam)
+    buf = np.empty_like(KM)
+    kp_ones: float | None = None  # <K_P~, 1 1^T>, the loss term at w = 0
+    losses: list[float] = []
+    for step in range(max_iter):
+        m0, g0 = m, g
+        # g step at (m, g)
+        w = g * (1.0 - m)
+        coef_g = 2.0 * a * gam * w * (1.0 - m)
+        cols = np.flatnonzero(coef_g)
+        if w.any():
+            KG = _rbf(X, w, gam)
+            kg = float(np.vdot(KPc, KG))
+        else:
+            KG = None
+            if kp_ones is None:
+                kp_ones = float(np.vdot(KPc, np.ones_like(KPc)))
+            kg = kp_ones
+        losses.append(float((np.vdot(Wc, KM) - a * kg) / sc + b * (m.sum() + g.sum())))
+        if cols.size:  # w != 0 wherever coef_g != 0, so KG was formed
+            assert KG is not None
+            KG *= KPc
+            inner_g = _inner_with_sqdiff(KG, X, X2, cols)
+        else:
+            inner_g = zeros
+        del KG
+        g = np.clip(g - lr * (coef_g * inner_g / sc + b), 0.0, 1.0)
+        # m step at (m, new g)
+        w = g * (1.0 - m)
+        coef_mg = -2.0 * a * gam * w * g
+        cols = np.flatnonzero(coef_mg)
+        if cols.size:
+            KG = _rbf(X, w, gam)
+            KG *= KPc
+            inner_g = _inner_with_sqdiff(KG, X, X2, cols)
+            del KG
+        else:
+            inner_g = zeros
+        coef_mm = -2.0 * gam * m
+        cols = np.flatnonzero(coef_mm)
+        if cols.size:
+            np.multiply(KM, Wc, out=buf)
+            inner_m = _inner_with_sqdiff(buf, X, X2, cols)
+        else:
+            inner_m = zeros
+        m = np.clip(m - lr * ((coef_mm * inner_m + coef_mg * inner_g) / sc + b), 0.0, 1.0)
+        moved = not np.array_equal(m, m0)
+        if not moved and np.array_equal(g, g0):
+            losses.extend([losses[-1]] * (max_iter - step - 1))
+            break
+        if moved:
+            KM = _rbf(X, m, gam)
+    return m, g, losses
 
 
 @dataclass(frozen=True)
@@ -576,41 +648,7 @@ class FUFS:
         m = np.ones(d_act)
         g = np.ones(d_act)
         lr = float(self.learning_rate)
-        losses: list[float] = []
-        X2 = Xs * Xs
-        a, gam, sc, b = state.alpha, state.gamma, state.scale, state.beta
-        # the same closed forms as fufs_gradients, sharing kernels, in place, and skipping the
-        # features whose gradient coefficient is 0 (e.g. g at the start, where w = g(1-m) = 0)
-        Wc = np.multiply(state.KPc, a)
-        Wc -= state.KXc  # -K_X~ + alpha K_P~, constant
-        KM = _rbf(Xs, m, gam)
-        for _ in range(int(self.max_iter)):
-            # g step at (m, g)
-            w = g * (1.0 - m)
-            KG = _rbf(Xs, w, gam)
-            losses.append(
-                float((np.vdot(Wc, KM) - a * np.vdot(state.KPc, KG)) / sc + b * (m.sum() + g.sum()))
-            )
-            coef_g = 2.0 * a * gam * w * (1.0 - m)
-            KG *= state.KPc
-            inner_g = _inner_with_sqdiff(KG, Xs, X2, np.flatnonzero(coef_g))
-            grad_g = coef_g * inner_g / sc + b
-            g = np.clip(g - lr * grad_g, 0.0, 1.0)
-            # m step at (m, new g)
-            w = g * (1.0 - m)
-            coef_mg = -2.0 * a * gam * w * g
-            KG = _rbf(Xs, w, gam)
-            KG *= state.KPc
-            inner_g = _inner_with_sqdiff(KG, Xs, X2, np.flatnonzero(coef_mg))
-            del KG
-            coef_mm = -2.0 * gam * m
-            KM *= Wc
-            inner_m = _inner_with_sqdiff(KM, Xs, X2, np.flatnonzero(coef_mm))
-            del KM
-            grad_m = (coef_mm * inner_m + coef_mg * inner_g) / sc + b
-            m = np.clip(m - lr * grad_m, 0.0, 1.0)
-            KM = _rbf(Xs, m, gam)
-        del KM, Wc
+        m, g, losses = _descend(state, m, g, lr, int(self.max_iter))
         losses.append(fufs_loss(state, m, g))
 
         scores = np.full(d, np.nan)

@@ -204,6 +204,66 @@ def test_fit_loop_uses_the_same_gradients() -> None:
     assert f.loss_[-1] == pytest.approx(fufs_loss(state, m, g))
 
 
+def _naive_descent(state: FUFSState, lr: float, max_iter: int):
+    """The projected-gradient loop written out: fufs_gradients and fufs_loss at every step."""
+    d = state.X.shape[1]
+    m, g = np.ones(d), np.ones(d)
+    losses = []
+    for _ in range(max_iter):
+        losses.append(fufs_loss(state, m, g))
+        g = np.clip(g - lr * fufs_gradients(state, m, g)[1], 0, 1)
+        m = np.clip(m - lr * fufs_gradients(state, m, g)[0], 0, 1)
+    losses.append(fufs_loss(state, m, g))
+    return m, g, losses
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        "planted",  # m and g move every step
+        "one-feature",  # m stays at 1, so w = g(1 - m) = 0 for every step: K(w) is never formed
+        "fixed-point",  # a large beta drives every score to a bound: (m, g) stops moving
+        "numeric-s",
+    ],
+)
+def test_fit_equals_the_step_by_step_loop(case) -> None:
+    """The fit's descent (kernels shared, zero terms skipped, K(m) kept while m stays, early
+    stop at a fixed point) gives the scores and every loss of the loop written out."""
+    if case == "one-feature":
+        X, s = planted_data(n=80, d=8)
+        X = X[:, :1]
+    else:
+        X, s = planted_data(n=80, numeric_s=case == "numeric-s")
+    beta = 5.0 if case == "fixed-point" else 0.1
+    iters = 40
+    f = FUFS(1, max_iter=iters, learning_rate=0.2, beta=beta, dtype="float64").fit(X, sensitive=s)
+    Xs = (X - X.mean(0)) / X.std(0)
+    gamma = 1 / X.shape[1]
+    if case == "numeric-s":
+        p = ((s - s.mean()) / s.std())[:, None]
+        KP = _rbf(p, None, 1.0)
+    else:
+        KP = (s[:, None] == s[None, :]).astype(float)
+    state = FUFSState(
+        X=Xs,
+        KXc=_center(_rbf(Xs, None, gamma)),
+        KPc=_center(KP),
+        gamma=gamma,
+        alpha=1.0,
+        beta=beta,
+        scale=f.scale_,
+    )
+    m, g, losses = _naive_descent(state, 0.2, iters)
+    np.testing.assert_allclose(f.scores_, m, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(f.proxy_scores_, g, rtol=0, atol=1e-10)
+    assert len(f.loss_) == iters + 1
+    np.testing.assert_allclose(f.loss_, losses, rtol=1e-10, atol=1e-10)
+    if case == "fixed-point":
+        assert np.all((m == 0) | (m == 1)) and np.all((g == 0) | (g == 1))
+    if case == "planted":
+        assert len(set(np.round(f.loss_, 12))) > iters // 2  # the scores really moved
+
+
 def test_float32_and_float64_agree() -> None:
     X, s = planted_data(n=150)
     a = FUFS(3, dtype="float32", random_state=0).fit(X, sensitive=s)
