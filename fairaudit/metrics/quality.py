@@ -17,6 +17,20 @@ import numpy as np
 __all__ = ["SilhouetteResult", "silhouette", "silhouette_by_row"]
 
 _CHUNK_ENTRIES = 1 << 23
+_THREADED_ENTRIES = 1 << 22
+"""Distance matrices of at least this many entries (about 2,000 rows) are computed on one
+thread per core."""
+
+
+def _cores() -> int:
+    """The cores this process may run on (its CPU affinity where the system tells it), at most 4."""
+    import os
+
+    try:
+        n = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        n = os.cpu_count() or 1
+    return max(1, min(n, 4))
 """Distances held at a time by :func:`silhouette_by_row` (64 MB)."""
 
 
@@ -65,16 +79,31 @@ def silhouette_by_row(X: np.ndarray, labels: np.ndarray) -> np.ndarray:
     member[np.arange(n), inv] = 1.0
     sq = np.einsum("ij,ij->i", X, X)
     sums = np.empty((n, k))
-    step = max(1, min(n, _CHUNK_ENTRIES // n))
-    for a in range(0, n, step):
-        b = min(n, a + step)
-        D = X[a:b] @ (-2.0 * X.T)
+    XT = -2.0 * X.T
+
+    def rows(a: int, b: int) -> None:
+        D = X[a:b] @ XT
         D += sq[a:b, None]
         D += sq[None, :]
         np.maximum(D, 0.0, out=D)
         D[np.arange(b - a), np.arange(a, b)] = 0.0
         np.sqrt(D, out=D)
         sums[a:b] = D @ member
+
+    # blocks of rows on one thread per core (numpy releases the GIL in each pass), within the
+    # same memory as one block at a time; each block writes its own rows of ``sums``
+    workers = _cores() if n * n >= _THREADED_ENTRIES else 1
+    step = max(1, min(n, _CHUNK_ENTRIES // (n * workers)))
+    blocks = [(a, min(n, a + step)) for a in range(0, n, step)]
+    if workers > 1 and len(blocks) > 1:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(workers, thread_name_prefix="fairaudit-silhouette") as pool:
+            for done in [pool.submit(rows, a, b) for a, b in blocks]:
+                done.result()
+    else:
+        for a, b in blocks:
+            rows(a, b)
     rows = np.arange(n)
     with np.errstate(divide="ignore", invalid="ignore"):
         intra = sums[rows, inv] / (freqs[inv] - 1)

@@ -67,6 +67,25 @@ def test_matches_sklearn_silhouette_samples_per_group():
     assert g.value == pytest.approx(max(means) - min(means), rel=1e-12)
 
 
+def test_threaded_blocks_match_sklearn_and_one_thread(monkeypatch):
+    """Above ~2,000 rows the distance blocks run on one thread per core: the same values as
+    scikit-learn's silhouette_samples and as the blocks one after another."""
+    from sklearn.metrics import silhouette_samples
+
+    import fairaudit.metrics.quality as q
+
+    rng = np.random.default_rng(12)
+    n = 2600
+    lab = rng.integers(0, 5, n)
+    X = rng.normal(size=(n, 2)) + lab[:, None]
+    monkeypatch.setattr(q, "_cores", lambda: 3)
+    monkeypatch.setattr(q, "_CHUNK_ENTRIES", n * 300)  # several blocks per thread
+    threaded = silhouette_by_row(X, lab)
+    np.testing.assert_allclose(threaded, silhouette_samples(X, lab), rtol=1e-12, atol=1e-14)
+    monkeypatch.setattr(q, "_THREADED_ENTRIES", n * n + 1)
+    np.testing.assert_allclose(threaded, silhouette_by_row(X, lab), rtol=1e-14, atol=1e-15)
+
+
 def test_undefined_cases():
     assert np.isnan(silhouette_by_row(np.zeros((3, 1)), np.zeros(3, int))).all()
     g = group_gap(np.ones(5), np.zeros(5, int), ("only",))
