@@ -178,6 +178,7 @@ _ROWS = "".join(f"{'FM'[i % 2]},{i % 3}\n" for i in range(40))
 
 @pytest.mark.parametrize("body, code, text", [
     ('sex,segment\n"M,1\n' + _ROWS, 2, "the row runs from line 2"),        # an unclosed quote
+    (_ROWS.join(["sex,segment\n", '"M,1\n']), 2, "a quote opened on that line"),  # on the last
     ("sex,segment\r\nM,1\rF,2\r\n" + _ROWS, 2, "carriage return (\\r) alone"),  # was exit 3
     ("sex,segment\rM,1\rF,2\r", 2, "header line cannot be read"),           # old Mac file
     ('sex,segment\r\n"M\r\nX",1\r\n' + _ROWS.replace("\n", "\r\n"), 0, None),  # quoted line end

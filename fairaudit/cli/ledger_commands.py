@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import click
 
-from fairaudit.cli.base import EXIT_OK, _common, _handle_errors, _setup_logging, main
+from fairaudit.cli.base import EXIT_OK, _common, _handle_errors, _setup_logging, main, say
 
 _LEDGER = click.option("--ledger", "ledger_path", type=click.Path(dir_okay=False),
                        default=None, metavar="PATH",
@@ -36,8 +36,8 @@ def show(ledger_path: str | None, only: str | None, as_json: bool, quiet: bool, 
     del disabled
     _setup_logging(debug, quiet)
     if ledger_path is None and not default_path().exists():
-        click.echo(f"ledger {default_path()}: none yet (no release was published with the "
-                   "default ledger)")
+        say(f"ledger {default_path()}: none yet (no release was published with the "
+            "default ledger)")
         return EXIT_OK
     with open_ledger(ledger_path) as book:
         keys = book.keys()
@@ -49,22 +49,22 @@ def show(ledger_path: str | None, only: str | None, as_json: bool, quiet: bool, 
         rows = [_summary(book, k) for k in keys]
         path = str(book.path)
     if as_json:
-        click.echo(json.dumps({"ledger": path, "sources": rows}, indent=1))
+        say(json.dumps({"ledger": path, "sources": rows}, indent=1))
         return EXIT_OK
-    click.echo(f"ledger {path}: {len(rows)} source(s)")
+    say(f"ledger {path}: {len(rows)} source(s)")
     for s in rows:
         budget = "no budget" if s["budget"] is None else f"budget {s['budget']:.6g}"
         left = "" if s["left"] is None else f", {s['left']:.6g} left"
-        click.echo(f"source {s['source']!r}: {budget}; spent epsilon {s['spent']:.6g}"
-                   f" (delta {s['spent_delta']:.3g}) in {len(s['releases'])} release(s){left}")
+        say(f"source {s['source']!r}: {budget}; spent epsilon {s['spent']:.6g}"
+            f" (delta {s['spent_delta']:.3g}) in {len(s['releases'])} release(s){left}")
         for r in s["releases"]:
-            click.echo(f"  release {r['created']}: epsilon {r['epsilon']:.6g}, delta "
-                       f"{r['delta']:.3g}; input {r['input'] or '(in memory)'}; data "
-                       f"{r['fingerprint'][:23]}…; options {r['options'][:19]}…")
+            say(f"  release {r['created']}: epsilon {r['epsilon']:.6g}, delta "
+                f"{r['delta']:.3g}; input {r['input'] or '(in memory)'}; data "
+                f"{r['fingerprint'][:23]}…; options {r['options'][:19]}…")
         for h in s["budget_history"]:
             was = "" if h["from"] is None else f"{h['from']:.6g} -> "
             why = f" ({h['reason']})" if h["reason"] else ""
-            click.echo(f"  budget {h['at']}: {was}{h['to']:.6g}, {h['how']}{why}")
+            say(f"  budget {h['at']}: {was}{h['to']:.6g}, {h['how']}{why}")
     return EXIT_OK
 
 
@@ -89,8 +89,8 @@ def _change(raising: bool, source: str, to: float, reason: str | None,
         reason = check("budget_reason", reason if reason is not None else "", "cli")
     done = change_budget(ledger_path, source, to, raising=raising, reason=reason)
     was = "no budget" if done["from"] is None else f"{done['from']:.6g}"
-    click.echo(f"ledger {done['path']}: source {source!r}: budget {was} -> {done['to']:.6g} "
-               f"(spent {done['spent']:.6g})")
+    say(f"ledger {done['path']}: source {source!r}: budget {was} -> {done['to']:.6g} "
+        f"(spent {done['spent']:.6g})")
     if done["spent"] >= done["to"]:
         click.echo(f"note: source {source!r} has spent its whole budget: no further release of "
                    "it can be made", err=True)

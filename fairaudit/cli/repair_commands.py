@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from fairaudit.cli.base import _common, _handle_errors, _host, _setup_logging, _split, main
+from fairaudit.cli.base import _common, _handle_errors, _host, _setup_logging, _split, main, say
 
 
 @main.command()
@@ -108,7 +108,7 @@ def run_repair_command(spec: Any, data: Any, host: Any, audit_chain: Any, quiet:
         result = run_and_write(spec, data, audit_chain=audit_chain, host=host)
     if not quiet:
         for line in summary_lines(result.doc):
-            click.echo(line)
+            say(line)
     return 0
 
 

@@ -149,8 +149,12 @@ def _exact_shape(path: Path, sep: str, header: list[str]) -> None:
             for row in reader:
                 start, end = end + 1, reader.line_num
                 if row and len(row) != len(header):
+                    # a quote left open on the last line runs to the end of the file: one
+                    # field holding the line end
                     spans = (f" (the row runs from line {start}: a quote opened on that "
-                             "line is closed late or never)" if end > start else "")
+                             "line is closed late or never)"
+                             if end > start or any("\n" in f or "\r" in f for f in row)
+                             else "")
                     raise InputError(
                         f"{path}, line {end}: {len(row)} field(s) where the header "
                         f"has {len(header)}{spans}; every row needs one value per column"

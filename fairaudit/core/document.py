@@ -151,7 +151,7 @@ def build_document(*, spec, path, roles, n_input, joint_full, data, sample_info,
         "status": status.value,
         "input": {
             "path": str(path),
-            "format": _format_of(path),
+            "format": _format_of(path, spec.data.reader_options.get("format")),
             "rows": int(n_input),
             "rows_audited": rows_audited,
             "fingerprint": fingerprint,
@@ -206,13 +206,13 @@ def frame_fingerprint(frame: Any) -> str:
     return "rowhash:" + h.hexdigest()
 
 
-def _format_of(path: Any) -> str:
+def _format_of(path: Any, given: str | None = None) -> str:
     if not isinstance(path, str):
         return "polars"
     from fairaudit.core.io import resolve_input
 
     try:
-        return resolve_input(path).format
+        return resolve_input(path, given).format
     except FairauditError:
         return "plugin"
 

@@ -74,8 +74,11 @@ def _regular_input(path: Path, spec: str) -> None:
             "files (Parquet or CSV) or folders of them: save the stream to a file first")
 
 
-def resolve_input(spec: str) -> InputFiles:
-    """Resolve ``spec`` (file, directory of parquet files, or glob) or raise a clear error."""
+def resolve_input(spec: str, fmt: str | None = None) -> InputFiles:
+    """Resolve ``spec`` (file, directory of parquet files, or glob) or raise a clear error.
+
+    ``fmt`` (``--format`` / ``data.format``: ``"csv"`` or ``"parquet"``): the format of files
+    whose names do not say it (``yeast.data``); a Parquet file is still known by its marker."""
     if is_pattern(spec):
         files = tuple(sorted(Path(p) for p in _glob.glob(spec, recursive=True)
                              if not Path(p).is_dir()))
@@ -92,11 +95,13 @@ def resolve_input(spec: str) -> InputFiles:
         else:
             _regular_input(path, spec)
             files = (path,)
-    fmt = _sniff(files[0])
-    others = {f for f in files if _sniff(f) != fmt}
+    given = fmt if fmt in ("csv", "parquet") else None
+    fmt = _sniff(files[0], given)
+    others = {f for f in files if _sniff(f, given) != fmt}
     if others:
         raise InputError(
-            f"{spec}: mixes formats ({fmt} and {_sniff(next(iter(others)))}); give one format"
+            f"{spec}: mixes formats ({fmt} and {_sniff(next(iter(others)), given)}); give one "
+            "format"
         )
     return InputFiles(spec, files, fmt)
 
@@ -140,7 +145,7 @@ def _folder_files(folder: Path, spec: str) -> tuple[Path, ...]:
     return tuple(found[kinds[0]])
 
 
-def _sniff(path: Path) -> str:
+def _sniff(path: Path, given: str | None = None) -> str:
     suffix = path.suffix.lower()
     try:
         with open(path, "rb") as fh:
@@ -149,13 +154,14 @@ def _sniff(path: Path) -> str:
         raise InputError(f"{path}: cannot be read ({exc.strerror})") from exc
     if head == _PARQUET_MAGIC:
         return "parquet"
-    if suffix == ".parquet" or suffix == ".pq":
+    if suffix == ".parquet" or suffix == ".pq" or given == "parquet":
         raise InputError(f"{path}: not a Parquet file (it does not start with the PAR1 marker)")
-    if suffix in (".csv", ".tsv", ".txt"):
+    if suffix in (".csv", ".tsv", ".txt") or given == "csv":
         return "csv"
     raise InputError(
         f"{path}: unrecognised input format; expected a Parquet file (.parquet), a directory or "
-        "glob of Parquet files, or a CSV file (.csv/.tsv)"
+        "glob of Parquet files, or a CSV file (.csv/.tsv); for a file whose name does not say "
+        "its format give --format csv or --format parquet (data.format in a chain)"
     )
 
 
@@ -182,7 +188,7 @@ def default_null_markers(spec: str, options: Mapping[str, Any],
     if not columns or not options.get("default_nulls", True):
         return {}
     try:
-        inp = resolve_input(spec)
+        inp = resolve_input(spec, options.get("format"))
     except InputError:
         return {}
     if inp.format != "csv":
@@ -265,7 +271,7 @@ def scan_builtin(spec: str, options: Mapping[str, Any]) -> pl.LazyFrame:
     """Open Parquet (file, directory, glob) or CSV lazily, and check it can be read."""
     import polars as pl
 
-    inp = resolve_input(spec)
+    inp = resolve_input(spec, options.get("format"))
     if inp.format == "parquet":
         if len(inp.files) > 1:
             _check_same_schema(inp.files, lambda f: pl.read_parquet_schema(f), "Parquet")
@@ -374,14 +380,14 @@ def _check_same_schema(files: tuple[Path, ...], schema_of: Any, what: str) -> No
 _CSV_READ_ERRORS = ("csv", "schema", "ragged", "escaped", "field", "quote")
 
 
-def csv_read_error(exc: BaseException, path: Any) -> InputError | None:
+def csv_read_error(exc: BaseException, path: Any, fmt: str | None = None) -> InputError | None:
     """polars failing on a CSV's bytes while a run collects it (the checks before reading
     passed: a pathology they do not know) as the input error it is, naming the file; None when
     ``exc`` is not that (the input is no CSV path, or the message is not polars' reader's)."""
     if not isinstance(path, str | os.PathLike):
         return None
     try:
-        if resolve_input(os.fspath(path)).format != "csv":
+        if resolve_input(os.fspath(path), fmt).format != "csv":
             return None
     except Exception:  # noqa: BLE001 - not a readable local path: not this case
         return None
@@ -396,14 +402,14 @@ def _first_line(exc: BaseException) -> str:
     return text[0] if text else type(exc).__name__
 
 
-def fingerprint(spec: str) -> str:
+def fingerprint(spec: str, fmt: str | None = None) -> str:
     """A content hash of the input files (sha256). Large files hash their size, head and tail.
 
     The hash follows the data, not its name: a single file hashes its bytes only (a renamed copy
     has the same fingerprint, so the privacy ledger knows it); a directory or glob also hashes
     each file's path below their common folder (hive keys such as ``year=2024`` are data)."""
     try:
-        inp = resolve_input(spec)
+        inp = resolve_input(spec, fmt)
     except InputError:
         return "unavailable"
     h = hashlib.sha256()
@@ -426,7 +432,7 @@ def fingerprint(spec: str) -> str:
     return ("sha256-sampled:" if partial else "sha256:") + h.hexdigest()
 
 
-def fingerprint_in_background(spec: Any) -> Callable[[], str]:
+def fingerprint_in_background(spec: Any, fmt: str | None = None) -> Callable[[], str]:
     """:func:`fingerprint` of ``spec``, computed on a daemon thread from now; the returned
     function waits for it. hashlib releases the GIL while it hashes, so the run's count and
     auditors go on meanwhile (a 168 MB Parquet file: 0.3 s that no longer add to the run). An
@@ -437,7 +443,7 @@ def fingerprint_in_background(spec: Any) -> Callable[[], str]:
 
     def work() -> None:
         try:
-            box["value"] = fingerprint(spec)
+            box["value"] = fingerprint(spec, fmt)
         except BaseException as exc:  # noqa: BLE001 - handed to the caller below
             box["error"] = exc
 

@@ -66,7 +66,7 @@ def run_chain(
             failure = csv_parse_failure(exc)
             path = data_path if data_path is not None else spec.data.path
             if failure is None or failure[0] in text:
-                err = csv_read_error(exc, path)
+                err = csv_read_error(exc, path, spec.data.reader_options.get("format"))
                 if err is None:
                     raise
                 raise err from exc
@@ -148,7 +148,8 @@ def _load_and_run(spec: ChainSpec, host: Any, *, data_path: Any, engine: Any) ->
     roles = resolve_roles(spec, schema)
 
     # the input's content hash for the document, on a thread while the stages run
-    hashing = None if in_memory else fingerprint_in_background(path)
+    hashing = (None if in_memory
+               else fingerprint_in_background(path, spec.data.reader_options.get("format")))
     state = RunState(spec=spec, host=host, engine=engine, clock=clock, path=path, lf=lf,
                      roles=roles, in_memory=in_memory, started=started, fingerprint=hashing)
     if spec.privacy.publish:  # the ledger's guard: source, people, budget (docs/privacy.md)
