@@ -136,7 +136,10 @@ def headline(rows: list[int], repeat: int) -> None:
             js = out / f"headline_{n}.json"
             m = measure([fa, "audit", str(files[n]), "--sensitive", "sex,race", "--timing",
                          "--quiet", "--json", str(js), "--out", str(out / f"headline_{n}.html")])
-            m["steps"] = _steps(json.loads(js.read_text()))
+            doc = json.loads(js.read_text())
+            m["steps"] = _steps(doc)
+            m["k"] = sorted({lab.get("n_clusters") for lab in doc.get("labellings", [])},
+                            key=str)
             res[n].append(m)
             print(json.dumps({"rows": n, **{k: v for k, v in m.items() if k != "steps"}}),
                   flush=True)
@@ -153,6 +156,18 @@ def headline(rows: list[int], repeat: int) -> None:
         print(f"{key}: {hi:,} ÷ {lo:,} rows per round: "
               + ", ".join(f"{r:.2f}" for r in ratios)
               + f"; median {statistics.median(ratios):.2f}")
+    # k by silhouette is chosen on each table's own sample, so the fits differ in work when the
+    # two tables get different k: the ratio with the fits of the small run in both, i.e. the
+    # small run plus what the large run spends outside its fits (read, count, assign, audit)
+    eq = []
+    for a, b in zip(res[lo], res[hi], strict=True):
+        fits = [sum(sec for name, sec in m["steps"] if name.startswith("clusterer "))
+                for m in (a, b)]
+        eq.append((a["wall"] + (b["wall"] - fits[1]) - (a["wall"] - fits[0])) / a["wall"])
+    print("k chosen per round: " + "; ".join(f"{lo:,}: {a['k']}, {hi:,}: {b['k']}"
+                                             for a, b in zip(res[lo], res[hi], strict=True)))
+    print(f"wall with the fits equalised (the {lo:,}-row run's fits in both): "
+          + ", ".join(f"{r:.2f}" for r in eq) + f"; median {statistics.median(eq):.2f}")
     for n in rows:
         print(f"\nsteps at {n:,} rows (first round):")
         for name, sec in res[n][0]["steps"]:
