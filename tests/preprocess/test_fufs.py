@@ -179,22 +179,23 @@ def test_fraction_of_features() -> None:
     assert f.n_features_selected_ == 2 and f.support_.sum() == 2
 
 
+def _state_of(X, s, f, *, beta: float, numeric_s: bool = False) -> FUFSState:
+    """The FUFSState a default fit builds (standardised X, gamma = 1/d, alpha 1), by hand."""
+    Xs = (X - X.mean(0)) / X.std(0)
+    gamma = 1 / X.shape[1]
+    if numeric_s:
+        KP = _rbf(((s - s.mean()) / s.std())[:, None], None, 1.0)
+    else:
+        KP = (s[:, None] == s[None, :]).astype(float)
+    return FUFSState(X=Xs, KXc=_center(_rbf(Xs, None, gamma)), KPc=_center(KP), gamma=gamma,
+                     alpha=1.0, beta=beta, scale=f.scale_)
+
+
 def test_fit_loop_uses_the_same_gradients() -> None:
     """One fit step equals one manual step with fufs_gradients (the loop shares kernels)."""
     X, s = planted_data(n=60)
     f = FUFS(2, max_iter=1, learning_rate=0.3, dtype="float64").fit(X, sensitive=s)
-    Xs = (X - X.mean(0)) / X.std(0)
-    KP = (s[:, None] == s[None, :]).astype(float)
-    gamma = 1 / X.shape[1]
-    state = FUFSState(
-        X=Xs,
-        KXc=_center(_rbf(Xs, None, gamma)),
-        KPc=_center(KP),
-        gamma=gamma,
-        alpha=1.0,
-        beta=0.1,
-        scale=f.scale_,
-    )
+    state = _state_of(X, s, f, beta=0.1)
     m = np.ones(X.shape[1])
     g = np.ones(X.shape[1])
     g = np.clip(g - 0.3 * fufs_gradients(state, m, g)[1], 0, 1)
@@ -237,22 +238,7 @@ def test_fit_equals_the_step_by_step_loop(case) -> None:
     beta = 5.0 if case == "fixed-point" else 0.1
     iters = 40
     f = FUFS(1, max_iter=iters, learning_rate=0.2, beta=beta, dtype="float64").fit(X, sensitive=s)
-    Xs = (X - X.mean(0)) / X.std(0)
-    gamma = 1 / X.shape[1]
-    if case == "numeric-s":
-        p = ((s - s.mean()) / s.std())[:, None]
-        KP = _rbf(p, None, 1.0)
-    else:
-        KP = (s[:, None] == s[None, :]).astype(float)
-    state = FUFSState(
-        X=Xs,
-        KXc=_center(_rbf(Xs, None, gamma)),
-        KPc=_center(KP),
-        gamma=gamma,
-        alpha=1.0,
-        beta=beta,
-        scale=f.scale_,
-    )
+    state = _state_of(X, s, f, beta=beta, numeric_s=case == "numeric-s")
     m, g, losses = _naive_descent(state, 0.2, iters)
     np.testing.assert_allclose(f.scores_, m, rtol=0, atol=1e-10)
     np.testing.assert_allclose(f.proxy_scores_, g, rtol=0, atol=1e-10)
