@@ -39,6 +39,10 @@ _PIVOT_GRAPH_K = 16  # k-NN graph edges used to propagate pivot bounds
 _PIVOT_SHARE = 16  # a pass draws 1/_PIVOT_SHARE of the points left as pivots (at least 1,024)
 _COMPLEMENT_MAX = 8  # at most this many components to settle: complement trees, not bitwise
 _FINISH_ENTRIES = 2**33  # stop the passes once (points left) × (other points) is below this
+_BALL_MAX_COMPONENTS = 5_000  # ball bounds between components: at most this many components
+_BALL_MAX_SHARE = 0.25  # ... a component whose ball comes near more than this share of the
+_BALL_SMALL_PAIRS = 1.0e6  # points (unless its scan is this small) keeps the bitwise search, ...
+_BALL_MAX_PAIRS = 2.0e8  # ... as does one with more (its points x the near points)
 
 
 @dataclass(frozen=True)
@@ -163,6 +167,8 @@ def _mst_boruvka(
                 n_batch,
             )
             if batch:
+                batch = _resolve_by_balls(X, core, batch, comp, n_comp, ub, cand, partner)
+            if batch:
                 _resolve_bitwise(X, core, np.concatenate(batch), comp, n_comp, ub, cand, partner)
         # pick each component's lightest edge
         order = np.lexsort((cand, comp))
@@ -281,6 +287,86 @@ def _query_outside(
         q = q[~settled]
         q = q[core[q] < ub[comp[q]]]
         k *= 4
+
+
+def _resolve_by_balls(
+    X: np.ndarray,
+    core: np.ndarray,
+    batch: list[np.ndarray],
+    comp: np.ndarray,
+    n_comp: int,
+    ub: np.ndarray,
+    cand: np.ndarray,
+    partner: np.ndarray,
+) -> list[np.ndarray]:
+    """Lightest outside edges of the components in ``batch`` (each an array of a component's
+    unsettled points) whose few near components a ball bound finds; returns the parts left for
+    the bitwise search.
+
+    Every component lies in the ball of its centroid and radius, so no edge between components
+    c and c' is lighter than ‖μ_c − μ_c'‖ − R_c − R_c' (r ≥ d). Where that leaves a few
+    components below c's bound U (many tight blobs, issue 38's ``many-small``: 2,473 blobs whose
+    786,000 points each made a far-reaching k-d-tree query), c's lightest edge is an exact product
+    scan (:func:`lightest_below`) against their points only. Components whose ball is wide (one
+    large component among a few) keep the bitwise search. Exact: the bound only drops
+    components that cannot hold an edge below U."""
+    if n_comp > _BALL_MAX_COMPONENTS or len(batch) < 2:
+        return batch
+    d = X.shape[1]
+    sizes = np.bincount(comp, minlength=n_comp).astype(np.float64)
+    mu = np.column_stack([np.bincount(comp, weights=X[:, j], minlength=n_comp) for j in range(d)])
+    mu /= np.maximum(sizes, 1.0)[:, None]
+    dist = np.sqrt(np.einsum("ij,ij->i", X - mu[comp], X - mu[comp]))
+    rad = np.zeros(n_comp)
+    np.maximum.at(rad, comp, dist)
+    scale = float(np.abs(X).max()) if X.size else 0.0
+    rad = rad * (1.0 + 1e-9) + 1e-12 * scale  # rounding of the centroids and norms
+    top_core = np.full(n_comp, -np.inf)
+    np.maximum.at(top_core, comp, core)
+    order = np.argsort(comp, kind="stable")
+    starts = np.r_[0, np.cumsum(np.bincount(comp, minlength=n_comp))]
+
+    def members(ks: np.ndarray) -> np.ndarray:
+        return np.concatenate([order[starts[k] : starts[k + 1]] for k in ks.tolist()])
+
+    def scan(qc: np.ndarray, c: int, ks: np.ndarray, U: float) -> None:
+        r, y = lightest_below(X, core, qc, members(ks), U, lightest_only=True)
+        better = r < cand[qc]
+        cand[qc[better]] = r[better]
+        partner[qc[better]] = y[better]
+        if better.any():
+            ub[c] = min(ub[c], float(r[better].min()))
+
+    left = []
+    for qc in batch:
+        c = int(comp[qc[0]])
+        dcen = np.sqrt(np.einsum("ij,ij->i", mu - mu[c], mu - mu[c]))
+        gap = dcen - rad - rad[c]
+        gap[c] = np.inf
+        if not np.isfinite(ub[c]):
+            # no edge known yet: the nearest component by the farthest its points can be
+            # (every edge to it is at most this heavy) gives one, exactly
+            reach = np.maximum(dcen + rad + rad[c], np.maximum(top_core, top_core[c]))
+            reach[c] = np.inf
+            first = int(np.argmin(reach))
+            if sizes[first] * qc.size > _BALL_MAX_PAIRS:
+                left.append(qc)
+                continue
+            scan(qc, c, np.array([first]), float(reach[first]) * (1.0 + 1e-9) + 1e-12 * scale)
+            gap[first] = np.inf
+            if not np.isfinite(ub[c]):  # (cannot happen: an edge lies below the reach)
+                left.append(qc)
+                continue
+        U = float(ub[c])
+        near = np.flatnonzero(gap <= U)
+        pairs = float(sizes[near].sum()) * qc.size
+        if pairs > _BALL_MAX_PAIRS or (pairs > _BALL_SMALL_PAIRS
+                                       and sizes[near].sum() > _BALL_MAX_SHARE * X.shape[0]):
+            left.append(qc)  # the balls prune too little: the bitwise search
+            continue
+        if near.size:
+            scan(qc, c, near, U)
+    return left
 
 
 def _resolve_bitwise(

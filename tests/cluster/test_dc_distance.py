@@ -107,6 +107,42 @@ def test_pivot_search_matches_brute_force(pivot_calls, caplog, case):
     np.testing.assert_allclose(got, brute_dc(X, m), rtol=0, atol=1e-12)
 
 
+@pytest.mark.parametrize("d, ties, seed", [(2, False, 0), (3, True, 1), (6, False, 2),
+                                            (10, True, 3)])
+def test_ball_bounds_between_many_small_components_match_brute_force(monkeypatch, d, ties,
+                                                                      seed):
+    """Many tight blobs (issue 38's ``many-small``): Borůvka's components whose near components
+    a ball bound finds get their lightest edge by a scan of those only — still the oracle's
+    merge heights, with ties, duplicates, noise points and blobs of uneven spread."""
+    import fairaudit.cluster._boruvka as bo
+
+    monkeypatch.setattr(bo, "_GLOBAL_CAP", 4)  # blobs go to the searches, not deeper k-NN
+    settled, bitwise = [], []
+    real_balls, real_bitwise = bo._resolve_by_balls, bo._resolve_bitwise
+
+    def balls(X, core, batch, *a):
+        left = real_balls(X, core, batch, *a)
+        settled.append(len(batch) - len(left))
+        return left
+
+    monkeypatch.setattr(bo, "_resolve_by_balls", balls)
+    monkeypatch.setattr(bo, "_resolve_bitwise",
+                        lambda X, core, q, *a: bitwise.append(q.size) or real_bitwise(X, core, q,
+                                                                                      *a))
+    rng = np.random.default_rng(900 + seed)
+    centres = rng.uniform(-20, 20, size=(45, d))
+    spread = np.exp(rng.uniform(np.log(0.05), np.log(1.5), size=45)) / np.sqrt(d)
+    sizes = rng.integers(6, 16, size=45)
+    X = np.vstack([c + s * rng.normal(size=(k, d)) for c, s, k in zip(centres, spread, sizes,
+                                                                        strict=True)]
+                  + [rng.uniform(-20, 20, size=(4, d))])
+    if ties:
+        X = np.vstack([np.round(X, 1), np.round(X[:15], 1)])
+    got = merge_tree(X, 5, algorithm="boruvka").dc_matrix()
+    np.testing.assert_allclose(got, brute_dc(X, 5), rtol=0, atol=1e-12)
+    assert sum(settled) > 0, "no component was settled by the ball bounds"
+
+
 def test_pivot_search_progress_ends_with_every_point_settled(pivot_calls, caplog):
     """The pivot search's last progress record says every point of the component is settled
     (it said "0 of 0 points ruled out" while the exact search of the rest ran)."""
