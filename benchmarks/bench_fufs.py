@@ -18,7 +18,7 @@ import time
 import numpy as np
 
 from fairaudit.preprocess import FUFS
-from fairaudit.preprocess.fufs import _rbf
+from fairaudit.preprocess.fufs_objective import _rbf
 
 
 def main() -> None:

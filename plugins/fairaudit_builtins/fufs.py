@@ -67,7 +67,7 @@ def proxy_table(
 ) -> tuple[Any, list[dict[str, Any]], dict[str, Any]]:
     """Fit FUFS and measure associations on the same rows. Returns (fufs, rows, summary)."""
     from fairaudit.preprocess import FUFS
-    from fairaudit.preprocess.fufs import feature_associations
+    from fairaudit.preprocess.associations import feature_associations
 
     S = codes.codes
     attributes = list(codes.names)

@@ -1,4 +1,5 @@
-"""Tests for fairaudit.preprocess.fufs.FUFS.
+"""Tests for fairaudit.preprocess.fufs.FUFS, its objective (fufs_objective) and the feature
+associations (associations).
 
 Oracles: kernels and the loss against explicit-H trace formulas with loops; the analytic gradient
 against central finite differences of the directly evaluated loss; a planted proxy must rank first
@@ -13,12 +14,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fairaudit.preprocess import FUFS
-from fairaudit.preprocess.fufs import (
+from fairaudit.preprocess.associations import feature_associations
+from fairaudit.preprocess.fufs_objective import (
     FUFSState,
     _center,
     _inner_with_sqdiff,
     _rbf,
-    feature_associations,
     fufs_gradients,
     fufs_loss,
 )
