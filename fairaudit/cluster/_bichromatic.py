@@ -25,14 +25,13 @@ the direct formula ``‖p − q‖`` that the rest of the module uses (ties: the
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import dijkstra
 
+from fairaudit._threads import over_ranges
 from fairaudit.cluster._knn import kd_tree, self_knn
 
 __all__ = ["closest_pair", "lightest_below", "nearest_lower_bound", "spread_lipschitz_bounds"]
@@ -60,18 +59,9 @@ class _Prepared:
 
 
 def _parallel(fn: Callable[[int, int], object], n: int, workers: int) -> list:
-    """fn(a, b) over ``workers`` contiguous column ranges of [0, n), in threads (numpy's
-    products and reductions release the GIL), with BLAS itself kept to one thread each."""
-    from threadpoolctl import threadpool_limits
-
-    n_w = (os.cpu_count() or 1) if workers == -1 else max(1, workers)
-    n_w = max(1, min(n_w, n // _COLS))
-    cuts = np.linspace(0, n, n_w + 1).astype(np.int64).tolist()
-    with threadpool_limits(1, user_api="blas"):
-        if n_w == 1:
-            return [fn(0, n)]
-        with ThreadPoolExecutor(n_w) as ex:
-            return list(ex.map(fn, cuts[:-1], cuts[1:]))
+    """fn(a, b) over ``workers`` contiguous column ranges of [0, n) of at least ``_COLS``
+    columns, in threads, BLAS at one thread each (:func:`fairaudit._threads.over_ranges`)."""
+    return over_ranges(fn, n, workers, min_span=_COLS)
 
 
 def nearest_lower_bound(

@@ -82,8 +82,9 @@ class RunState:
     in_memory: bool
     started: float
     fingerprint: Callable[[], str] | None = None
-    """The input's content hash (:func:`fairaudit.core.io.fingerprint`), computed on a thread
-    from the start of the run: calling it waits for the hash. None: hash at ``document``."""
+    """The input file's content hash (:func:`fairaudit.core.io.fingerprint`), computed on a
+    thread from the start of the run: calling it waits for the hash. None for a table in memory
+    (``document`` hashes its rows)."""
     # ---------------------------------------------------------------- filled by the stages
     joint_full: JointTable | None = None
     n_input: int = 0
@@ -481,16 +482,13 @@ def gate(s: RunState) -> RunState:
 
 def document(s: RunState) -> RunState:
     """The exact audit document of everything above."""
-    from fairaudit.core.io import fingerprint
-
     doc = build_document(
         spec=s.spec, path=s.path, roles=s.roles, n_input=s.n_input, joint_full=s.joint_full,
         data=s.data, sample_info=s.sample_info, labellings=list(s.labellings), joints=s.joints,
         results=list(s.results), checks=list(s.checks), preprocessing=list(s.preprocessing),
         notes=list(s.notes), status=overall_status(list(s.results), list(s.gates)),
         host=s.host, timings=s.clock.timings, total=time.perf_counter() - s.started,
-        fingerprint=(frame_fingerprint(s.path) if s.in_memory
-                     else s.fingerprint() if s.fingerprint is not None else fingerprint(s.path)),
+        fingerprint=(frame_fingerprint(s.path) if s.fingerprint is None else s.fingerprint()),
     )
     if s.in_memory:
         doc["input"] = {**doc["input"], "path": "<in-memory table>", "format": "polars"}

@@ -14,23 +14,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from fairaudit._threads import cores, over_ranges
+
 __all__ = ["SilhouetteResult", "silhouette", "silhouette_by_row"]
 
 _CHUNK_ENTRIES = 1 << 23
 _THREADED_ENTRIES = 1 << 22
 """Distance matrices of at least this many entries (about 2,000 rows) are computed on one
 thread per core."""
-
-
-def _cores() -> int:
-    """The cores this process may run on (its CPU affinity where the system tells it), at most 4."""
-    import os
-
-    try:
-        n = len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        n = os.cpu_count() or 1
-    return max(1, min(n, 4))
 """Distances held at a time by :func:`silhouette_by_row` (64 MB)."""
 
 
@@ -81,7 +72,7 @@ def silhouette_by_row(X: np.ndarray, labels: np.ndarray) -> np.ndarray:
     sums = np.empty((n, k))
     XT = -2.0 * X.T
 
-    def rows(a: int, b: int) -> None:
+    def block(a: int, b: int) -> None:
         D = X[a:b] @ XT
         D += sq[a:b, None]
         D += sq[None, :]
@@ -92,18 +83,17 @@ def silhouette_by_row(X: np.ndarray, labels: np.ndarray) -> np.ndarray:
 
     # blocks of rows on one thread per core (numpy releases the GIL in each pass), within the
     # same memory as one block at a time; each block writes its own rows of ``sums``
-    workers = _cores() if n * n >= _THREADED_ENTRIES else 1
+    workers = min(cores(), 4) if n * n >= _THREADED_ENTRIES else 1
     step = max(1, min(n, _CHUNK_ENTRIES // (n * workers)))
-    blocks = [(a, min(n, a + step)) for a in range(0, n, step)]
-    if workers > 1 and len(blocks) > 1:
-        from concurrent.futures import ThreadPoolExecutor
 
-        with ThreadPoolExecutor(workers, thread_name_prefix="fairaudit-silhouette") as pool:
-            for done in [pool.submit(rows, a, b) for a, b in blocks]:
-                done.result()
+    def span(a0: int, b0: int) -> None:
+        for a in range(a0, b0, step):
+            block(a, min(b0, a + step))
+
+    if workers > 1:
+        over_ranges(span, n, workers, min_span=step)
     else:
-        for a, b in blocks:
-            rows(a, b)
+        span(0, n)
     rows = np.arange(n)
     with np.errstate(divide="ignore", invalid="ignore"):
         intra = sums[rows, inv] / (freqs[inv] - 1)

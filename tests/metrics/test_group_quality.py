@@ -78,7 +78,7 @@ def test_threaded_blocks_match_sklearn_and_one_thread(monkeypatch):
     n = 2600
     lab = rng.integers(0, 5, n)
     X = rng.normal(size=(n, 2)) + lab[:, None]
-    monkeypatch.setattr(q, "_cores", lambda: 3)
+    monkeypatch.setattr(q, "cores", lambda: 3)
     monkeypatch.setattr(q, "_CHUNK_ENTRIES", n * 300)  # several blocks per thread
     threaded = silhouette_by_row(X, lab)
     np.testing.assert_allclose(threaded, silhouette_samples(X, lab), rtol=1e-12, atol=1e-14)
