@@ -192,14 +192,16 @@ def _keep_lightest(
     bq: np.ndarray,
 ) -> None:
     """Candidate edges (P[ii], others[jj]) by the direct formula; per row keep the lightest
-    below ``best`` (ties: the smaller index). In place."""
+    below ``best`` (ties: the smaller index). ``ii`` is non-decreasing (``np.nonzero``'s row
+    order): each row's lightest is a segment minimum, no sort. In place."""
     p = P[ii]
     q = others[jj]
     r = np.maximum(np.linalg.norm(X[p] - X[q], axis=1), np.maximum(core[p], core[q]))
-    o = np.lexsort((q, r, ii))
-    ii, r, q = ii[o], r[o], q[o]
-    f = np.r_[True, ii[1:] != ii[:-1]]
-    ii, r, q = ii[f], r[f], q[f]
+    starts = np.flatnonzero(np.r_[True, ii[1:] != ii[:-1]])
+    seg = np.cumsum(np.r_[False, ii[1:] != ii[:-1]])
+    rmin = np.minimum.reduceat(r, starts)
+    q = np.minimum.reduceat(np.where(r == rmin[seg], q, np.iinfo(np.int64).max), starts)
+    ii, r = ii[starts], rmin
     cur, cq = best[ii], bq[ii]
     better = (r < cur) | ((r == cur) & (cq >= 0) & (q < cq))
     best[ii[better]] = r[better]
