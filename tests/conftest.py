@@ -116,12 +116,14 @@ def pivot_calls(monkeypatch) -> list:
     apart, every pass run, deep k-NN queries capped); returns a list that gets one entry per
     pivot search."""
     import fairaudit.cluster._boruvka as bo
+    import fairaudit.cluster._boruvka_scans as bs
 
     monkeypatch.setattr(bo, "_PIVOT_MIN_QUERY", 8)
     monkeypatch.setattr(bo, "_FINISH_ENTRIES", 0)
     monkeypatch.setattr(bo, "_PIVOT_GRAPH_K", 4)
     monkeypatch.setattr(bo, "_PIVOT_GAP", 0.5)
     monkeypatch.setattr(bo, "_GLOBAL_CAP", 16)
+    monkeypatch.setattr(bs, "_BALL_MAX_ATOMS", 0)  # the ball bounds first would settle them
     calls: list = []
     real = bo._resolve_component_pivots
     monkeypatch.setattr(

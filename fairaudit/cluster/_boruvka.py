@@ -3,7 +3,9 @@ and a cached k-NN list, with a pivot search for large components far from the re
 algorithm for high dimensions. Used by :mod:`fairaudit.cluster.dc_distance` (the merge tree).
 
 Borůvka: a cached k-NN list answers most points' "lightest edge out of my component", deeper
-k-NN queries the points of small components, bounded queries on k-d trees of other components
+k-NN queries the points of small components, ball bounds between components
+(:func:`_resolve_by_balls`) and product scans within a budget (:func:`_resolve_by_scans`) the
+points whose lightest edge is farther, bounded queries on k-d trees of other components
 (one pair of trees per bit of the component label, :func:`_resolve_bitwise`) the rest, and a
 pivot search with Lipschitz bounds spread over the k-NN graph (:func:`_resolve_component_pivots`)
 the large components whose nearest other component is far away; its distances come from the
@@ -27,6 +29,13 @@ from fairaudit.cluster._bichromatic import (
     nearest_lower_bound,
     spread_lipschitz_bounds,
 )
+from fairaudit.cluster._boruvka_scans import (
+    _Atoms,
+    _atoms_of,
+    _mr,
+    _resolve_by_balls,
+    _resolve_by_scans,
+)
 from fairaudit.cluster._knn import kd_tree, leaf_rank, query_rows, self_knn
 from fairaudit.cluster._progress import Progress
 
@@ -39,10 +48,6 @@ _PIVOT_GRAPH_K = 16  # k-NN graph edges used to propagate pivot bounds
 _PIVOT_SHARE = 16  # a pass draws 1/_PIVOT_SHARE of the points left as pivots (at least 1,024)
 _COMPLEMENT_MAX = 8  # at most this many components to settle: complement trees, not bitwise
 _FINISH_ENTRIES = 2**33  # stop the passes once (points left) × (other points) is below this
-_BALL_MAX_COMPONENTS = 5_000  # ball bounds between components: at most this many components
-_BALL_MAX_SHARE = 0.25  # ... a component whose ball comes near more than this share of the
-_BALL_SMALL_PAIRS = 1.0e6  # points (unless its scan is this small) keeps the bitwise search, ...
-_BALL_MAX_PAIRS = 2.0e8  # ... as does one with more (its points x the near points)
 
 
 @dataclass(frozen=True)
@@ -85,11 +90,6 @@ def _mst_prim(X: np.ndarray, core: np.ndarray) -> MSTEdges:
     return MSTEdges(u, v, w)
 
 
-def _mr(X: np.ndarray, core: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    d = np.linalg.norm(X[a] - X[b], axis=-1)
-    return np.maximum(d, np.maximum(core[a], core[b]))
-
-
 def _mst_boruvka(
     X: np.ndarray, core: np.ndarray, n_neighbors: int, knn: tuple | None = None
 ) -> MSTEdges:
@@ -106,6 +106,8 @@ def _mst_boruvka(
     knn_r = np.maximum(knn_d, np.maximum(core[:, None], core[knn_i]))
     knn_d = np.asarray(knn_d, dtype=np.float64)
     dK = knn_d[:, -1]
+    chunk = _atoms_of(tree)
+    atoms: _Atoms | None = None  # made in the first round with few enough
     eu: list[np.ndarray] = []
     ev: list[np.ndarray] = []
     comp = np.arange(n, dtype=np.int64)
@@ -135,39 +137,34 @@ def _mst_boruvka(
         only = int(np.argmin(np.bincount(comp[unresolved], minlength=2))) if n_comp == 2 else -1
         if np.any(unresolved):
             q = np.flatnonzero(unresolved)
+            if n_comp == 2:
+                # both components share their lightest edge: settle it from one side only
+                q = q[comp[q] == only]
+            logger.debug("boruvka round %d: %d points unsettled by the k-NN lists",
+                         rounds, int(unresolved.sum()))
+            # ball bounds first (they settle whole tight components at once), then deeper
+            # k-NN queries for the points of small components they leave
+            if atoms is None:
+                atoms = _Atoms.build(X, core, chunk, comp, n_comp)
+            batch = _resolve_by_balls(X, core, _by_component(q, comp), comp, ub, cand, partner,
+                                      atoms)
+            q = np.concatenate(batch) if batch else q[:0]
             csize = np.bincount(comp, minlength=n_comp)
             small = csize[comp[q]] <= _GLOBAL_CAP // 2
             rest = _refine_global(tree, X, core, comp, q[small], K, ub, cand, partner)
-            q = np.concatenate([rest, q[~small]])
-            todo = np.unique(comp[q])
-            if n_comp == 2:
-                # both components share their lightest edge: settle it from one side only
-                cnt = np.bincount(comp[q], minlength=2)
-                only = int(np.argmin(cnt))
-                todo = todo[todo == only]
-            q = q[np.isin(comp[q], todo)]
-            q = q[np.argsort(comp[q], kind="stable")]
-            cq = comp[q]
-            cuts = np.flatnonzero(np.r_[True, cq[1:] != cq[:-1], True]) if q.size else []
-            batch = []  # points of components for the bitwise search
-            for a, b in zip(cuts[:-1], cuts[1:], strict=True):
-                c, qc = int(cq[a]), q[a:b]
+            batch = _by_component(np.concatenate([rest, q[~small]]), comp)
+            rest = []
+            for qc in batch:
+                c = int(comp[qc[0]])
                 if qc.size >= _PIVOT_MIN_QUERY and ub[c] > _PIVOT_GAP * np.median(dK[qc]):
                     _resolve_component_pivots(X, core, qc, comp, c, ub, cand, partner, knn_i, knn_d)
                 else:
-                    batch.append(qc)
-            n_batch = int(sum(b.size for b in batch))
-            logger.debug(
-                "boruvka round %d: %d points unsettled by the k-NN lists, %d in %d components "
-                "for the pivot search, %d for the bitwise search",
-                rounds,
-                int(unresolved.sum()),
-                q.size - n_batch,
-                len(cuts) - 1 - len(batch) if q.size else 0,
-                n_batch,
-            )
+                    rest.append(qc)
+            logger.debug("boruvka round %d: %d components to the pivot search",
+                         rounds, len(batch) - len(rest))
+            batch = rest
             if batch:
-                batch = _resolve_by_balls(X, core, batch, comp, n_comp, ub, cand, partner)
+                batch = _resolve_by_scans(X, core, batch, comp, ub, cand, partner)
             if batch:
                 _resolve_bitwise(X, core, np.concatenate(batch), comp, n_comp, ub, cand, partner)
         # pick each component's lightest edge
@@ -193,6 +190,14 @@ def _mst_boruvka(
     v = np.concatenate(ev)
     w = _mr(X, core, u, v)
     return _kruskal_filter(n, u, v, w)
+
+
+def _by_component(q: np.ndarray, comp: np.ndarray) -> list[np.ndarray]:
+    """The points q grouped by component (one array each, in component order)."""
+    q = q[np.argsort(comp[q], kind="stable")]
+    cq = comp[q]
+    cuts = np.flatnonzero(np.r_[True, cq[1:] != cq[:-1], True]) if q.size else []
+    return [q[a:b] for a, b in zip(cuts[:-1], cuts[1:], strict=True)]
 
 
 def _refine_global(
@@ -287,86 +292,6 @@ def _query_outside(
         q = q[~settled]
         q = q[core[q] < ub[comp[q]]]
         k *= 4
-
-
-def _resolve_by_balls(
-    X: np.ndarray,
-    core: np.ndarray,
-    batch: list[np.ndarray],
-    comp: np.ndarray,
-    n_comp: int,
-    ub: np.ndarray,
-    cand: np.ndarray,
-    partner: np.ndarray,
-) -> list[np.ndarray]:
-    """Lightest outside edges of the components in ``batch`` (each an array of a component's
-    unsettled points) whose few near components a ball bound finds; returns the parts left for
-    the bitwise search.
-
-    Every component lies in the ball of its centroid and radius, so no edge between components
-    c and c' is lighter than ‖μ_c − μ_c'‖ − R_c − R_c' (r ≥ d). Where that leaves a few
-    components below c's bound U (many tight blobs, issue 38's ``many-small``: 2,473 blobs whose
-    786,000 points each made a far-reaching k-d-tree query), c's lightest edge is an exact product
-    scan (:func:`lightest_below`) against their points only. Components whose ball is wide (one
-    large component among a few) keep the bitwise search. Exact: the bound only drops
-    components that cannot hold an edge below U."""
-    if n_comp > _BALL_MAX_COMPONENTS or len(batch) < 2:
-        return batch
-    d = X.shape[1]
-    sizes = np.bincount(comp, minlength=n_comp).astype(np.float64)
-    mu = np.column_stack([np.bincount(comp, weights=X[:, j], minlength=n_comp) for j in range(d)])
-    mu /= np.maximum(sizes, 1.0)[:, None]
-    dist = np.sqrt(np.einsum("ij,ij->i", X - mu[comp], X - mu[comp]))
-    rad = np.zeros(n_comp)
-    np.maximum.at(rad, comp, dist)
-    scale = float(np.abs(X).max()) if X.size else 0.0
-    rad = rad * (1.0 + 1e-9) + 1e-12 * scale  # rounding of the centroids and norms
-    top_core = np.full(n_comp, -np.inf)
-    np.maximum.at(top_core, comp, core)
-    order = np.argsort(comp, kind="stable")
-    starts = np.r_[0, np.cumsum(np.bincount(comp, minlength=n_comp))]
-
-    def members(ks: np.ndarray) -> np.ndarray:
-        return np.concatenate([order[starts[k] : starts[k + 1]] for k in ks.tolist()])
-
-    def scan(qc: np.ndarray, c: int, ks: np.ndarray, U: float) -> None:
-        r, y = lightest_below(X, core, qc, members(ks), U, lightest_only=True)
-        better = r < cand[qc]
-        cand[qc[better]] = r[better]
-        partner[qc[better]] = y[better]
-        if better.any():
-            ub[c] = min(ub[c], float(r[better].min()))
-
-    left = []
-    for qc in batch:
-        c = int(comp[qc[0]])
-        dcen = np.sqrt(np.einsum("ij,ij->i", mu - mu[c], mu - mu[c]))
-        gap = dcen - rad - rad[c]
-        gap[c] = np.inf
-        if not np.isfinite(ub[c]):
-            # no edge known yet: the nearest component by the farthest its points can be
-            # (every edge to it is at most this heavy) gives one, exactly
-            reach = np.maximum(dcen + rad + rad[c], np.maximum(top_core, top_core[c]))
-            reach[c] = np.inf
-            first = int(np.argmin(reach))
-            if sizes[first] * qc.size > _BALL_MAX_PAIRS:
-                left.append(qc)
-                continue
-            scan(qc, c, np.array([first]), float(reach[first]) * (1.0 + 1e-9) + 1e-12 * scale)
-            gap[first] = np.inf
-            if not np.isfinite(ub[c]):  # (cannot happen: an edge lies below the reach)
-                left.append(qc)
-                continue
-        U = float(ub[c])
-        near = np.flatnonzero(gap <= U)
-        pairs = float(sizes[near].sum()) * qc.size
-        if pairs > _BALL_MAX_PAIRS or (pairs > _BALL_SMALL_PAIRS
-                                       and sizes[near].sum() > _BALL_MAX_SHARE * X.shape[0]):
-            left.append(qc)  # the balls prune too little: the bitwise search
-            continue
-        if near.size:
-            scan(qc, c, near, U)
-    return left
 
 
 def _resolve_bitwise(

@@ -107,15 +107,24 @@ def test_pivot_search_matches_brute_force(pivot_calls, caplog, case):
     np.testing.assert_allclose(got, brute_dc(X, m), rtol=0, atol=1e-12)
 
 
+@pytest.mark.parametrize("cache", [True, False])
+@pytest.mark.parametrize("atom", [1, 5, 64])
 @pytest.mark.parametrize("d, ties, seed", [(2, False, 0), (3, True, 1), (6, False, 2),
                                             (10, True, 3)])
 def test_ball_bounds_between_many_small_components_match_brute_force(monkeypatch, d, ties,
-                                                                      seed):
-    """Many tight blobs (issue 38's ``many-small``): Borůvka's components whose near components
-    a ball bound finds get their lightest edge by a scan of those only — still the oracle's
-    merge heights, with ties, duplicates, noise points and blobs of uneven spread."""
+                                                                      seed, atom, cache):
+    """Many tight blobs (issue 38's ``many-small``): the points of Borůvka's components that
+    ball bounds between atoms (a component's part of a chunk of the leaf order: one point,
+    five, 64) cannot rule out get their lightest edge by a scan of the near atoms only (kept
+    from the first bound or recomputed) — still the oracle's merge heights, with ties,
+    duplicates, noise points and blobs of uneven spread."""
     import fairaudit.cluster._boruvka as bo
+    import fairaudit.cluster._boruvka_scans as bs
 
+    monkeypatch.setattr(bs, "_ATOM_SIZE", atom)
+    monkeypatch.setattr(bs, "_PRODUCTS_MIN_DIM", 1)  # (from 8 dimensions by default)
+    if not cache:  # the near atoms recomputed for every group instead of kept
+        monkeypatch.setattr(bs, "_BALL_CACHE", 0)
     monkeypatch.setattr(bo, "_GLOBAL_CAP", 4)  # blobs go to the searches, not deeper k-NN
     settled, bitwise = [], []
     real_balls, real_bitwise = bo._resolve_by_balls, bo._resolve_bitwise
@@ -141,6 +150,53 @@ def test_ball_bounds_between_many_small_components_match_brute_force(monkeypatch
     got = merge_tree(X, 5, algorithm="boruvka").dc_matrix()
     np.testing.assert_allclose(got, brute_dc(X, 5), rtol=0, atol=1e-12)
     assert sum(settled) > 0, "no component was settled by the ball bounds"
+
+
+@pytest.mark.parametrize("mode", ["scans", "bitwise", "budget"])
+@pytest.mark.parametrize("d, ties, seed", [(2, True, 4), (6, False, 5), (10, True, 6)])
+def test_product_scans_after_the_balls_match_brute_force(monkeypatch, mode, d, ties, seed):
+    """What the k-NN lists and the ball bounds leave goes to product scans within a budget
+    (``_resolve_by_scans``), the rest to the bitwise search: the oracle's merge heights with
+    every point sent to the scans (balls off), with none (budget 0: all bitwise), and with a
+    budget that splits a round between them; components with no edge known yet included."""
+    import fairaudit.cluster._boruvka as bo
+    import fairaudit.cluster._boruvka_scans as bs
+
+    monkeypatch.setattr(bo, "_GLOBAL_CAP", 4)
+    monkeypatch.setattr(bs, "_BALL_MAX_ATOMS", 0)  # every batch past the balls
+    monkeypatch.setattr(bs, "_PRODUCTS_MIN_DIM", 1)  # (from 8 dimensions by default)
+    scanned, bitwise = [], []
+    real_scans, real_bitwise = bo._resolve_by_scans, bo._resolve_bitwise
+
+    def scans(X, core, batch, *a):
+        left = real_scans(X, core, batch, *a)
+        scanned.append(len(batch) - len(left))
+        return left
+
+    monkeypatch.setattr(bo, "_resolve_by_scans", scans)
+    monkeypatch.setattr(bo, "_resolve_bitwise",
+                        lambda X, core, q, *a: bitwise.append(q.size) or real_bitwise(X, core, q,
+                                                                                      *a))
+    rng = np.random.default_rng(950 + seed)
+    centres = rng.uniform(-20, 20, size=(30, d))
+    spread = np.exp(rng.uniform(np.log(0.05), np.log(1.5), size=30)) / np.sqrt(d)
+    sizes = rng.integers(5, 14, size=30)
+    X = np.vstack([c + s * rng.normal(size=(k, d)) for c, s, k in zip(centres, spread, sizes,
+                                                                        strict=True)]
+                  + [rng.uniform(-20, 20, size=(3, d))])
+    if ties:
+        X = np.vstack([np.round(X, 1), np.round(X[:12], 1)])
+    n = X.shape[0]
+    budget = {"scans": 2**62, "bitwise": 0, "budget": 40 * n}[mode]
+    monkeypatch.setattr(bs, "_SCAN_MAX_ENTRIES", budget)
+    got = merge_tree(X, 5, algorithm="boruvka").dc_matrix()
+    np.testing.assert_allclose(got, brute_dc(X, 5), rtol=0, atol=1e-12)
+    if mode == "scans":
+        assert sum(scanned) > 0 and not bitwise
+    elif mode == "bitwise":
+        assert sum(scanned) == 0 and bitwise
+    else:
+        assert sum(scanned) > 0 and bitwise, (scanned, bitwise)
 
 
 def test_pivot_search_progress_ends_with_every_point_settled(pivot_calls, caplog):
