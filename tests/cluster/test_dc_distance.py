@@ -107,6 +107,44 @@ def test_pivot_search_matches_brute_force(pivot_calls, caplog, case):
     np.testing.assert_allclose(got, brute_dc(X, m), rtol=0, atol=1e-12)
 
 
+def _spy_stages(monkeypatch, stage: str) -> tuple[list, list]:
+    """Wrap Borůvka's ``stage`` (``_resolve_by_balls`` or ``_resolve_by_scans``) and its bitwise
+    search: returns (components settled per call of the stage, points per bitwise search)."""
+    import fairaudit.cluster._boruvka as bo
+
+    settled, bitwise = [], []
+    real_stage, real_bitwise = getattr(bo, stage), bo._resolve_bitwise
+
+    def spy(X, core, batch, *a):
+        left = real_stage(X, core, batch, *a)
+        settled.append(len(batch) - len(left))
+        return left
+
+    def spy_bitwise(X, core, q, *a):
+        bitwise.append(q.size)
+        return real_bitwise(X, core, q, *a)
+
+    monkeypatch.setattr(bo, stage, spy)
+    monkeypatch.setattr(bo, "_resolve_bitwise", spy_bitwise)
+    return settled, bitwise
+
+
+def _tight_blobs(seed: int, d: int, k: int, size: tuple[int, int], noise: int,
+                 ties: bool, repeat: int) -> np.ndarray:
+    """k blobs of uneven spread (sd 0.05-1.5) and sizes in a 40-wide box, a few noise points;
+    with ``ties`` rounded to one decimal and the first ``repeat`` rows repeated."""
+    rng = np.random.default_rng(seed)
+    centres = rng.uniform(-20, 20, size=(k, d))
+    spread = np.exp(rng.uniform(np.log(0.05), np.log(1.5), size=k)) / np.sqrt(d)
+    sizes = rng.integers(size[0], size[1], size=k)
+    X = np.vstack([c + s * rng.normal(size=(m, d)) for c, s, m in zip(centres, spread, sizes,
+                                                                        strict=True)]
+                  + [rng.uniform(-20, 20, size=(noise, d))])
+    if ties:
+        X = np.vstack([np.round(X, 1), np.round(X[:repeat], 1)])
+    return X
+
+
 @pytest.mark.parametrize("cache", [True, False])
 @pytest.mark.parametrize("atom", [1, 5, 64])
 @pytest.mark.parametrize("d, ties, seed", [(2, False, 0), (3, True, 1), (6, False, 2),
@@ -126,27 +164,8 @@ def test_ball_bounds_between_many_small_components_match_brute_force(monkeypatch
     if not cache:  # the near atoms recomputed for every group instead of kept
         monkeypatch.setattr(bs, "_BALL_CACHE", 0)
     monkeypatch.setattr(bo, "_GLOBAL_CAP", 4)  # blobs go to the searches, not deeper k-NN
-    settled, bitwise = [], []
-    real_balls, real_bitwise = bo._resolve_by_balls, bo._resolve_bitwise
-
-    def balls(X, core, batch, *a):
-        left = real_balls(X, core, batch, *a)
-        settled.append(len(batch) - len(left))
-        return left
-
-    monkeypatch.setattr(bo, "_resolve_by_balls", balls)
-    monkeypatch.setattr(bo, "_resolve_bitwise",
-                        lambda X, core, q, *a: bitwise.append(q.size) or real_bitwise(X, core, q,
-                                                                                      *a))
-    rng = np.random.default_rng(900 + seed)
-    centres = rng.uniform(-20, 20, size=(45, d))
-    spread = np.exp(rng.uniform(np.log(0.05), np.log(1.5), size=45)) / np.sqrt(d)
-    sizes = rng.integers(6, 16, size=45)
-    X = np.vstack([c + s * rng.normal(size=(k, d)) for c, s, k in zip(centres, spread, sizes,
-                                                                        strict=True)]
-                  + [rng.uniform(-20, 20, size=(4, d))])
-    if ties:
-        X = np.vstack([np.round(X, 1), np.round(X[:15], 1)])
+    settled, _ = _spy_stages(monkeypatch, "_resolve_by_balls")
+    X = _tight_blobs(900 + seed, d, 45, (6, 16), 4, ties, repeat=15)
     got = merge_tree(X, 5, algorithm="boruvka").dc_matrix()
     np.testing.assert_allclose(got, brute_dc(X, 5), rtol=0, atol=1e-12)
     assert sum(settled) > 0, "no component was settled by the ball bounds"
@@ -165,27 +184,8 @@ def test_product_scans_after_the_balls_match_brute_force(monkeypatch, mode, d, t
     monkeypatch.setattr(bo, "_GLOBAL_CAP", 4)
     monkeypatch.setattr(bs, "_BALL_MAX_ATOMS", 0)  # every batch past the balls
     monkeypatch.setattr(bs, "_PRODUCTS_MIN_DIM", 1)  # (from 8 dimensions by default)
-    scanned, bitwise = [], []
-    real_scans, real_bitwise = bo._resolve_by_scans, bo._resolve_bitwise
-
-    def scans(X, core, batch, *a):
-        left = real_scans(X, core, batch, *a)
-        scanned.append(len(batch) - len(left))
-        return left
-
-    monkeypatch.setattr(bo, "_resolve_by_scans", scans)
-    monkeypatch.setattr(bo, "_resolve_bitwise",
-                        lambda X, core, q, *a: bitwise.append(q.size) or real_bitwise(X, core, q,
-                                                                                      *a))
-    rng = np.random.default_rng(950 + seed)
-    centres = rng.uniform(-20, 20, size=(30, d))
-    spread = np.exp(rng.uniform(np.log(0.05), np.log(1.5), size=30)) / np.sqrt(d)
-    sizes = rng.integers(5, 14, size=30)
-    X = np.vstack([c + s * rng.normal(size=(k, d)) for c, s, k in zip(centres, spread, sizes,
-                                                                        strict=True)]
-                  + [rng.uniform(-20, 20, size=(3, d))])
-    if ties:
-        X = np.vstack([np.round(X, 1), np.round(X[:12], 1)])
+    scanned, bitwise = _spy_stages(monkeypatch, "_resolve_by_scans")
+    X = _tight_blobs(950 + seed, d, 30, (5, 14), 3, ties, repeat=12)
     n = X.shape[0]
     budget = {"scans": 2**62, "bitwise": 0, "budget": 40 * n}[mode]
     monkeypatch.setattr(bs, "_SCAN_MAX_ENTRIES", budget)
