@@ -21,10 +21,10 @@ from fairaudit.cluster._knn import leaf_rank
 logger = logging.getLogger("fairaudit.cluster.dc_distance")  # one logger for the dc-distance
 
 _PRODUCTS_MIN_DIM = 8  # both stages from this many dimensions (below, k-d-tree queries are cheap)
-_ATOM_SIZE = 64  # ball bounds between components: over atoms, chunks of the leaf order ...
+_ATOM_SIZE = 128  # ball bounds between components: over atoms, chunks of the leaf order ...
 _BALL_MAX_ATOMS = 32_768  # ... made when at most this many (a component's part of a chunk)
 _BALL_MAX_PAIRS = 2**31  # a component's scans of at most this many (row, point) pairs (~0.75 s)
-_GROUP_ROWS = 128  # ... each of the points of a few atoms (one product's rows) at a time
+_GROUP_ROWS = 256  # ... each of the points of a few atoms (two products' rows) at a time
 _BALL_CACHE = 2**23  # atom pairs below a component's first bound kept (else recomputed)
 _SCAN_MAX_ENTRIES = 2**34  # what the balls leave: product scans up to this many (row, point)
 # pairs a round (~6 s of CPU at 0.35 ns a pair); the bitwise search for the rest
