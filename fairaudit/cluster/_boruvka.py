@@ -25,16 +25,15 @@ from scipy.sparse.csgraph import connected_components
 from scipy.spatial import cKDTree
 
 from fairaudit.cluster._bichromatic import (
-    lightest_below,
     nearest_lower_bound,
     spread_lipschitz_bounds,
 )
 from fairaudit.cluster._boruvka_scans import (
     _Atoms,
-    _atoms_of,
     _mr,
     _resolve_by_balls,
     _resolve_by_scans,
+    take_lightest,
 )
 from fairaudit.cluster._knn import kd_tree, leaf_rank, query_rows, self_knn
 from fairaudit.cluster._progress import Progress
@@ -106,7 +105,6 @@ def _mst_boruvka(
     knn_r = np.maximum(knn_d, np.maximum(core[:, None], core[knn_i]))
     knn_d = np.asarray(knn_d, dtype=np.float64)
     dK = knn_d[:, -1]
-    chunk = _atoms_of(tree)
     atoms: _Atoms | None = None  # made in the first round with few enough
     eu: list[np.ndarray] = []
     ev: list[np.ndarray] = []
@@ -145,7 +143,7 @@ def _mst_boruvka(
             # ball bounds first (they settle whole tight components at once), then deeper
             # k-NN queries for the points of small components they leave
             if atoms is None:
-                atoms = _Atoms.build(X, core, chunk, comp, n_comp)
+                atoms = _Atoms.build(X, core, tree, comp, n_comp)
             batch = _resolve_by_balls(X, core, _by_component(q, comp), comp, ub, cand, partner,
                                       atoms)
             q = np.concatenate(batch) if batch else q[:0]
@@ -419,12 +417,7 @@ def _resolve_component_pivots(
     pts = members[unc]
     if np.isfinite(U):
         # only the component's lightest edge out is used (the pick below takes the minimum)
-        r, y = lightest_below(X, core, pts, others, U, lightest_only=True)
-        better = r < cand[pts]
-        cand[pts[better]] = r[better]
-        partner[pts[better]] = y[better]
-        if better.any():
-            ub[c] = min(U, float(r[better].min()))
+        take_lightest(X, core, pts, others, U, c, cand, partner, ub)
     else:
         _query_outside(X, core, pts, others, kd_tree(X[others]), comp, ub, cand, partner)
     progress.close()  # every point of the component settled

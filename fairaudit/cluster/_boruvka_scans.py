@@ -35,10 +35,18 @@ def _mr(X: np.ndarray, core: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.nda
     return np.maximum(d, np.maximum(core[a], core[b]))
 
 
-def _atoms_of(tree) -> np.ndarray:  # noqa: ANN001 - a scipy cKDTree
-    """Each point's chunk of ``_ATOM_SIZE`` consecutive points in the tree's leaf order: small,
-    compact groups whose balls bound distances between components (:func:`_resolve_by_balls`)."""
-    return leaf_rank(tree) // _ATOM_SIZE
+def take_lightest(X: np.ndarray, core: np.ndarray, rows: np.ndarray, others: np.ndarray,
+                  U: float, c: int, cand: np.ndarray, partner: np.ndarray,
+                  ub: np.ndarray) -> None:
+    """Component c's lightest edge from ``rows`` to ``others`` below U (a product scan,
+    :func:`lightest_below`), kept where it beats a row's candidate; c's bound ``ub[c]`` lowered
+    to it. In place."""
+    r, y = lightest_below(X, core, rows, others, U, lightest_only=True)
+    better = r < cand[rows]
+    cand[rows[better]] = r[better]
+    partner[rows[better]] = y[better]
+    if better.any():
+        ub[c] = min(ub[c], float(r[better].min()))
 
 
 @dataclass(frozen=True)
@@ -60,12 +68,13 @@ class _Atoms:
     scale: float
 
     @classmethod
-    def build(cls, X: np.ndarray, core: np.ndarray, chunk: np.ndarray, comp: np.ndarray,
+    def build(cls, X: np.ndarray, core: np.ndarray, tree, comp: np.ndarray,  # noqa: ANN001
               n_comp: int) -> _Atoms | None:
-        """Atoms = the components' parts of the leaf-order chunks, made in the first round with
-        at most ``_BALL_MAX_ATOMS`` of them (None before): made from the components of that
-        round, they stay tight when later rounds merge components that lie far apart."""
-        key = chunk * np.int64(n_comp) + comp
+        """Atoms = the components' parts of the chunks of ``_ATOM_SIZE`` consecutive points in
+        ``tree``'s leaf order (a scipy cKDTree over X: small, compact groups), made in the first
+        round with at most ``_BALL_MAX_ATOMS`` of them (None before): made from the components
+        of that round, they stay tight when later rounds merge components that lie far apart."""
+        key = (leaf_rank(tree) // _ATOM_SIZE) * np.int64(n_comp) + comp
         akeys, atom = np.unique(key, return_inverse=True)
         n_at = akeys.size
         if n_at > _BALL_MAX_ATOMS:
@@ -132,12 +141,7 @@ def _resolve_by_balls(
         return np.concatenate([order[starts[k] : starts[k + 1]] for k in ks.tolist()])
 
     def scan(qc: np.ndarray, c: int, ks: np.ndarray, U: float) -> None:
-        r, y = lightest_below(X, core, qc, members(ks), U, lightest_only=True)
-        better = r < cand[qc]
-        cand[qc[better]] = r[better]
-        partner[qc[better]] = y[better]
-        if better.any():
-            ub[c] = min(ub[c], float(r[better].min()))
+        take_lightest(X, core, qc, members(ks), U, c, cand, partner, ub)
 
     block = max(1, (1 << 22) // n_at)  # atom rows per block of the bound matrices
 
@@ -306,13 +310,7 @@ def _resolve_by_scans(
             if r0[t] < cand[qc[0]]:
                 cand[qc[0]], partner[qc[0]] = r0[t], pick[t]
             ub[c] = min(ub[c], float(r0[t]))
-        U = float(ub[c])
-        r, y = lightest_below(X, core, qc, others, U, lightest_only=True)  # (U: a known edge)
-        better = r < cand[qc]
-        cand[qc[better]] = r[better]
-        partner[qc[better]] = y[better]
-        if better.any():
-            ub[c] = min(ub[c], float(r[better].min()))
+        take_lightest(X, core, qc, others, float(ub[c]), c, cand, partner, ub)  # (a known edge)
     logger.debug("product scans: %d of %d components settled (%.3g pairs), %d points left",
                  len(plan) - len(left), len(plan), spent, int(sum(q.size for q in left)))
     return left
