@@ -63,6 +63,23 @@ def test_a_closed_stdout_ends_quietly_with_the_commands_own_code(tmp_path, data,
     assert "Exception ignored" not in proc.stderr
 
 
+@pytest.mark.parametrize("command, code", [
+    (["--version"], 0),
+    (["audit", "d.parquet", "-s", "sex", "--labels", "segment", "--audit", "balance",
+      "--bootstrap", "0", "-o", "r.html"], 0),
+])
+def test_no_stdout_at_all_keeps_the_commands_own_code(tmp_path, data, command, code):
+    """``fairaudit ... >&-`` (file descriptor 1 closed before start: Python's sys.stdout is
+    None): the command's own exit code, no traceback (a new user's trial found exit 1 and an
+    AttributeError from the final flush)."""
+    proc = subprocess.run([sys.executable, "-m", "fairaudit", *command],
+                          stdin=subprocess.DEVNULL, stdout=None, stderr=subprocess.PIPE,
+                          text=True, cwd=tmp_path, timeout=300, preexec_fn=lambda: os.close(1),
+                          env={**os.environ, "GX_ANALYTICS_ENABLED": "False"})
+    assert proc.returncode == code, proc.stderr
+    assert "Traceback" not in proc.stderr, proc.stderr
+
+
 def test_the_ledger_commands_on_a_closed_stdout(tmp_path, data):
     """``fairaudit ledger show | head -1`` and a raise or lower into a closed pipe: exit 0 and
     no internal error (a new user's trial found exit 3 here, after raise/lower had already

@@ -364,6 +364,8 @@ def run(args: Sequence[str] | None = None) -> None:
         code = 1
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
+        if stream is None:  # started with the descriptor closed (``>&-``): nothing to flush
+            continue
         try:
             stream.flush()
         except (OSError, ValueError):  # a closed pipe or stream: nothing more can be said
