@@ -35,7 +35,7 @@ from fairaudit.cluster._boruvka_scans import (
     _resolve_by_scans,
     take_lightest,
 )
-from fairaudit.cluster._knn import kd_tree, leaf_rank, query_rows, self_knn
+from fairaudit.cluster._knn import leaf_rank, midpoint_tree, query_rows, self_knn
 from fairaudit.cluster._progress import Progress
 
 logger = logging.getLogger("fairaudit.cluster.dc_distance")  # one logger for the dc-distance
@@ -93,7 +93,7 @@ def _mst_boruvka(
     X: np.ndarray, core: np.ndarray, n_neighbors: int, knn: tuple | None = None
 ) -> MSTEdges:
     n = X.shape[0]
-    tree = kd_tree(X) if knn is None else knn[0]
+    tree = midpoint_tree(X) if knn is None else knn[0]
     K = int(min(n, max(n_neighbors, 2)))
     if knn is None:
         knn_d, knn_i = self_knn(tree, X, K)
@@ -315,7 +315,7 @@ def _resolve_bitwise(
             qs = qs[core[qs] < ub[c]]
             others = np.flatnonzero(comp != c)
             if qs.size and others.size:
-                _query_outside(X, core, qs, others, kd_tree(X[others]), comp, ub, cand, partner)
+                _query_outside(X, core, qs, others, midpoint_tree(X[others]), comp, ub, cand, partner)
         return
     n_bits = max(1, int(np.ceil(np.log2(max(n_comp, 2)))))
     for bit in range(n_bits):
@@ -328,7 +328,7 @@ def _resolve_bitwise(
             others = np.flatnonzero(side != s)
             if others.size == 0:
                 continue
-            _query_outside(X, core, qs, others, kd_tree(X[others]), comp, ub, cand, partner)
+            _query_outside(X, core, qs, others, midpoint_tree(X[others]), comp, ub, cand, partner)
 
 
 def _resolve_component_pivots(
@@ -419,7 +419,7 @@ def _resolve_component_pivots(
         # only the component's lightest edge out is used (the pick below takes the minimum)
         take_lightest(X, core, pts, others, U, c, cand, partner, ub)
     else:
-        _query_outside(X, core, pts, others, kd_tree(X[others]), comp, ub, cand, partner)
+        _query_outside(X, core, pts, others, midpoint_tree(X[others]), comp, ub, cand, partner)
     progress.close()  # every point of the component settled
 
 

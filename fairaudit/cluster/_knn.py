@@ -13,7 +13,7 @@ import numpy as np
 
 from fairaudit.cluster._progress import Progress
 
-__all__ = ["kd_tree", "leaf_rank", "leafsize_for", "query_rows", "search_tree", "self_knn",
+__all__ = ["kd_tree", "leaf_rank", "leafsize_for", "midpoint_tree", "query_rows", "self_knn",
            "tree_sqdist"]
 
 _CHUNK = 65_536  # rows per query call: the reordered copy stays small
@@ -43,19 +43,31 @@ def kd_tree(X: np.ndarray):  # noqa: ANN201 - scipy's cKDTree (imported lazily)
     return cKDTree(X, leafsize=leafsize_for(X.shape[1]))
 
 
-def search_tree(X: np.ndarray):  # noqa: ANN201 - scipy's cKDTree (imported lazily)
-    """A ``cKDTree`` over X for queries by other points (FairDen's out-of-sample rule):
-    sliding-midpoint splits (``balanced_tree=False``), leaves of 32 points (16 up to 3-d, as
-    :func:`leafsize_for`). On skewed columns median splits make thin, long cells that a query
-    must visit many of. Measured (issue 38, one core, 2026-12-01, load 14-19): 14-NN of 50,000
-    new rows of the upsampled census table (6 numeric columns, two mostly zero) in its
-    100,000 fitted rows: 8.7 us a row (leaves of 4-24: 9.8-13.3) against 88 us for
-    :func:`kd_tree`'s median splits and leaves of 64; 20-NN in 100,000 10-d rows, sliding
-    midpoint with leaves of 32 against median splits with leaves of 128: DENSIRED-like 46
-    against 63 us, two random walks of 20 blobs 40 against 67, many small blobs 6.5 against
-    9.9, a wide density range 50 against 85. Distances are the same (the same point-to-point
-    arithmetic); only the order of equally distant points may differ, which the rule does not
-    read (ties go by row number)."""
+def midpoint_tree(X: np.ndarray):  # noqa: ANN201 - scipy's cKDTree (imported lazily)
+    """A ``cKDTree`` over X with sliding-midpoint splits (``balanced_tree=False``) and leaves of
+    32 points (16 up to 3-d, as :func:`leafsize_for`): the tree of FairDen's distances — the
+    self-k-NN and Borůvka's searches of its mutual-reachability MST
+    (:mod:`fairaudit.cluster.dc_distance`, :mod:`fairaudit.cluster._boruvka`) and the
+    out-of-sample rule (:mod:`fairaudit.cluster._mr_assign`). On skewed or clustered columns
+    median splits make thin, long cells that a query must visit many of.
+
+    Measured against :func:`kd_tree` (median splits, leaves of :func:`leafsize_for`):
+
+    * out-of-sample queries (issue 38, one core, 2026-12-01, load 14-19): 14-NN of 50,000 new
+      rows of the upsampled census table (6 numeric columns, two mostly zero) in its 100,000
+      fitted rows: 8.7 us a row (leaves of 4-24: 9.8-13.3) against 88 us; 20-NN in 100,000
+      10-d rows: DENSIRED-like 46 against 63 us, two random walks of 20 blobs 40 against 67,
+      many small blobs 6.5 against 9.9, a wide density range 50 against 85.
+    * the whole merge tree (``merge_tree(X, 21, algorithm="boruvka")``, 300,000 z-scored 10-d
+      rows of ``benchmarks/bench_fairden.py``'s generators, both cores, 2026-12-03, load
+      1.4-2.1): walk20 42.0 -> 37.3 s, densired 29.9 -> 26.5 s, wide-density 60.1 -> 57.8 s
+      (leaves of 64: 38.7, 27.0, 56.4); the census table's 6 numeric columns, 100,000 rows,
+      min_pts 12: 8.2-8.7 -> 2.8-3.2 s; 200,000 rows of 30 Gaussian blobs in 2, 3, 5 dimensions:
+      5.1 -> 4.3, 5.0-6.0 -> 4.9-5.1, 5.7-8.2 -> 4.9-5.2 s.
+
+    Distances are the same (the same point-to-point arithmetic), and so are the merge heights
+    (tested on each case above); only the order of equally distant points may differ, which
+    neither the MST's heights nor the out-of-sample rule (ties go by row number) reads."""
     from scipy.spatial import cKDTree
 
     return cKDTree(X, leafsize=16 if X.shape[1] <= 3 else 32, balanced_tree=False)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fairaudit.cluster._knn import search_tree
+from fairaudit.cluster._knn import midpoint_tree
 from fairaudit.cluster._progress import Progress
 
 __all__ = ["mutual_reachability_assign"]
@@ -82,7 +82,7 @@ def mutual_reachability_assign(
     if todo.size:
         tree = index.get("tree") if index is not None else None
         if tree is None:
-            tree = search_tree(fit_X)
+            tree = midpoint_tree(fit_X)
             if index is not None:
                 index["tree"] = tree
         out[todo] = _tree_assign(fit_X, fit_core, fit_labels, X[todo], q,
@@ -96,13 +96,13 @@ def _tree_assign(fit_X: np.ndarray, fit_core: np.ndarray, fit_labels: np.ndarray
                  tree: object = None) -> np.ndarray:
     """The rule by k-d tree queries: each row asks K neighbours and doubles K until no row not
     yet seen can win (such a row has r >= d >= the K-th distance). ``tree``: a k-d tree of
-    ``fit_X`` from :func:`search_tree` (built here when not given)."""
+    ``fit_X`` from :func:`midpoint_tree` (built here when not given)."""
     n_fit = fit_X.shape[0]
     out = np.empty(X.shape[0], dtype=np.int64)
-    tree = search_tree(fit_X) if tree is None else tree
+    tree = midpoint_tree(fit_X) if tree is None else tree
     # rows are answered independently: ask them in a spatially coherent order (the leaf order
     # of a k-d tree over the new rows), so consecutive queries walk the same nodes of ``tree``
-    spatial = np.asarray(search_tree(X).indices) if X.shape[0] > 1 else np.arange(X.shape[0])
+    spatial = np.asarray(midpoint_tree(X).indices) if X.shape[0] > 1 else np.arange(X.shape[0])
     X = X[spatial]
     k_zero = int(min(n_fit, max(_FIRST_K, q)))
     for lo in range(0, X.shape[0], _BATCH):

@@ -29,7 +29,7 @@ import numpy as np
 
 from fairaudit.cluster._bichromatic import closest_pair
 from fairaudit.cluster._boruvka import MSTEdges, _mst_boruvka, _mst_prim
-from fairaudit.cluster._knn import kd_tree, self_knn
+from fairaudit.cluster._knn import midpoint_tree, self_knn
 
 __all__ = [
     "MergeTree",
@@ -77,7 +77,7 @@ def core_distances(X: np.ndarray, min_pts: int) -> np.ndarray:
     min_pts = _check_min_pts(min_pts, X.shape[0])
     if min_pts == 1:
         return np.zeros(X.shape[0])
-    d, _ = self_knn(kd_tree(X), X, min_pts)
+    d, _ = self_knn(midpoint_tree(X), X, min_pts)
     return np.ascontiguousarray(d[:, min_pts - 1])
 
 
@@ -116,7 +116,7 @@ def mutual_reachability_mst(
             core = core_distances(X, min_pts)
         return _mst_prim(X, core)
     K = int(min(n, max(2 * min_pts, 16)))
-    tree = kd_tree(X)
+    tree = midpoint_tree(X)
     knn_d, knn_i = self_knn(tree, X, K)
     if core is None:
         core = np.ascontiguousarray(knn_d[:, min_pts - 1]) if min_pts > 1 else np.zeros(n)
@@ -255,7 +255,7 @@ def merge_tree(
         algorithm = "prim" if X.shape[1] >= _PRIM_MIN_DIM else "boruvka"
     if algorithm == "boruvka" and n > 1:
         K = int(min(n, max(2 * min_pts, 16)))
-        tree = kd_tree(X)
+        tree = midpoint_tree(X)
         knn_d, knn_i = self_knn(tree, X, K)
         core = np.ascontiguousarray(knn_d[:, min_pts - 1]) if min_pts > 1 else np.zeros(n)
         mst = _mst_boruvka(X, core, K, knn=(tree, knn_d, knn_i))

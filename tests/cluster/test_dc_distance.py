@@ -61,15 +61,16 @@ def test_merge_heights_match_brute_force(algorithm, case):
 @pytest.mark.parametrize("d", [4, 6, 10])
 @pytest.mark.parametrize("ties", [False, True])
 def test_merge_heights_match_brute_force_in_more_dimensions(d, ties):
-    """From 4 dimensions on the k-d trees have larger leaves (``_knn.leafsize_for``); with more
-    points than a leaf, ties and duplicates, the merge heights are still the oracle's."""
-    from fairaudit.cluster._knn import leafsize_for
+    """From 4 dimensions on the k-d trees have larger leaves (``_knn.midpoint_tree``: 32 points,
+    sliding-midpoint splits); with more points than a leaf, ties and duplicates, the merge
+    heights are still the oracle's."""
+    from fairaudit.cluster._knn import midpoint_tree
 
-    assert leafsize_for(d) > 16
     rng = np.random.default_rng(100 + d)
     X = np.vstack([rng.normal(size=(200, d)), rng.normal(size=(120, d)) + 6.0])
     if ties:
         X = np.vstack([np.round(X), np.round(X[:40])])
+    assert 16 < midpoint_tree(X).leafsize < X.shape[0]
     np.testing.assert_allclose(
         merge_tree(X, 7, algorithm="boruvka").dc_matrix(), brute_dc(X, 7), rtol=0, atol=1e-12
     )

@@ -477,16 +477,16 @@ def test_assignment_in_ten_dimensions_matches_brute_force(seed):
 
 @pytest.mark.parametrize(("dim", "min_pts"), [(5, 9), (10, 21)])
 def test_assignment_ties_in_higher_dimensions_match_brute_force(dim, min_pts):
-    # the k-d tree over the fitted rows has larger leaves from 4 dimensions on (_knn.leafsize_for):
+    # the k-d tree over the fitted rows has larger leaves from 4 dimensions on (_knn.midpoint_tree):
     # equally distant rows are met in another order; on an integer grid (ties in r and d, exact
     # duplicates) the labels must still be the row-order oracle's
-    from fairaudit.cluster._knn import leafsize_for
+    from fairaudit.cluster._knn import midpoint_tree
     from fairaudit.cluster._mr_assign import mutual_reachability_assign
     from fairaudit.cluster.dc_distance import core_distances
 
-    assert leafsize_for(dim) > 16
     rng = np.random.default_rng(dim)
     fit_X = rng.integers(0, 3, size=(1500, dim)).astype(float)
+    assert midpoint_tree(fit_X).leafsize > 16
     labels = rng.integers(-1, 4, size=fit_X.shape[0])
     core = core_distances(fit_X, min_pts)
     new = np.vstack([rng.integers(-1, 4, size=(300, dim)).astype(float),
