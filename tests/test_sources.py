@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import math
 
 import numpy as np
@@ -236,3 +237,22 @@ use = "representation_gap"
     run = run_chain(load_chain(chain), Host.create())
     base = fairaudit.audit(files["parquet"], **LABELS, audit=["balance", "representation_gap"])
     assert numbers(run) == numbers(base)
+
+
+def test_a_key_that_does_not_identify_rows_is_warned_about(files, rows, caplog):
+    import duckdb
+
+    path = files["dir"] / "dup_key.duckdb"
+    con = duckdb.connect(str(path))
+    con.register("frame", rows.with_columns(pl.col("rid") // 2).to_arrow())  # pairs share a rid
+    con.execute("CREATE TABLE people AS SELECT * FROM frame")
+    con.close()
+    kw = {**LABELS, "skip_audit": [], "audit": ["balance", "proxy"]}
+    with caplog.at_level(logging.WARNING, logger="fairaudit.sources.sql_sample"):
+        fairaudit.audit(f"duckdb:///{path}", table="people", key="rid", **kw)
+    msgs = [r.getMessage() for r in caplog.records if r.name == "fairaudit.sources.sql_sample"]
+    assert len(msgs) == 1 and "--key 'rid' does not identify rows" in msgs[0], msgs
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="fairaudit.sources.sql_sample"):
+        fairaudit.audit(files["duckdb"], table="people", key="rid", **kw)  # a unique key
+    assert not [r for r in caplog.records if r.name == "fairaudit.sources.sql_sample"]

@@ -24,11 +24,14 @@ numbers of a clusterer fitted on a sample are not.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Any
 
 from fairaudit.core.data import ROW_ID
 from fairaudit.sources.sql import SqlSource, _sqlalchemy
+
+log = logging.getLogger(__name__)
 
 HASH = "__fa_hash__"
 _SEP = "\x1f"
@@ -71,8 +74,10 @@ def draw_rows(source: SqlSource, columns: Sequence[str], keys: Sequence[str], ma
         inner = inner.order_by(sa.literal_column(HASH)).limit(int(max_rows))
     rows = inner.subquery("fa_sample")
     order = [rows.c[key], rows.c[HASH]] if key else [rows.c[HASH]]
-    stmt = sa.select(*[rows.c[c] for c in columns]).order_by(*order)
+    stmt = sa.select(*[rows.c[c] for c in read]).order_by(*order)
     frame = source.fetch(stmt, "sample" if sampled else "rows in memory")
+    if key:
+        _warn_if_not_unique(frame.get_column(key), key)
     frame = frame.select(columns).with_columns(
         pl.Series(ROW_ID, np.arange(frame.height), dtype=pl.UInt32)).select([ROW_ID, *columns])
     info = None
@@ -89,3 +94,16 @@ def draw_rows(source: SqlSource, columns: Sequence[str], keys: Sequence[str], ma
                      "the input use every row"),
         }
     return frame, n_valid, info
+
+
+def _warn_if_not_unique(values: Any, key: str) -> None:
+    """A ``--key`` that does not identify rows: rows that share a value share their hash, so
+    they are all in the sample or all out, and their order among themselves is the database's
+    (it may change between runs). Checked on the rows read (the whole table when it fits)."""
+    dup = int(values.is_duplicated().sum())
+    if dup:
+        log.warning(
+            "--key %r does not identify rows: %d of the %d rows read share a value with another "
+            "(a primary key or another unique column is expected); those rows are in the sample "
+            "or out of it together, and the order among them is the database's, which may "
+            "differ between runs", key, dup, values.len())
