@@ -5,15 +5,20 @@
     .venv/bin/python benchmarks/bench_headline.py labels [--rows 20000000] [--repeat 3]
 
 ``headline``: the public census table (UCI Adult, ``../shared/data/adult/adult.csv``, 32,561
-rows, 15 columns) upsampled (seeded) to each row count — rows drawn with replacement, every
-numeric column plus Gaussian noise of 2 % of its standard deviation, so that no two rows are
-identical — written once to ``benchmarks/_data/adult_up_<n>.parquet``. Then, back to back in
-fresh processes, ``fairaudit audit FILE --sensitive sex,race --timing --json OUT --quiet`` (the
-default comparison: k-means with k by silhouette, FairDen and FFCM with their twins, fitted on
-the same seeded 100,000-row sample; then every row assigned). Reported per run: wall, CPU
-(user + system of the child), peak RSS, the load average, and the ``--timing`` steps (fits,
-the assignment pass per labelling, auditors); then the ratio of the largest to the smallest
-row count, on wall and on CPU.
+rows, 15 columns) upsampled (seeded) to the largest row count — rows drawn with replacement,
+every numeric column plus Gaussian noise of 2 % of its standard deviation, so that no two rows
+are identical — written once to ``benchmarks/_data/adult_up_<n>.parquet``; each smaller row
+count (at least the audit's sample size, 100,000) is that table's own seeded sample
+(:func:`sample_of`: the rows ``fairaudit audit`` of the large table fits its clusterers on, in
+its order), so that at 100,000 rows the two audits fit exactly the same rows — same k by
+silhouette, same FairDen and FFCM fits — and differ only by what the rows beyond the sample
+cost (reading, encoding, assigning and counting them). Then, back to back in fresh processes,
+``fairaudit audit FILE --sensitive sex,race --timing --json OUT --quiet`` (the default
+comparison: k-means with k by silhouette, FairDen and FFCM with their twins, fitted on the
+seeded 100,000-row sample; then every row assigned). Reported per run: wall, CPU (user +
+system of the child), peak RSS, the load average, and the ``--timing`` steps (fits, the
+assignment pass per labelling, auditors); then the ratio of the largest to the smallest row
+count, on wall and on CPU.
 
 ``labels``: a seeded Parquet file of ``--rows`` rows (``sex``, ``race``, a ``segment`` label
 column of 8 values and one numeric feature ``score``) under ``benchmarks/_data/``; interleaved
@@ -41,6 +46,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 BIN = Path(sys.executable).parent
 ADULT = ROOT.parent / "shared" / "data" / "adult" / "adult.csv"
+DEFAULT_SAMPLE = 100_000  # fairaudit.core.inputs.DEFAULT_MAX_ROWS: rows the clusterers fit
 NUMERIC = ("age", "fnlwgt", "education-num", "capital-gain", "capital-loss", "hours-per-week")
 
 sys.path.insert(0, str(HERE))
@@ -79,6 +85,26 @@ def upsample_adult(path: Path, rows: int, seed: int = 0) -> None:
     frame = frame.with_columns(cols)
     tmp = path.with_suffix(".tmp.parquet")
     frame.write_parquet(tmp)
+    tmp.replace(path)
+
+
+def sample_of(path: Path, source: Path, rows: int, seed: int = 0) -> None:
+    """The ``rows`` rows of ``source`` that ``fairaudit audit source`` (``--seed seed``, no null
+    in any column) fits its clusterers on, in its order: the same draw as
+    ``fairaudit.core.inputs._draw_rows`` (a seeded choice of row numbers, sorted; tested in
+    ``tests/test_bench_headline.py``), so an audit of this file fits exactly what the audit of
+    ``source`` fits, and the two runs differ only by the rows beyond the sample."""
+    import numpy as np
+    import polars as pl
+
+    if path.exists():
+        return
+    frame = pl.read_parquet(source)
+    if frame.null_count().sum_horizontal().item():
+        raise SystemExit(f"{source} has nulls: the sample would skip those rows")
+    keep = np.sort(np.random.default_rng(seed).choice(frame.height, size=rows, replace=False))
+    tmp = path.with_suffix(".tmp.parquet")
+    frame[keep].write_parquet(tmp)
     tmp.replace(path)
 
 
@@ -126,9 +152,14 @@ def headline(rows: list[int], repeat: int) -> None:
     out = HERE / "_out"
     out.mkdir(exist_ok=True)
     files = {}
-    for n in rows:
-        files[n] = HERE / "_data" / f"adult_up_{n}.parquet"
-        upsample_adult(files[n], n)
+    big = rows[-1]
+    files[big] = HERE / "_data" / f"adult_up_{big}.parquet"
+    upsample_adult(files[big], big)
+    for n in rows[:-1]:
+        if n < DEFAULT_SAMPLE:  # below the sample size the audit fits every row: no same fits
+            raise SystemExit(f"--rows {n}: the comparison needs row counts >= {DEFAULT_SAMPLE:,}")
+        files[n] = HERE / "_data" / f"adult_up_{big}_sample_{n}.parquet"
+        sample_of(files[n], files[big], n)
     _header("headline command, " + ", ".join(f"{n:,}" for n in rows) + " rows")
     res: dict[int, list[dict]] = {n: [] for n in rows}
     for _ in range(repeat):
@@ -233,8 +264,11 @@ def main() -> None:
     elif a.cmd == "labels":
         labels(a.rows, a.repeat)
     else:
-        for n in a.rows:
-            upsample_adult(HERE / "_data" / f"adult_up_{n}.parquet", n)
+        rows = sorted(a.rows)
+        upsample_adult(HERE / "_data" / f"adult_up_{rows[-1]}.parquet", rows[-1])
+        for n in rows[:-1]:
+            sample_of(HERE / "_data" / f"adult_up_{rows[-1]}_sample_{n}.parquet",
+                      HERE / "_data" / f"adult_up_{rows[-1]}.parquet", n)
 
 
 if __name__ == "__main__":
