@@ -90,21 +90,26 @@ def upsample_adult(path: Path, rows: int, seed: int = 0) -> None:
 
 def sample_of(path: Path, source: Path, rows: int, seed: int = 0) -> None:
     """The ``rows`` rows of ``source`` that ``fairaudit audit source`` (``--seed seed``, no null
-    in any column) fits its clusterers on, in its order: the same draw as
-    ``fairaudit.core.inputs._draw_rows`` (a seeded choice of row numbers, sorted; tested in
-    ``tests/test_bench_headline.py``), so an audit of this file fits exactly what the audit of
-    ``source`` fits, and the two runs differ only by the rows beyond the sample."""
-    import numpy as np
+    in any column) fits its clusterers on, in its order — drawn by the audit's own draw
+    (``fairaudit.core.inputs._draw_rows``) — so an audit of this file fits exactly what the
+    audit of ``source`` fits, and the two runs differ only by the rows beyond the sample."""
     import polars as pl
+
+    from fairaudit.core.data import ROW_ID
+    from fairaudit.core.inputs import _draw_rows
+    from fairaudit.core.spec import ChainSpec, DataSpec
 
     if path.exists():
         return
-    frame = pl.read_parquet(source)
-    if frame.null_count().sum_horizontal().item():
+    lf = pl.scan_parquet(source)
+    cols = lf.collect_schema().names()
+    n = int(lf.select(pl.len()).collect().item())
+    if lf.null_count().collect().sum_horizontal().item():
         raise SystemExit(f"{source} has nulls: the sample would skip those rows")
-    keep = np.sort(np.random.default_rng(seed).choice(frame.height, size=rows, replace=False))
+    spec = ChainSpec(data=DataSpec(sensitive=(cols[0],), seed=seed))
+    frame, _, _ = _draw_rows(lf, cols, [], spec, n, rows, n_valid=n, sample_to=None)
     tmp = path.with_suffix(".tmp.parquet")
-    frame[keep].write_parquet(tmp)
+    frame.drop(ROW_ID).write_parquet(tmp)
     tmp.replace(path)
 
 

@@ -1,4 +1,5 @@
-"""The headline benchmark's small table is the large table's own sample (benchmarks/bench_headline.py).
+"""The headline benchmark's small table is the large table's own sample
+(``benchmarks/bench_headline.py``).
 
 Its ratio of 1M to 100k rows compares two audits that fit the same rows only if
 ``sample_of`` draws exactly the rows the audit of the large file draws; this pins that to

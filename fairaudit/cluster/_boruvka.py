@@ -315,7 +315,8 @@ def _resolve_bitwise(
             qs = qs[core[qs] < ub[c]]
             others = np.flatnonzero(comp != c)
             if qs.size and others.size:
-                _query_outside(X, core, qs, others, midpoint_tree(X[others]), comp, ub, cand, partner)
+                _query_outside(X, core, qs, others, midpoint_tree(X[others]), comp, ub, cand,
+                               partner)
         return
     n_bits = max(1, int(np.ceil(np.log2(max(n_comp, 2)))))
     for bit in range(n_bits):
