@@ -99,11 +99,10 @@ def draw_rows(source: SqlSource, columns: Sequence[str], keys: Sequence[str], ma
 def _warn_if_not_unique(values: Any, key: str) -> None:
     """A ``--key`` that does not identify rows: rows that share a value share their hash, so
     they are all in the sample or all out, and their order among themselves is the database's
-    (it may change between runs). Checked on the rows read (the whole table when it fits)."""
-    dup = int(values.is_duplicated().sum())
-    if dup:
+    (it may change between runs). Checked on the rows read (the whole table when it fits).
+    The message names no count and no value: the log of a ``--publish`` run is not a release."""
+    if values.is_duplicated().any():
         log.warning(
-            "--key %r does not identify rows: %d of the %d rows read share a value with another "
-            "(a primary key or another unique column is expected); those rows are in the sample "
-            "or out of it together, and the order among them is the database's, which may "
-            "differ between runs", key, dup, values.len())
+            "--key %r does not identify rows: rows read share a value (a primary key or another "
+            "unique column is expected); those rows are in the sample or out of it together, "
+            "and the order among them is the database's, which may differ between runs", key)
