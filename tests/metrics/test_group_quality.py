@@ -80,6 +80,7 @@ def test_threaded_blocks_match_sklearn_and_one_thread(monkeypatch):
     X = rng.normal(size=(n, 2)) + lab[:, None]
     monkeypatch.setattr(q, "cores", lambda: 3)
     monkeypatch.setattr(q, "_CHUNK_ENTRIES", n * 300)  # several blocks per thread
+    monkeypatch.setattr(q, "_MIN_BLOCK_ROWS", 1)
     threaded = silhouette_by_row(X, lab)
     # within float rounding: BLAS may sum a product's terms in another order per block size,
     # thread count and CPU (measured differences: 4e-16)
