@@ -127,17 +127,19 @@ def _tree_assign(fit_X: np.ndarray, fit_core: np.ndarray, fit_labels: np.ndarray
             best = np.where(cand, idx, n_fit).min(axis=1)
             zero = d[:, 0] == 0.0
             if zero.any():
-                # a row at distance 0: the first identical fitted row among the nearest
-                # max(16, q) the tree returns (as it always was: ask that many)
+                # a row at distance 0 takes the first identical fitted row: all of them are
+                # among the K returned unless the K-th is identical too (the columns are sorted
+                # by distance); then ask max(16, q), and for those still all identical, every
+                # fitted row at distance 0
                 zr = rows[zero]
                 dz, iz = d[zero], idx[zero]
-                if K != k_zero:
-                    dz, iz = tree.query(X[zr], k=k_zero, workers=workers)
-                    dz, iz = dz.reshape(zr.size, k_zero), iz.reshape(zr.size, k_zero)
                 first = np.where(dz == 0.0, iz, n_fit).min(axis=1)
-                # every row returned is identical: there may be more, and which ones the tree
-                # returns depends on its shape; take the first identical fitted row overall
                 more = np.flatnonzero(dz[:, -1] == 0.0)
+                if more.size and K < k_zero:
+                    d2, i2 = tree.query(X[zr[more]], k=k_zero, workers=workers)
+                    d2, i2 = d2.reshape(more.size, k_zero), i2.reshape(more.size, k_zero)
+                    first[more] = np.where(d2 == 0.0, i2, n_fit).min(axis=1)
+                    more = more[d2[:, -1] == 0.0]
                 if more.size:
                     hits = tree.query_ball_point(X[zr[more]], r=0.0)
                     first[more] = [min(h) for h in hits]

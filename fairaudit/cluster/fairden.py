@@ -19,6 +19,7 @@ See ``docs/methods/fairden.md`` for conventions and deviations from the referenc
 from __future__ import annotations
 
 import logging
+import math
 import time
 import warnings
 from dataclasses import dataclass
@@ -83,7 +84,7 @@ def _row_groups(S: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     being ``"|".join(str(v) for v in row)``. Integer columns are combined as codes, and only the
     distinct rows are turned into text (the names are the same)."""
     if S.dtype.kind in "iub" and S.shape[0]:
-        uniq, inv = np.unique(S, axis=0, return_inverse=True)
+        uniq, inv = _unique_code_rows(S)
         rows = uniq.astype(object)
     else:
         text = np.asarray(["|".join(str(v) for v in row) for row in S.astype(object)],
@@ -91,6 +92,33 @@ def _row_groups(S: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return np.unique(text, return_inverse=True)
     names = np.asarray(["|".join(str(v) for v in row) for row in rows], dtype=object)
     return names, inv.reshape(-1)
+
+
+def _unique_code_rows(S: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(S, axis=0, return_inverse=True)`` of integer codes (n x a), by one integer
+    key per row: the codes' offsets from their column minimum in mixed radix, the first column
+    most significant, so that the keys sort as the rows do. ``np.unique`` over rows sorts them
+    as opaque records: 0.5 s for 250,000 rows of two columns (FairDen's predict, once per batch
+    of an audit's pass over the data), the key 0.01 s. Codes whose ranges do not fit one key
+    (their product above 2**62) go to ``np.unique``."""
+    if S.dtype.kind in "bi" or S.dtype.itemsize < 8:  # (uint64 may not fit int64)
+        A = S.astype(np.int64)
+        lo = A.min(axis=0)
+        # Python ints: no overflow
+        span = [int(b) - int(a) + 1 for a, b in zip(lo, A.max(axis=0), strict=True)]
+        if math.prod(span) <= 2**62:
+            key = np.zeros(A.shape[0], dtype=np.int64)
+            for j, w in enumerate(span):
+                key = key * w + (A[:, j] - lo[j])
+            ukey, inv = np.unique(key, return_inverse=True)
+            rows = np.empty((ukey.size, A.shape[1]), dtype=np.int64)
+            rest = ukey
+            for j in range(A.shape[1] - 1, -1, -1):
+                rest, rows[:, j] = np.divmod(rest, span[j])
+                rows[:, j] += lo[j]
+            return rows.astype(S.dtype), inv.reshape(-1)
+    uniq, inv = np.unique(S, axis=0, return_inverse=True)
+    return uniq, inv.reshape(-1)
 
 
 def _as_2d(a: object, name: str, n: int | None) -> np.ndarray:

@@ -630,3 +630,47 @@ def test_min_cluster_share_turns_an_extreme_block_into_noise():
     assert np.bincount(ours.labels_[ours.labels_ >= 0]).min() >= 10
     with pytest.raises(ValueError, match="'min_cluster_share' parameter of FairDen"):
         FairDen(2, min_cluster_share=1.0).fit(X, sensitive=s)
+
+
+# -- the groups of predict's rows ---------------------------------------------------------------
+
+
+def _row_groups_oracle(S):
+    """``(names, inverse)`` by ``np.unique`` over the rows (the definition)."""
+    uniq, inv = np.unique(S, axis=0, return_inverse=True)
+    names = np.asarray(["|".join(str(v) for v in row) for row in uniq.astype(object)],
+                       dtype=object)
+    return names, inv.reshape(-1)
+
+
+@pytest.mark.parametrize("case", range(12))
+def test_row_groups_of_integer_codes_match_unique_rows(case):
+    from fairaudit.cluster.fairden import _row_groups
+
+    rng = np.random.default_rng(case)
+    n, a = int(rng.integers(1, 400)), int(rng.integers(1, 4))
+    dtype = [np.int64, np.int32, np.int8, np.uint8, np.uint16, bool][case % 6]
+    if dtype is bool:
+        S = rng.integers(0, 2, size=(n, a)).astype(bool)
+    else:
+        lo = 0 if np.dtype(dtype).kind == "u" else -3  # -1: a group the fit did not see
+        S = rng.integers(lo, 7, size=(n, a)).astype(dtype)
+    names, inv = _row_groups(S)
+    want_names, want_inv = _row_groups_oracle(S)
+    assert names.tolist() == want_names.tolist()
+    np.testing.assert_array_equal(inv, want_inv)
+
+
+def test_row_groups_of_codes_with_a_huge_range_and_of_text():
+    from fairaudit.cluster.fairden import _row_groups
+
+    S = np.array([[2**62, -(2**62)], [0, 5], [2**62, -(2**62)], [-7, 5]], dtype=np.int64)
+    names, inv = _row_groups(S)  # the codes' product of ranges overflows int64: the fallback
+    want_names, want_inv = _row_groups_oracle(S)
+    assert names.tolist() == want_names.tolist()
+    np.testing.assert_array_equal(inv, want_inv)
+    U = np.array([[np.iinfo(np.uint64).max, 1], [0, 1]], dtype=np.uint64)
+    assert _row_groups(U)[0].tolist() == _row_groups_oracle(U)[0].tolist()
+    T = np.array([["b", "x"], ["a", "y"], ["b", "x"]], dtype=object)
+    names, inv = _row_groups(T)
+    assert names.tolist() == ["a|y", "b|x"] and inv.tolist() == [1, 0, 1]

@@ -116,6 +116,23 @@ def test_many_identical_fitted_rows_take_the_first_overall(method):
     np.testing.assert_array_equal(got, brute_rule(fit_X, core, labels, new, 5))
 
 
+@pytest.mark.parametrize("copies", [1, 2, 13, 14, 15, 16, 17, 30])
+def test_identical_fitted_rows_around_q_and_16_take_the_first(copies):
+    # min_pts 15: the first query asks q = 14 neighbours; 14 or more identical fitted rows
+    # fill it (then 16 are asked, then every identical row), fewer are all among the 14
+    rng = np.random.default_rng(copies)
+    fit_X = rng.normal(size=(2000, 6))
+    dup = rng.choice(np.arange(1, 2000), copies - 1, replace=False)
+    fit_X[dup] = fit_X[0]
+    labels = np.arange(2000) % 7
+    core = core_distances(fit_X, 15)
+    new = np.vstack([np.repeat(fit_X[:1], 5, axis=0), fit_X[rng.choice(2000, 300)],
+                     rng.normal(size=(300, 6))])
+    got = mutual_reachability_assign(fit_X, core, labels, new, 15, method="tree")
+    np.testing.assert_array_equal(got[:5], labels[0])
+    np.testing.assert_array_equal(got, brute_rule(fit_X, core, labels, new, 15))
+
+
 def test_non_finite_rows_are_refused_as_before():
     # FairDen.predict refuses them first; the rule itself raises as main's did
     fit_X, core, labels, new = _case("blobs", 10, 21, seed=5)
