@@ -107,6 +107,16 @@ def test_documents_are_read_with_a_bound(run_cli, tmp_path, command):
     assert not (tmp_path / "o.html").exists()
 
 
+def test_standard_input_as_the_data_is_refused_with_what_to_do(run_cli, tmp_path):
+    res = run_cli("audit", "-", "--sensitive", "sex", "--out", "o.html", "--json", "o.json")
+    assert res.exit_code == 2, res.output
+    assert "standard input" in res.output and "save the stream to a file" in res.output
+    assert not (tmp_path / "o.html").exists() and not (tmp_path / "o.json").exists()
+    (tmp_path / "-").write_text("sex,x\nf,1\nm,2\n")  # a file called "-" is a file
+    res = run_cli("audit", "-", "--sensitive", "sex", "--out", "o.html")
+    assert "standard input" not in res.output, res.output
+
+
 def test_a_pipe_is_read_up_to_the_bound(run_cli, tmp_path):
     """``fairaudit validate <(generate-chain)``: the shell gives a pipe; it is read, and more
     than the limit is refused without reading on."""

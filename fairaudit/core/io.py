@@ -88,6 +88,11 @@ def resolve_input(spec: str, fmt: str | None = None) -> InputFiles:
             raise InputError(f"{spec}: the pattern matches no files")
     else:
         path = Path(spec)
+        if spec == "-" and not path.exists():
+            raise InputError(
+                "-: fairaudit does not read tables from standard input (an audit reads its "
+                "input more than once: a count of every row, then a sample); save the stream "
+                "to a file (Parquet or CSV) and give its path")
         if not path.exists():
             raise InputError(f"{spec}: no such file or directory")
         if path.is_dir():
