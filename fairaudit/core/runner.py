@@ -122,7 +122,7 @@ def _run_chain(spec: ChainSpec, host: Any, *, data_path: Any, engine: Any) -> Au
 def _load_and_run(spec: ChainSpec, host: Any, *, data_path: Any, engine: Any) -> AuditRun:
     import polars as pl
 
-    from fairaudit.core.io import fingerprint_in_background, with_null_markers
+    from fairaudit.core.io import BackgroundFingerprint, with_null_markers
 
     started = time.perf_counter()
     clock = Clock(host)
@@ -147,9 +147,9 @@ def _load_and_run(spec: ChainSpec, host: Any, *, data_path: Any, engine: Any) ->
     spec = check_chain(spec, host.registry, columns)
     roles = resolve_roles(spec, schema)
 
-    # the input's content hash for the document, on a thread while the stages run
+    # the input's content hash for the document, on a thread from the ``hash`` stage on
     hashing = (None if in_memory
-               else fingerprint_in_background(path, spec.data.reader_options.get("format")))
+               else BackgroundFingerprint(path, spec.data.reader_options.get("format")))
     state = RunState(spec=spec, host=host, engine=engine, clock=clock, path=path, lf=lf,
                      roles=roles, in_memory=in_memory, started=started, fingerprint=hashing)
     if spec.privacy.publish:  # the ledger's guard: source, people, budget (docs/privacy.md)

@@ -19,7 +19,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -65,6 +65,9 @@ from fairaudit.errors import ConfigError, FairauditError, InputError
 from fairaudit.report.model import AuditDocument
 from fairaudit.report.results import TARGET_NOTE, AuditRun, MetricResult, overall_status
 
+if TYPE_CHECKING:
+    from fairaudit.core.io import BackgroundFingerprint
+
 log = logging.getLogger(__name__)
 
 
@@ -81,9 +84,9 @@ class RunState:
     roles: ColumnRoles
     in_memory: bool
     started: float
-    fingerprint: Callable[[], str] | None = None
+    fingerprint: BackgroundFingerprint | None = None
     """The input file's content hash (:func:`fairaudit.core.io.fingerprint`), computed on a
-    thread from the start of the run: calling it waits for the hash. None for a table in memory
+    thread from the ``hash`` stage on: calling it waits for the hash. None for a table in memory
     (``document`` hashes its rows)."""
     # ---------------------------------------------------------------- filled by the stages
     joint_full: JointTable | None = None
@@ -542,8 +545,17 @@ def verdicts(s: RunState) -> RunState:
     return _edit(s, lambda doc: add_verdicts(doc, metric_specs(s.host.registry)))
 
 
+def hash_input(s: RunState) -> RunState:
+    """Start the input's content hash on its thread: after the passes over the data, which use
+    every core, beside the steps that mostly use one (:class:`~fairaudit.core.io.
+    BackgroundFingerprint`)."""
+    if s.fingerprint is not None:
+        s.fingerprint.start()
+    return s
+
+
 STAGES: tuple[tuple[str, Callable[[RunState], RunState]], ...] = (
-    ("count", count), ("materialise", materialise), ("check", check),
+    ("count", count), ("materialise", materialise), ("hash", hash_input), ("check", check),
     ("preprocess", preprocess), ("cluster", cluster), ("assign", assign), ("noise", noise),
     ("audit", audit), ("gate", gate), ("document", document), ("publish", publish),
     ("twins", twins), ("explain", explain), ("verdicts", verdicts),
