@@ -267,10 +267,11 @@ class CategoricalEncoder:
         # categorical: level counts (one group-by per column, run in parallel; the small
         # result is cast to String so every level is compared as a string)
         lazy = df.lazy()
+        # (the means and standard deviations are numpy's, below: polars sums a column chunk by
+        # chunk, and the chunks of a sample read by the streaming engine vary from run to run,
+        # so its mean varied in the last bit between runs of the same audit)
         stats_query = lazy.select(
-            [pl.col(c).cast(pl.Float64).mean().alias(f"m{i}") for i, c in enumerate(numeric)]
-            + [pl.col(c).cast(pl.Float64).std(ddof=0).alias(f"s{i}") for i, c in enumerate(numeric)]
-            + [(pl.col(c).max() == pl.col(c).min()).alias(f"k{i}") for i, c in enumerate(numeric)]
+            [(pl.col(c).max() == pl.col(c).min()).alias(f"k{i}") for i, c in enumerate(numeric)]
         )
         *count_frames, stats_frame = pl.collect_all(
             [
@@ -349,12 +350,12 @@ class CategoricalEncoder:
             kinds[col] = "ordinal"
             ordinal_keep.append(col)
 
-        # numeric: mean / std in one pass
+        # numeric: mean / std of each column's contiguous values (the same sums every run)
         if numeric:
             stats = stats_frame.row(0)
-            k = len(numeric)
             for i, col in enumerate(numeric):
-                mean, std, constant = stats[i], stats[k + i], stats[2 * k + i]
+                values = df.get_column(col).cast(pl.Float64).to_numpy()
+                mean, std, constant = float(values.mean()), float(values.std()), stats[i]
                 if constant or not std > 0 or not math.isfinite(std):
                     dropped.append(col)
                     notes.append(

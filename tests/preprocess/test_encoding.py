@@ -322,3 +322,28 @@ def test_encode_plugin_adapter() -> None:
     assert out.features.columns == ["x0", "x1", "race=a", "race=b", "race=c"]
     assert step.report_["source_columns"]["race=b"] == "race"
     assert data.features.columns == ["x0", "x1", "race"]  # input untouched
+
+
+def test_standardisation_does_not_depend_on_the_frames_chunks():
+    """The same rows in one chunk or in many (a sample read by polars' streaming engine comes
+    in chunks that vary from run to run) give bit-identical means and scales: the audit's
+    numbers must not change between two runs of the same audit."""
+    import numpy as np
+    import polars as pl
+
+    from fairaudit.preprocess.encoding import CategoricalEncoder
+
+    rng = np.random.default_rng(4)
+    n = 50_000
+    df = pl.DataFrame({"a": rng.normal(1e6, 3.0, n), "b": rng.exponential(0.1, n) * 1e-3,
+                       "c": rng.integers(0, 10**9, n), "g": rng.choice(["x", "y", "z"], n)})
+    one = CategoricalEncoder().fit(df.rechunk())
+    for cuts in ([7, 12_000, 31_001], list(range(0, n, 997))[1:]):
+        bounds = [0, *cuts, n]
+        parts = pl.concat([df.slice(a, b - a) for a, b in zip(bounds, bounds[1:])],
+                          rechunk=False)
+        assert parts.n_chunks() == len(bounds) - 1
+        many = CategoricalEncoder().fit(parts)
+        assert many.means_ == one.means_ and many.scales_ == one.scales_
+        values = df.get_column("a").to_numpy()
+        assert one.means_["a"] == float(values.mean()) and one.scales_["a"] == float(values.std())
