@@ -336,9 +336,8 @@ class CategoricalEncoder:
         # ordinal: codes, checked against the declared levels
         ordinal_keep: list[str] = []
         for col, levels in ordinal.items():
-            codes = self._ordinal_codes(df, col, levels, "fit")
-            mean = float(codes.mean())  # type: ignore[arg-type]
-            std = float(codes.std(ddof=0))  # type: ignore[arg-type]
+            codes = self._ordinal_codes(df, col, levels, "fit").cast(pl.Float64).to_numpy()
+            mean, std = float(codes.mean()), float(codes.std())  # numpy: as numeric columns
             if not std > 0:
                 dropped.append(col)
                 notes.append(
