@@ -95,27 +95,17 @@ def test_by_row_equals_sklearn_samples_with_duplicates_and_singletons(seed, n, d
     np.testing.assert_allclose(got, silhouette_samples(X, labels), rtol=0, atol=1e-12)
 
 
-def test_by_row_in_chunks_equals_sklearn(monkeypatch):
+@pytest.mark.parametrize(("chunk", "floor", "n", "d", "seed"), [
+    (2500 * 7, 1, 2500, 3, 9),  # the memory budget's blocks: 7 rows each
+    (1, 300, 1000, 2, 10),  # the floor's blocks of 300 rows, the last one shorter
+])
+def test_by_row_in_blocks_equals_sklearn(monkeypatch, chunk, floor, n, d, seed):
     from fairaudit.metrics import quality
 
-    monkeypatch.setattr(quality, "_CHUNK_ENTRIES", 2500 * 7)  # chunks of 7 rows
-    monkeypatch.setattr(quality, "_MIN_BLOCK_ROWS", 1)
-    rng = np.random.default_rng(9)
-    X = rng.normal(size=(2500, 3))
-    labels = rng.integers(0, 4, size=2500)
-    np.testing.assert_allclose(quality.silhouette_by_row(X, labels),
-                               silhouette_samples(X, labels), rtol=0, atol=1e-12)
-
-
-def test_by_row_block_floor_equals_sklearn(monkeypatch):
-    """Blocks of at least ``_MIN_BLOCK_ROWS`` rows when the memory budget asks for fewer, and a
-    last block shorter than the others."""
-    from fairaudit.metrics import quality
-
-    monkeypatch.setattr(quality, "_CHUNK_ENTRIES", 1)
-    monkeypatch.setattr(quality, "_MIN_BLOCK_ROWS", 300)
-    rng = np.random.default_rng(10)
-    X = rng.normal(size=(1000, 2))
-    labels = rng.integers(0, 3, size=1000)
+    monkeypatch.setattr(quality, "_CHUNK_ENTRIES", chunk)
+    monkeypatch.setattr(quality, "_MIN_BLOCK_ROWS", floor)
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    labels = rng.integers(0, 4, size=n)
     np.testing.assert_allclose(quality.silhouette_by_row(X, labels),
                                silhouette_samples(X, labels), rtol=0, atol=1e-12)
