@@ -340,7 +340,7 @@ def test_standardisation_does_not_depend_on_the_frames_chunks():
     one = CategoricalEncoder().fit(df.rechunk())
     for cuts in ([7, 12_000, 31_001], list(range(0, n, 997))[1:]):
         bounds = [0, *cuts, n]
-        parts = pl.concat([df.slice(a, b - a) for a, b in zip(bounds, bounds[1:])],
+        parts = pl.concat([df.slice(a, b - a) for a, b in zip(bounds[:-1], bounds[1:], strict=True)],
                           rechunk=False)
         assert parts.n_chunks() == len(bounds) - 1
         many = CategoricalEncoder().fit(parts)
