@@ -440,10 +440,10 @@ def fingerprint(spec: str, fmt: str | None = None) -> str:
 class BackgroundFingerprint:
     """:func:`fingerprint` of ``spec`` on a daemon thread from :meth:`start` on (hashlib releases
     the GIL while it hashes); :meth:`result` starts it if need be and waits for it. The runner
-    starts it after the passes over the data (the count and the sample read keep every core
-    busy; beside them the hash of a 168 MB Parquet file lengthened the count by 0.06-0.09 s on
-    2 cores), so that it runs beside the steps that use one core. An interrupted run does not
-    wait for the thread; a run that fails before :meth:`start` never hashes."""
+    starts it after the passes over the data, which keep every core busy (hashing beside them
+    competes for the cores: a 168 MB file takes 0.16 s), so that it runs beside the steps that
+    mostly use one. An interrupted run does not wait for the thread; a run that fails before
+    :meth:`start` never hashes."""
 
     def __init__(self, spec: Any, fmt: str | None = None) -> None:
         self._spec, self._fmt = spec, fmt
