@@ -29,7 +29,7 @@ def test_background_hash_equals_the_hash_and_starts_once(tmp_path):
     first = h._thread
     h.start()
     assert h._thread is first
-    assert h() == h.result() == fingerprint(str(f))
+    assert h.result() == fingerprint(str(f))
     lazy = BackgroundFingerprint(str(f))  # result() starts it when no stage did
     assert lazy.result() == fingerprint(str(f))
 

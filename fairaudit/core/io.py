@@ -472,8 +472,6 @@ class BackgroundFingerprint:
             raise self._box["error"]
         return self._box["value"]
 
-    __call__ = result
-
 
 IN_MEMORY = "<in-memory table>"
 """How messages and the JSON name a table given as an object rather than a path."""

@@ -86,7 +86,7 @@ class RunState:
     started: float
     fingerprint: BackgroundFingerprint | None = None
     """The input file's content hash (:func:`fairaudit.core.io.fingerprint`), computed on a
-    thread from the ``hash`` stage on: calling it waits for the hash. None for a table in memory
+    thread from the ``hash`` stage on: its ``result()`` waits for the hash. None for a table in memory
     (``document`` hashes its rows)."""
     # ---------------------------------------------------------------- filled by the stages
     joint_full: JointTable | None = None
@@ -491,7 +491,7 @@ def document(s: RunState) -> RunState:
         results=list(s.results), checks=list(s.checks), preprocessing=list(s.preprocessing),
         notes=list(s.notes), status=overall_status(list(s.results), list(s.gates)),
         host=s.host, timings=s.clock.timings, total=time.perf_counter() - s.started,
-        fingerprint=(frame_fingerprint(s.path) if s.fingerprint is None else s.fingerprint()),
+        fingerprint=(frame_fingerprint(s.path) if s.fingerprint is None else s.fingerprint.result()),
     )
     if s.in_memory:
         doc["input"] = {**doc["input"], "path": "<in-memory table>", "format": "polars"}
