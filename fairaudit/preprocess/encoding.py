@@ -267,21 +267,12 @@ class CategoricalEncoder:
         # categorical: level counts (one group-by per column, run in parallel; the small
         # result is cast to String so every level is compared as a string)
         lazy = df.lazy()
-        # (the means and standard deviations are numpy's, below: polars sums a column chunk by
-        # chunk, and the chunks of a sample read by the streaming engine vary from run to run,
-        # so its mean varied in the last bit between runs of the same audit)
-        stats_query = lazy.select(
-            [(pl.col(c).max() == pl.col(c).min()).alias(f"k{i}") for i, c in enumerate(numeric)]
-        )
-        *count_frames, stats_frame = pl.collect_all(
-            [
-                lazy.group_by(pl.col(col).alias("level"))
-                .len(name="count")
-                .with_columns(pl.col("level").cast(pl.String))
-                for col in cats
-            ]
-            + [stats_query]
-        )
+        count_frames = pl.collect_all([
+            lazy.group_by(pl.col(col).alias("level"))
+            .len(name="count")
+            .with_columns(pl.col("level").cast(pl.String))
+            for col in cats
+        ]) if cats else []
         for col, counts in zip(cats, count_frames, strict=True):
             pairs = sorted(
                 zip(
@@ -349,21 +340,22 @@ class CategoricalEncoder:
             kinds[col] = "ordinal"
             ordinal_keep.append(col)
 
-        # numeric: mean / std of each column's contiguous values (the same sums every run)
-        if numeric:
-            stats = stats_frame.row(0)
-            for i, col in enumerate(numeric):
-                values = df.get_column(col).cast(pl.Float64).to_numpy()
-                mean, std, constant = float(values.mean()), float(values.std()), stats[i]
-                if constant or not std > 0 or not math.isfinite(std):
-                    dropped.append(col)
-                    notes.append(
-                        f"Dropped numeric column '{col}': it is constant, so it carries no "
-                        "information (and standardising it would divide by zero)."
-                    )
-                    continue
-                means[col], scales[col] = (mean, std) if self.standardize else (0.0, 1.0)
-                kinds[col] = "numeric"
+        # numeric: mean / std by numpy over each column's contiguous values. (Polars sums a
+        # column chunk by chunk, and the chunks of a sample read by the streaming engine vary
+        # from run to run: its mean varied in the last bit between runs of the same audit.)
+        for col in numeric:
+            values = df.get_column(col).cast(pl.Float64).to_numpy()
+            mean, std = float(values.mean()), float(values.std())
+            constant = bool(values.max() == values.min())
+            if constant or not std > 0 or not math.isfinite(std):
+                dropped.append(col)
+                notes.append(
+                    f"Dropped numeric column '{col}': it is constant, so it carries no "
+                    "information (and standardising it would divide by zero)."
+                )
+                continue
+            means[col], scales[col] = (mean, std) if self.standardize else (0.0, 1.0)
+            kinds[col] = "numeric"
 
         names: list[str] = []
         source: dict[str, str] = {}
