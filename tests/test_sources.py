@@ -256,3 +256,14 @@ def test_a_key_that_does_not_identify_rows_is_warned_about(files, rows, caplog):
     with caplog.at_level(logging.WARNING, logger="fairaudit.sources.sql_sample"):
         fairaudit.audit(files["duckdb"], table="people", key="rid", **kw)  # a unique key
     assert not [r for r in caplog.records if r.name == "fairaudit.sources.sql_sample"]
+
+
+def test_a_dialect_whose_driver_is_missing_names_that_driver(run_cli):
+    import importlib.util
+
+    if importlib.util.find_spec("pymysql") is not None:
+        pytest.skip("pymysql is installed here")
+    res = run_cli("audit", "mysql+pymysql://u:SECRETPW@127.0.0.1:1/db", "--table", "t",
+                  "--sensitive", "a")
+    assert res.exit_code == 2, res.output
+    assert "pip install pymysql" in res.output and "SECRETPW" not in res.output

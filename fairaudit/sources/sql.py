@@ -123,9 +123,14 @@ def create_engine(url: str) -> Any:
         raise ConfigError(f"{shown}: no SQLAlchemy dialect for {backend!r} is installed: "
                           f"{install_line('sql')} (or the dialect's own package)") from exc
     except ImportError as exc:
-        raise ConfigError(f"{shown}: the {backend} driver "
-                          f"{getattr(exc, 'name', None) or ''!s} is not installed: "
-                          f"{install_line('sql')}".replace("driver  is", "driver is")) from exc
+        name = getattr(exc, "name", None) or ""
+        # the sql extra brings the PostgreSQL and DuckDB drivers (SQLite is Python's own); any
+        # other dialect needs its own driver package
+        how = (install_line("sql") if backend in ("postgresql", "duckdb", "sqlite") or not name
+               else f"pip install {name.split('.')[0]} (the sql extra has PostgreSQL's and "
+                    "DuckDB's drivers only)")
+        raise ConfigError(f"{shown}: the {backend} driver {name + ' ' if name else ''}"
+                          f"is not installed: {how}") from exc
     if backend == "sqlite":
         sa.event.listen(engine, "connect", _sqlite_functions)
     return engine
