@@ -43,18 +43,26 @@ _PIVOT_MIN_QUERY = 2048  # closest_pair: pivot passes while more points than thi
 
 
 class _Prepared:
-    """float32 copies centred at the other set's mean: rows scaled by −2, the other set
-    transposed, squared norms, and the margin."""
+    """float32 copies centred at the other set's mean, each with one more column so that one
+    product gives ``|q|² − 2 p·q``: the rows scaled by −2 and a column of ones, the other set
+    transposed and its squared norms as the last row; the rows' squared norms and the margin.
+    (The squared norms in the product instead of added after it: one pass less over each
+    product's output, ~15 % of a scan's time measured in issue 38; the product's rounding is
+    that of one more term, far inside the margin.)"""
 
     def __init__(self, X: np.ndarray, rows: np.ndarray, others: np.ndarray) -> None:
         mu = X[others[: min(others.size, 4096)]].mean(axis=0)
+        d = X.shape[1]
         P = X[rows] - mu
         B = X[others] - mu
         self.sqP = np.einsum("ij,ij->i", P, P)
         sqB = np.einsum("ij,ij->i", B, B)
-        self.P2 = (-2.0 * P).astype(np.float32)
-        self.Bt = np.ascontiguousarray(B.T, dtype=np.float32)
-        self.sqB = sqB.astype(np.float32)
+        self.P2 = np.empty((P.shape[0], d + 1), dtype=np.float32)
+        np.multiply(P, -2.0, out=self.P2[:, :d], casting="same_kind")
+        self.P2[:, d] = 1.0
+        self.Bt = np.empty((d + 1, B.shape[0]), dtype=np.float32)
+        self.Bt[:d] = B.T
+        self.Bt[d] = sqB
         self.tol2 = _REL * (float(self.sqP.max()) + float(sqB.max()) + 1e-300)
 
 
@@ -86,7 +94,6 @@ def nearest_lower_bound(
             for c0 in range(a, b, _COLS):
                 c1 = min(c0 + _COLS, b)
                 G = Pr @ pr.Bt[:, c0:c1]
-                G += pr.sqB[c0:c1]
                 j = G.argmin(axis=1)
                 v = G[rr, j]
                 better = v < bs
@@ -149,7 +156,6 @@ def lightest_below(
             for c0 in range(a, b, _COLS):
                 c1 = min(c0 + _COLS, b)
                 G = Pr @ pr.Bt[:, c0:c1]
-                G += pr.sqB[c0:c1]
                 hit = np.flatnonzero(G.min(axis=1) < lr)
                 if hit.size == 0:
                     continue

@@ -24,6 +24,8 @@ _PRODUCTS_MIN_DIM = 8  # both stages from this many dimensions (below, k-d-tree 
 _ATOM_SIZE = 128  # ball bounds between components: over atoms, chunks of the leaf order ...
 _BALL_MAX_ATOMS = 32_768  # ... made when at most this many (a component's part of a chunk)
 _BALL_MAX_PAIRS = 2**31  # a component's scans of at most this many (row, point) pairs (~0.75 s)
+_BOUND_ENTRIES = 1 << 18  # entries of a block of the atoms' bound matrix (2 MB: in cache; 2^22:
+# 25.2 -> 27.5 s for the merge tree of walk20, 300,000 rows, 2^16: 27.0 s)
 _GROUP_ROWS = 256  # ... each of the points of a few atoms (two products' rows) at a time
 _BALL_CACHE = 2**23  # atom pairs below a component's first bound kept (else recomputed)
 _SCAN_MAX_ENTRIES = 2**34  # what the balls leave: product scans up to this many (row, point)
@@ -144,12 +146,35 @@ def _resolve_by_balls(
         take_lightest(X, core, qc, members(ks), U, c, cand, partner, ub)
 
     block = max(1, (1 << 22) // n_at)  # atom rows per block of the bound matrices
+    sqx = np.einsum("ij,ij->i", X, X)
+    tolx = 1e-12 * (float(sqx.max()) + float(sq.max()) + 1e-300)  # Gram rounding, as ``tol``
+
+    def point_bounds(rows: np.ndarray, ks: np.ndarray) -> np.ndarray:
+        """Lower bounds on the edges between the points ``rows`` and the atoms ``ks``: a point
+        is nearer to an atom's points than ‖x − μ‖ − R by no more (tighter than the atoms'
+        balls by the query atom's radius)."""
+        g = sqx[rows, None] + sq[None, ks] - 2.0 * (X[rows] @ mu[ks].T)
+        return np.maximum(np.sqrt(np.maximum(g - tolx, 0.0)) - rad[ks],
+                          np.maximum(core[rows, None], low_core[ks]))
+
+    # |μ_a|² + |μ_b|² − 2 μ_a·μ_b as one product: [μ, |μ|², 1] against [−2μ, 1, |μ|²]
+    ones = np.ones((n_at, 1))
+    mu_l = np.hstack([mu, sq[:, None], ones])
+    mu_r = np.hstack([-2.0 * mu, ones, sq[:, None]])
 
     def bounds(A: np.ndarray, cols: np.ndarray) -> np.ndarray:
-        """Lower bounds on the edges between the atoms A and the atoms cols."""
-        g = sq[A, None] + sq[None, cols] - 2.0 * (mu[A] @ mu[cols].T)
-        return np.maximum(np.sqrt(np.maximum(g - tol, 0.0)) - rad[A, None] - rad[cols],
-                          np.maximum(low_core[A, None], low_core[cols]))
+        """Lower bounds on the edges between the atoms A and the atoms cols:
+        max(‖μ_a − μ_b‖ − R_a − R_b, min core of a, min core of b), in place over one matrix
+        (the bound matrices are the balls' main cost: atoms × atoms near them, every round)."""
+        g = mu_l[A] @ mu_r[cols].T
+        g -= tol
+        np.maximum(g, 0.0, out=g)
+        np.sqrt(g, out=g)
+        g -= rad[A, None]
+        g -= rad[cols]
+        np.maximum(g, low_core[A, None], out=g)
+        np.maximum(g, low_core[cols], out=g)
+        return g
 
     # component balls from their atoms' (centroid: the size-weighted mean; radius: the farthest
     # atom ball): only the atoms of components whose ball comes within U of c's can matter
@@ -204,17 +229,21 @@ def _resolve_by_balls(
         # atoms near the group, until the next bound reaches the lightest edge found
         # (the pairs below the first U kept, up to _BALL_CACHE of them: U only drops)
         U0 = float(ub[c])
+        # an atom whose points all have core distances >= U0 has no edge below U0 (r >= core)
         cols = near_columns(c, U0)
+        cols = cols[low_core[cols] < U0]
         if cols.size == 0:
             continue  # no point of c can beat U
-        blk = max(1, (1 << 22) // cols.size)
-        lbmin = np.empty(qa.size)
+        live = np.flatnonzero(low_core[qa] < U0)
+        blk = max(1, _BOUND_ENTRIES // cols.size)
+        lbmin = np.full(qa.size, np.inf)
         nb_idx: list | None = []
         nb_lb: list = []
         nb_cnt = np.zeros(qa.size, dtype=np.int64)
-        for b0 in range(0, qa.size, blk):
-            lb = bounds(qa[b0 : b0 + blk], cols)
-            lbmin[b0 : b0 + lb.shape[0]] = lb.min(axis=1)
+        for b0 in range(0, live.size, blk):
+            at = live[b0 : b0 + blk]
+            lb = bounds(qa[at], cols)
+            lbmin[at] = lb.min(axis=1)
             if nb_idx is not None:
                 r_, k_ = np.nonzero(lb < U0)
                 if sum(a.size for a in nb_idx) + r_.size > _BALL_CACHE:
@@ -222,7 +251,7 @@ def _resolve_by_balls(
                     continue
                 nb_idx.append(cols[k_])
                 nb_lb.append(lb[r_, k_])
-                nb_cnt[b0 : b0 + lb.shape[0]] = np.bincount(r_, minlength=lb.shape[0])
+                nb_cnt[at] = np.bincount(r_, minlength=at.size)
         if nb_idx is not None:
             nb_ptr = np.r_[0, np.cumsum(nb_cnt)]
             nb_k = np.concatenate(nb_idx) if nb_idx else np.empty(0, dtype=np.int64)
@@ -250,6 +279,14 @@ def _resolve_by_balls(
             else:
                 near = cols[(bounds(grp, cols) < U).any(axis=0)]
             rows = np.concatenate([qs[lo[i] : hi[i]] for i in range(pos, end)])
+            if near.size:  # each point against each near atom: fewer atoms and points to scan
+                below = point_bounds(rows, near) < U
+                cols_kept = below.any(axis=0)
+                near = near[cols_kept]
+                rows = rows[below.any(axis=1)]
+            if near.size == 0 or rows.size == 0:
+                pos = end  # no point of the group has an edge below U
+                continue
             pairs = float(rows.size) * float(sizes[near].sum())
             if spent + pairs > _BALL_MAX_PAIRS:
                 rest = [qs[lo[i] : hi[i]] for i in range(pos, qa.size) if lbmin[i] < U]

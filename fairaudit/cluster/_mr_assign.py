@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fairaudit.cluster._knn import midpoint_tree
+from fairaudit.cluster._knn import leaf_ordered, midpoint_tree
 from fairaudit.cluster._progress import Progress
 
 __all__ = ["mutual_reachability_assign"]
@@ -82,7 +82,7 @@ def mutual_reachability_assign(
     if todo.size:
         tree = index.get("tree") if index is not None else None
         if tree is None:
-            tree = midpoint_tree(fit_X)
+            tree = leaf_ordered(fit_X)[1:]
             if index is not None:
                 index["tree"] = tree
         out[todo] = _tree_assign(fit_X, fit_core, fit_labels, X[todo], q,
@@ -93,13 +93,15 @@ def mutual_reachability_assign(
 
 def _tree_assign(fit_X: np.ndarray, fit_core: np.ndarray, fit_labels: np.ndarray,
                  X: np.ndarray, q: int, progress: Progress | None, workers: int = -1,
-                 tree: object = None) -> np.ndarray:
+                 tree: tuple | None = None) -> np.ndarray:
     """The rule by k-d tree queries: each row asks K neighbours and doubles K until no row not
-    yet seen can win (such a row has r >= d >= the K-th distance). ``tree``: a k-d tree of
-    ``fit_X`` from :func:`midpoint_tree` (built here when not given)."""
+    yet seen can win (such a row has r >= d >= the K-th distance). ``tree``: ``(perm, tree)``
+    from :func:`~fairaudit.cluster._knn.leaf_ordered` of ``fit_X`` (built here when not given):
+    the tree holds the fitted rows in its leaf order, so its answers are mapped back to row
+    numbers (``perm``) before anything reads them (the ties go by the caller's row number)."""
     n_fit = fit_X.shape[0]
     out = np.empty(X.shape[0], dtype=np.int64)
-    tree = midpoint_tree(fit_X) if tree is None else tree
+    perm, tree = leaf_ordered(fit_X)[1:] if tree is None else tree
     # rows are answered independently: ask them in a spatially coherent order (the leaf order
     # of a k-d tree over the new rows), so consecutive queries walk the same nodes of ``tree``
     spatial = np.asarray(midpoint_tree(X).indices) if X.shape[0] > 1 else np.arange(X.shape[0])
@@ -115,7 +117,7 @@ def _tree_assign(fit_X: np.ndarray, fit_core: np.ndarray, fit_labels: np.ndarray
         while rows.size:
             d, idx = tree.query(X[rows], k=K, workers=workers)
             d = d.reshape(rows.size, K)
-            idx = idx.reshape(rows.size, K)
+            idx = perm[idx.reshape(rows.size, K)]
             kappa = d[:, min(q, K) - 1]
             r = np.maximum(np.maximum(d, kappa[:, None]), fit_core[idx])
             # lexicographic (r, d, index): columns are sorted by d; break equal (r, d) by index
@@ -137,12 +139,12 @@ def _tree_assign(fit_X: np.ndarray, fit_core: np.ndarray, fit_labels: np.ndarray
                 more = np.flatnonzero(dz[:, -1] == 0.0)
                 if more.size and K < k_zero:
                     d2, i2 = tree.query(X[zr[more]], k=k_zero, workers=workers)
-                    d2, i2 = d2.reshape(more.size, k_zero), i2.reshape(more.size, k_zero)
+                    d2, i2 = d2.reshape(more.size, k_zero), perm[i2.reshape(more.size, k_zero)]
                     first[more] = np.where(d2 == 0.0, i2, n_fit).min(axis=1)
                     more = more[d2[:, -1] == 0.0]
                 if more.size:
                     hits = tree.query_ball_point(X[zr[more]], r=0.0)
-                    first[more] = [min(h) for h in hits]
+                    first[more] = [int(perm[h].min()) for h in hits]
                 best[zero] = first
             dK = d[:, -1]
             done = (best_r < dK) | ((best_r == dK) & (best_d < dK)) | zero | (K >= n_fit)

@@ -29,7 +29,7 @@ import numpy as np
 
 from fairaudit.cluster._bichromatic import closest_pair
 from fairaudit.cluster._boruvka import MSTEdges, _mst_boruvka, _mst_prim
-from fairaudit.cluster._knn import midpoint_tree, self_knn
+from fairaudit.cluster._knn import leaf_ordered, self_knn
 
 __all__ = [
     "MergeTree",
@@ -77,8 +77,28 @@ def core_distances(X: np.ndarray, min_pts: int) -> np.ndarray:
     min_pts = _check_min_pts(min_pts, X.shape[0])
     if min_pts == 1:
         return np.zeros(X.shape[0])
-    d, _ = self_knn(midpoint_tree(X), X, min_pts)
-    return np.ascontiguousarray(d[:, min_pts - 1])
+    Xp, perm, tree = leaf_ordered(X)
+    d, _ = self_knn(tree, Xp, min_pts)
+    core = np.empty(X.shape[0])
+    core[perm] = d[:, min_pts - 1]
+    return core
+
+
+def _boruvka_mst(X: np.ndarray, min_pts: int) -> tuple[MSTEdges, np.ndarray]:
+    """The mutual-reachability MST by Borůvka and the core distances, computed over X's rows in
+    the leaf order of their k-d tree (:func:`~fairaudit.cluster._knn.leaf_ordered`: a leaf's
+    points contiguous in memory) and returned in X's row numbers. The MST's weights are the
+    same multiset in any row order (the MST of a graph has unique sorted weights), so the merge
+    heights are too; tie edges may be other rows of the same weight."""
+    n = X.shape[0]
+    K = int(min(n, max(2 * min_pts, 16)))
+    Xp, perm, tree = leaf_ordered(X)
+    knn_d, knn_i = self_knn(tree, Xp, K)
+    core_p = np.ascontiguousarray(knn_d[:, min_pts - 1]) if min_pts > 1 else np.zeros(n)
+    mst = _mst_boruvka(Xp, core_p, K, knn=(tree, knn_d, knn_i))
+    core = np.empty(n)
+    core[perm] = core_p
+    return MSTEdges(perm[mst.u], perm[mst.v], mst.weight), core
 
 
 # --------------------------------------------------------------------------------------------
@@ -115,12 +135,13 @@ def mutual_reachability_mst(
         if core is None:
             core = core_distances(X, min_pts)
         return _mst_prim(X, core)
-    K = int(min(n, max(2 * min_pts, 16)))
-    tree = midpoint_tree(X)
-    knn_d, knn_i = self_knn(tree, X, K)
     if core is None:
-        core = np.ascontiguousarray(knn_d[:, min_pts - 1]) if min_pts > 1 else np.zeros(n)
-    return _mst_boruvka(X, core, K, knn=(tree, knn_d, knn_i))
+        return _boruvka_mst(X, min_pts)[0]
+    K = int(min(n, max(2 * min_pts, 16)))
+    Xp, perm, tree = leaf_ordered(X)
+    knn_d, knn_i = self_knn(tree, Xp, K)
+    mst = _mst_boruvka(Xp, np.ascontiguousarray(core[perm]), K, knn=(tree, knn_d, knn_i))
+    return MSTEdges(perm[mst.u], perm[mst.v], mst.weight)
 
 
 # --------------------------------------------------------------------------------------------
@@ -216,7 +237,9 @@ def _linkage_from_mst(n: int, mst: MSTEdges) -> np.ndarray:
     w = mst.weight[order]
     parent = list(range(2 * n - 1))
     size = [1] * n + [0] * (n - 1)
-    Z = np.empty((n - 1, 4))
+    lo = [0] * (n - 1)
+    hi = [0] * (n - 1)
+    # one union-find pass in plain Python lists (numpy element access costs ~10x a list's)
     for t in range(n - 1):
         a = u[t]
         while parent[a] != a:
@@ -230,10 +253,15 @@ def _linkage_from_mst(n: int, mst: MSTEdges) -> np.ndarray:
         parent[a] = node
         parent[b] = node
         size[node] = size[a] + size[b]
-        Z[t, 0] = min(a, b)
-        Z[t, 1] = max(a, b)
-        Z[t, 3] = size[node]
+        if a < b:
+            lo[t], hi[t] = a, b
+        else:
+            lo[t], hi[t] = b, a
+    Z = np.empty((n - 1, 4))
+    Z[:, 0] = lo
+    Z[:, 1] = hi
     Z[:, 2] = w
+    Z[:, 3] = size[n:]
     return Z
 
 
@@ -254,11 +282,7 @@ def merge_tree(
     if algorithm == "auto":
         algorithm = "prim" if X.shape[1] >= _PRIM_MIN_DIM else "boruvka"
     if algorithm == "boruvka" and n > 1:
-        K = int(min(n, max(2 * min_pts, 16)))
-        tree = midpoint_tree(X)
-        knn_d, knn_i = self_knn(tree, X, K)
-        core = np.ascontiguousarray(knn_d[:, min_pts - 1]) if min_pts > 1 else np.zeros(n)
-        mst = _mst_boruvka(X, core, K, knn=(tree, knn_d, knn_i))
+        mst, core = _boruvka_mst(X, min_pts)
     else:
         core = core_distances(X, min_pts)
         mst = mutual_reachability_mst(X, min_pts, algorithm=algorithm, core=core)

@@ -333,3 +333,66 @@ def test_leaf_order_makes_nodes_contiguous():
 def test_bad_input(X, m, msg):
     with pytest.raises(ValueError, match=msg):
         merge_tree(X, m)
+
+
+@pytest.mark.parametrize("ties", [False, True])
+def test_merge_tree_does_not_depend_on_row_order(ties):
+    """The Borůvka path works over the rows in their k-d tree's leaf order and maps the MST back
+    (``dc_distance._boruvka_mst``): the merge heights and the core distances of a shuffled copy
+    are those of the original, row for row, bit for bit."""
+    rng = np.random.default_rng(5)
+    X = (rng.integers(0, 3, size=(1500, 4)).astype(float) if ties
+         else rng.normal(size=(1500, 5)) * rng.uniform(0.2, 3.0, size=5))
+    shuffle = rng.permutation(X.shape[0])
+    a = merge_tree(X, 7, algorithm="boruvka")
+    b = merge_tree(X[shuffle], 7, algorithm="boruvka")
+    np.testing.assert_array_equal(a.heights(), b.heights())
+    np.testing.assert_array_equal(a.core_distances[shuffle], b.core_distances)
+    mst = mutual_reachability_mst(X, 7, algorithm="boruvka")
+    assert mst.u.size == X.shape[0] - 1
+    np.testing.assert_array_equal(np.sort(mst.weight), a.heights())
+
+
+def _kruskal_reference(n, u, v, w):
+    """Plain Kruskal over (weight, u, v) order, keeping the first edge that joins two sets."""
+    parent = list(range(n))
+
+    def find(a):
+        while parent[a] != a:
+            a = parent[a]
+        return a
+
+    keep = []
+    for e in np.lexsort((v, u, w)).tolist():
+        a, b = find(int(u[e])), find(int(v[e]))
+        if a != b:
+            parent[a] = b
+            keep.append(e)
+    keep = np.asarray(keep, dtype=np.int64)
+    return u[keep], v[keep], w[keep]
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("extra", ["repeats", "repeats and cycles"])
+def test_kruskal_filter_matches_plain_kruskal(seed, extra):
+    """``_boruvka._kruskal_filter``: a spanning tree with repeated edges (both orientations, as
+    Borůvka picks them) takes the fast path, one with extra edges (equal weights: tie cycles)
+    the union-find pass; both give plain Kruskal's edges, in its order."""
+    from fairaudit.cluster._boruvka import _kruskal_filter
+
+    rng = np.random.default_rng(seed)
+    n = 400
+    v = np.arange(1, n)
+    u = (rng.random(n - 1) * v).astype(np.int64)
+    w = rng.integers(0, 5, n - 1).astype(float)  # many equal weights
+    rep = rng.choice(n - 1, 120, replace=False)
+    uu, vv, ww = np.r_[u, v[rep]], np.r_[v, u[rep]], np.r_[w, w[rep]]
+    if extra == "repeats and cycles":
+        a, b = rng.integers(0, n, 30), rng.integers(0, n, 30)
+        ok = a != b
+        uu, vv = np.r_[uu, a[ok]], np.r_[vv, b[ok]]
+        ww = np.r_[ww, rng.integers(0, 5, int(ok.sum())).astype(float)]
+    got = _kruskal_filter(n, uu, vv, ww)
+    ref = _kruskal_reference(n, uu, vv, ww)
+    for g, r in zip((got.u, got.v, got.weight), ref, strict=True):
+        np.testing.assert_array_equal(g, r)
