@@ -118,19 +118,28 @@ def test_an_empty_or_folder_path_is_refused_everywhere(run_cli, tmp_path, docs, 
         assert "internal error" not in res.output
 
 
-@pytest.mark.parametrize("command", ["audit --summary-md", "export --csv", "render -o"])
-def test_dev_stdout_into_a_pipe_is_refused_as_a_fifo(tmp_path, docs, command):
-    """``--csv /dev/stdout | ...``: the link leads to ``pipe:[...]``, a name that does not
-    exist; it is refused as the FIFO it is, not as an unwritable folder under /proc."""
+@pytest.mark.parametrize("command, alias", [("audit --summary-md", "/dev/stdout"),
+                                            ("export --csv", "/proc/self/fd/1"),
+                                            ("render -o", "/dev/fd/1")])
+@pytest.mark.parametrize("stdout", ["pipe", "appended file"])
+def test_a_descriptor_path_is_refused_and_its_file_kept(tmp_path, docs, command, alias, stdout):
+    """``--json /dev/stdout >> log`` (or ``| jq``): a descriptor the shell opened is not a file
+    fairaudit can replace whole (a rename would cut the log from the redirection, and its earlier
+    lines would be gone); refused before any work, exit 2, the log as it was."""
     import subprocess
     import sys
 
-    args = _commands(docs, "/dev/stdout")[command]
-    proc = subprocess.run([sys.executable, "-m", "fairaudit", *args], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "GX_ANALYTICS_ENABLED": "False"})
+    args = _commands(docs, alias)[command]
+    log = tmp_path / "log.txt"
+    log.write_text("earlier line\n")
+    with open(log, "a") as fh:
+        out = subprocess.PIPE if stdout == "pipe" else fh
+        proc = subprocess.run([sys.executable, "-m", "fairaudit", *args], cwd=tmp_path,
+                              stdout=out, stderr=subprocess.PIPE, text=True, timeout=300,
+                              env={**os.environ, "GX_ANALYTICS_ENABLED": "False"})
     assert proc.returncode == 2, proc.stderr
-    assert "is a FIFO" in proc.stderr and "cannot write in the folder" not in proc.stderr
+    assert "names a descriptor this process inherited" in proc.stderr, proc.stderr
+    assert log.read_text() == "earlier line\n"
 
 
 @pytest.mark.parametrize("command", COMMANDS)

@@ -83,6 +83,9 @@ def test_the_password_can_come_from_the_environment(pg_people, monkeypatch):
     ({"table": "people", "query": "SELECT 1"}, ConfigError, "not both"),
     ({"table": "peple"}, InputError, "no such table.*'people'"),
     ({"query": "SELECT * FROM nowhere"}, InputError, "query: cannot be read"),
+    ({"query": "DELETE FROM people"}, ConfigError, "expected a SELECT .* got a DELETE statement"),
+    ({"query": "-- tidy up\n/* all */ DROP TABLE people"}, ConfigError, "got a DROP statement"),
+    ({"query": "  ;  "}, ConfigError, "the query is empty"),
     ({"table": "people", "key": "id"}, InputError, "no column 'id' \\(did you mean 'rid'\\?\\)"),
 ])
 def test_bad_database_sources_are_named(files, kwargs, error, match):  # noqa: F811

@@ -137,7 +137,7 @@ def _folder_files(folder: Path, spec: str) -> tuple[Path, ...]:
         found[kind].append(p)
     kinds = [k for k in ("parquet", "csv") if found[k]]
     if not kinds:
-        raise InputError(f"{spec}: the directory contains no .parquet or .csv files")
+        raise InputError(f"{spec}: the directory contains no .parquet, .csv or .tsv files")
     left_out = [p for k in ("parquet", "csv", "other") if k != kinds[0] for p in found[k]]
     if left_out:
         names = ", ".join(str(p.relative_to(folder)) for p in left_out[:5])

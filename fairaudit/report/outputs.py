@@ -48,6 +48,7 @@ import fnmatch
 import glob as _glob
 import logging
 import os
+import re
 import stat
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -88,6 +89,11 @@ def input_refs(data: Any, label: str = "input") -> list[InputRef]:
     return [] if local is None else [InputRef(label, local)]
 
 
+_DESCRIPTOR_ALIAS = re.compile(
+    r"/(?:dev/(?:stdin|stdout|stderr|fd/\d+)|proc/(?:self|thread-self|\d+)/fd/\d+)")
+"""Paths that name an open descriptor of a process (``/dev/stdout``, ``/proc/self/fd/1``)."""
+
+
 def output_path(label: str, value: str | os.PathLike | None) -> Path | None:
     """``value`` as an output path (``None`` stays ``None``); an empty path, or one that ends
     in a path separator (a folder), is an :class:`OutputError` naming ``label``."""
@@ -102,6 +108,11 @@ def output_path(label: str, value: str | os.PathLike | None) -> Path | None:
         raise OutputError(f"{label} -: standard output is not an output of fairaudit (its "
                           "files are written whole or not at all); give a file path (./- for a "
                           "file named '-')")
+    if _DESCRIPTOR_ALIAS.fullmatch(os.path.abspath(text)):
+        raise OutputError(f"{label} {text}: names a descriptor this process inherited (standard "
+                          "output, a redirection), not a file: fairaudit writes a file whole or "
+                          "not at all by replacing it, which would cut it from the shell's "
+                          "redirection (`>> log` would lose the log); give the file's own path")
     if text.endswith(("/", os.sep)) or Path(text).name in ("", ".", ".."):
         raise OutputError(f"{label} {text}: names a folder; give a file name "
                           f"(e.g. {text.rstrip('/' + os.sep) or '.'}/report.html)")

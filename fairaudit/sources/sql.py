@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -151,6 +152,25 @@ def _sqlite_functions(dbapi_connection: Any, _record: Any) -> None:
     dbapi_connection.create_function("md5", 1, md5, deterministic=True)
 
 
+_READING_KEYWORDS = frozenset({"select", "with", "values", "table"})
+
+
+def _first_keyword(query: str) -> str:
+    """The first word of a statement after leading comments (``--``, ``/* */``), blanks and
+    opening parentheses, in lower case (``""`` for none)."""
+    text = query
+    while True:
+        text = text.lstrip().lstrip("(")
+        if text.startswith("--"):
+            text = text.partition("\n")[2]
+        elif text.startswith("/*"):
+            text = text.partition("*/")[2]
+        else:
+            break
+    match = re.match(r"[A-Za-z_]+", text.lstrip())
+    return match.group(0).lower() if match else ""
+
+
 class SqlSource:
     """One table (``table``, ``schema.table``) or query (``query``) of a database."""
 
@@ -166,6 +186,13 @@ class SqlSource:
         self.query = query.strip().rstrip(";").strip() if query is not None else None
         if self.query == "":
             raise ConfigError("--query: the query is empty")
+        if self.query is not None:
+            first = _first_keyword(self.query)
+            if first not in _READING_KEYWORDS:
+                raise ConfigError(
+                    "--query: expected a SELECT statement (a query that returns rows; WITH, "
+                    f"VALUES and TABLE too); got {'a ' + first.upper() if first else 'no'} "
+                    "statement. fairaudit only reads: the query is never run")
         self.key = key
         self.null_values = tuple(null_values)
         self.engine = create_engine(url)
