@@ -17,7 +17,8 @@ move. So:
   may differ by the float tolerance above or by one unit of its last printed digit, whichever is
   larger: a float printed to three decimals ("0.933") flips its last digit when the value sits
   on a rounding boundary and moves in its 8th digit; the JSON's numeric fields still pin the
-  value itself to RTOL.
+  value itself to RTOL. A minus sign belongs to the number it precedes (not after a letter,
+  digit or point: a hyphen), so a value near zero may change sign within ATOL.
 
 ``first_differences`` returns readable differences (empty when the outputs agree).
 """
@@ -31,7 +32,10 @@ from typing import Any
 
 RTOL = 1e-6
 ATOL = 1e-12
-_NUMBER = re.compile(r"\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
+_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
+"""A number in text: a minus sign is part of it unless a letter, digit or point comes before
+(then it is a hyphen: 2026-12-03, sex-race), so that a float near zero whose last bits flip its
+sign (an eigenvalue of -2.2e-15 and of 2.2e-15) is compared as the numbers it is."""
 
 
 def floats_close(a: float, b: float) -> bool:

@@ -92,6 +92,19 @@ def test_sentences_compare_words_and_counts_exactly_and_printed_decimals_to_thei
     assert text_differences(raw, '"soft_size": 23.00000000000145, "x": 0.782913557')
 
 
+def test_a_float_near_zero_may_flip_its_sign_within_the_absolute_tolerance():
+    """A zero eigenvalue computed as -2.2e-15 on one machine and 2.2e-15 on another is the same
+    number to the stated tolerance (ATOL 1e-12); a sign is part of a number, a hyphen is not."""
+    row = "<td>[-2.220446049250313e-15, 0.14627987189246683, 0.34168689879324077]</td>"
+    assert text_differences(row, row.replace("[-2.2", "[2.2").replace("683", "594")) == []
+    assert text_differences("x = -0.5", "x = 0.5")  # a real change of sign
+    assert text_differences("a count of -3", "a count of 3")  # integers exactly
+    day = "run of 2026-12-03, sex-race cells 1-4"
+    assert text_differences(day, day) == []
+    assert text_differences(day, day.replace("2026-12-03", "2026-12-04"))
+    assert text_differences(day, day.replace("1-4", "1-5"))
+
+
 def test_the_html_golden_catches_a_changed_word_or_number_and_ignores_a_last_digit_flip():
     import re
 
