@@ -23,9 +23,12 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
+
+if TYPE_CHECKING:
+    import numpy as np
 
 logger = logging.getLogger(__name__)
 
@@ -56,6 +59,18 @@ def _key_expr(name: str, dtype: pl.DataType) -> pl.Expr:
         return pl.col(name)
     return pl.col(name).cast(pl.String)
 
+
+
+def _location_scale(values: np.ndarray) -> tuple[float, float] | None:
+    """Mean and standard deviation of a column's values by numpy over contiguous values, or
+    None when the column carries no information (constant, or a zero or non-finite std).
+    (Polars sums a column chunk by chunk, and the chunks of a sample read by the streaming
+    engine vary from run to run: its mean varied in the last bit between runs of the same
+    audit.)"""
+    mean, std = float(values.mean()), float(values.std())
+    if bool(values.max() == values.min()) or not std > 0 or not math.isfinite(std):
+        return None
+    return mean, std
 
 class CategoricalEncoder:
     """One-hot / ordinal encoding with rare-level bucketing and numeric standardisation.
@@ -328,33 +343,29 @@ class CategoricalEncoder:
         ordinal_keep: list[str] = []
         for col, levels in ordinal.items():
             codes = self._ordinal_codes(df, col, levels, "fit").cast(pl.Float64).to_numpy()
-            mean, std = float(codes.mean()), float(codes.std())  # numpy: as numeric columns
-            if not std > 0:
+            moments = _location_scale(codes)
+            if moments is None:
                 dropped.append(col)
                 notes.append(
                     f"Dropped ordinal column '{col}': every row has the same level, so it "
                     "carries no information."
                 )
                 continue
-            means[col], scales[col] = (mean, std) if self.standardize else (0.0, 1.0)
+            means[col], scales[col] = moments if self.standardize else (0.0, 1.0)
             kinds[col] = "ordinal"
             ordinal_keep.append(col)
 
-        # numeric: mean / std by numpy over each column's contiguous values. (Polars sums a
-        # column chunk by chunk, and the chunks of a sample read by the streaming engine vary
-        # from run to run: its mean varied in the last bit between runs of the same audit.)
+        # numeric: mean / std as the ordinal codes' (_location_scale)
         for col in numeric:
-            values = df.get_column(col).cast(pl.Float64).to_numpy()
-            mean, std = float(values.mean()), float(values.std())
-            constant = bool(values.max() == values.min())
-            if constant or not std > 0 or not math.isfinite(std):
+            moments = _location_scale(df.get_column(col).cast(pl.Float64).to_numpy())
+            if moments is None:
                 dropped.append(col)
                 notes.append(
                     f"Dropped numeric column '{col}': it is constant, so it carries no "
                     "information (and standardising it would divide by zero)."
                 )
                 continue
-            means[col], scales[col] = (mean, std) if self.standardize else (0.0, 1.0)
+            means[col], scales[col] = moments if self.standardize else (0.0, 1.0)
             kinds[col] = "numeric"
 
         names: list[str] = []
