@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from fairaudit.cluster import _boruvka_scans
 from fairaudit.cluster._bichromatic import closest_pair
 from fairaudit.cluster._boruvka import MSTEdges, _mst_boruvka, _mst_prim
 from fairaudit.cluster._knn import leaf_ordered, self_knn
@@ -84,6 +85,21 @@ def core_distances(X: np.ndarray, min_pts: int) -> np.ndarray:
     return core
 
 
+def _knn_depth(min_pts: int, shape: tuple[int, int]) -> int:
+    """Neighbours in Borůvka's cached k-NN list (at least ``min_pts``, for the core distances,
+    and 16, for the pivot search's graph). From 8 dimensions, where the ball bounds and product
+    scans settle what the lists leave (:mod:`fairaudit.cluster._boruvka_scans`), ``min_pts`` of
+    them; below, where the k-d-tree queries do, twice as many. Measured (issue 38, 2026-12-03,
+    the merge tree's k-NN plus Borůvka, z-scored 10-d generators of ``bench_fairden.py``,
+    min_pts 21, 300,000 rows, 2K -> K): walk20 18.1 -> 17.0 s, densired 14.1 -> 13.5 s,
+    wide-density 25.7 -> 22.9 s, many-small 11.4 -> 9.4 s, walk20 at 1,000,000 rows 76.6 ->
+    72.6 s; 200,000 rows of 30 Gaussian blobs in 2 / 3 / 5 dimensions 4.9 -> 9.2, 6.8 -> 9.0,
+    12.9 -> 13.5 s (so not below 8). The MST is the same (its sorted weights are unique)."""
+    n, d = shape
+    per_pt = 1 if d >= _boruvka_scans._PRODUCTS_MIN_DIM else 2
+    return int(min(n, max(per_pt * min_pts, 16)))
+
+
 def _boruvka_mst(X: np.ndarray, min_pts: int) -> tuple[MSTEdges, np.ndarray]:
     """The mutual-reachability MST by Borůvka and the core distances, computed over X's rows in
     the leaf order of their k-d tree (:func:`~fairaudit.cluster._knn.leaf_ordered`: a leaf's
@@ -91,7 +107,7 @@ def _boruvka_mst(X: np.ndarray, min_pts: int) -> tuple[MSTEdges, np.ndarray]:
     same multiset in any row order (the MST of a graph has unique sorted weights), so the merge
     heights are too; tie edges may be other rows of the same weight."""
     n = X.shape[0]
-    K = int(min(n, max(2 * min_pts, 16)))
+    K = _knn_depth(min_pts, X.shape)
     Xp, perm, tree = leaf_ordered(X)
     knn_d, knn_i = self_knn(tree, Xp, K)
     core_p = np.ascontiguousarray(knn_d[:, min_pts - 1]) if min_pts > 1 else np.zeros(n)
@@ -137,7 +153,7 @@ def mutual_reachability_mst(
         return _mst_prim(X, core)
     if core is None:
         return _boruvka_mst(X, min_pts)[0]
-    K = int(min(n, max(2 * min_pts, 16)))
+    K = _knn_depth(min_pts, X.shape)
     Xp, perm, tree = leaf_ordered(X)
     knn_d, knn_i = self_knn(tree, Xp, K)
     mst = _mst_boruvka(Xp, np.ascontiguousarray(core[perm]), K, knn=(tree, knn_d, knn_i))
