@@ -111,10 +111,53 @@ def _boruvka_mst(X: np.ndarray, min_pts: int) -> tuple[MSTEdges, np.ndarray]:
     Xp, perm, tree = leaf_ordered(X)
     knn_d, knn_i = self_knn(tree, Xp, K)
     core_p = np.ascontiguousarray(knn_d[:, min_pts - 1]) if min_pts > 1 else np.zeros(n)
-    mst = _mst_boruvka(Xp, core_p, K, knn=(tree, knn_d, knn_i))
+    mst = _mst_of_distinct_rows(Xp, core_p, K, (tree, knn_d, knn_i))
     core = np.empty(n)
     core[perm] = core_p
     return MSTEdges(perm[mst.u], perm[mst.v], mst.weight), core
+
+
+_DUPLICATE_SHARE = 0.2  # collapse repeated rows when at least this share of rows repeat one
+
+
+def _mst_of_distinct_rows(Xp: np.ndarray, core: np.ndarray, K: int, knn: tuple) -> MSTEdges:
+    """Borůvka's MST of X's rows (``knn`` = (tree, distances, indices) of their self-K-NN),
+    over the distinct rows only when many rows repeat another (tables about people: integer
+    ages, counts, codes, one-hot columns).
+
+    A row's copies have its core distance (the same K-NN distances), the edges among them weigh
+    exactly that (r = max(0, core, core)) and no edge out of any of them weighs less (r ≥ core):
+    each copy's edge to its first row is a lightest edge across the cut around that copy, so
+    some MST holds them all, and the rest of it is the MST of the distinct rows, whose
+    mutual-reachability edges are those of their copies. The merge heights are the same
+    multiset; Borůvka no longer meets k-NN lists that never leave a pile of copies (measured,
+    issue 38: 200,000 rows of a rounded 3-d normal, 2,800 distinct points, 51 s of Borůvka
+    rounds)."""
+    n = Xp.shape[0]
+    tree, knn_d, knn_i = knn
+    if n < 3 or knn_d.ndim < 2 or knn_d.shape[1] < 2 or (
+            np.count_nonzero(knn_d[:, 1] == 0.0) < _DUPLICATE_SHARE * n):
+        return _mst_boruvka(Xp, core, K, knn=knn)
+    _, first, inverse = np.unique(Xp, axis=0, return_index=True, return_inverse=True)
+    inverse = np.asarray(inverse).ravel()
+    order = np.argsort(first)  # the distinct rows in their first copy's (leaf) order
+    reps = first[order]
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.size)
+    rep_of = reps[rank[inverse]]
+    dup = np.flatnonzero(rep_of != np.arange(n))
+    logger.debug("spanning tree over %d distinct of %d rows", reps.size, n)
+    if reps.size > 1:
+        Xr, perm, tree_r = leaf_ordered(Xp[reps])
+        Kr = int(min(reps.size, K))
+        d_r, i_r = self_knn(tree_r, Xr, Kr)
+        m = _mst_boruvka(Xr, np.ascontiguousarray(core[reps][perm]), Kr, knn=(tree_r, d_r, i_r))
+        u, v, w = reps[perm[m.u]], reps[perm[m.v]], m.weight
+    else:
+        u = v = np.empty(0, dtype=np.int64)
+        w = np.empty(0)
+    return MSTEdges(np.concatenate([u, dup]), np.concatenate([v, rep_of[dup]]),
+                    np.concatenate([w, core[dup]]))
 
 
 # --------------------------------------------------------------------------------------------

@@ -396,3 +396,36 @@ def test_kruskal_filter_matches_plain_kruskal(seed, extra):
     ref = _kruskal_reference(n, uu, vv, ww)
     for g, r in zip((got.u, got.v, got.weight), ref, strict=True):
         np.testing.assert_array_equal(g, r)
+
+
+@pytest.mark.parametrize("d", [1, 3, 10])
+@pytest.mark.parametrize("min_pts", [1, 4, 21])
+def test_repeated_rows_collapse_to_the_same_merge_heights(monkeypatch, caplog, d, min_pts):
+    """Many repeated rows (integer codes): the MST is taken over the distinct rows, each copy
+    joined to its first row at its core distance (``dc_distance._mst_of_distinct_rows``). The
+    dc-distances are the dense oracle's, and the merge heights and core distances those of the
+    MST over every row (the collapse switched off), bit for bit."""
+    import logging
+
+    from fairaudit.cluster import dc_distance as dc
+
+    rng = np.random.default_rng(40 + d + min_pts)
+    base = np.round(rng.normal(size=(70, d)) * 1.5)
+    X = base[rng.integers(0, 70, size=420)]  # piles of copies of 70 rows (fewer when they meet)
+    X = np.vstack([X, X[:60] + 0.25])  # and a few rows beside them
+    with caplog.at_level(logging.DEBUG, logger="fairaudit.cluster.dc_distance"):
+        a = merge_tree(X, min_pts, algorithm="boruvka")
+    assert any("distinct of" in r.getMessage() for r in caplog.records)
+    np.testing.assert_allclose(a.dc_matrix(), brute_dc(X, min_pts), rtol=0, atol=1e-12)
+    monkeypatch.setattr(dc, "_DUPLICATE_SHARE", 2.0)  # never collapse
+    b = merge_tree(X, min_pts, algorithm="boruvka")
+    np.testing.assert_array_equal(a.heights(), b.heights())
+    np.testing.assert_array_equal(a.core_distances, b.core_distances)
+
+
+def test_one_distinct_row():
+    """Every row the same: every dc-distance is the (zero) core distance."""
+    X = np.ones((50, 3))
+    t = merge_tree(X, 5, algorithm="boruvka")
+    np.testing.assert_array_equal(t.heights(), np.zeros(49))
+    np.testing.assert_array_equal(t.dc_matrix(), brute_dc(X, 5))
