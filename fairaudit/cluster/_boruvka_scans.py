@@ -149,18 +149,27 @@ def _resolve_by_balls(
     sqx = np.einsum("ij,ij->i", X, X)
     tolx = 1e-12 * (float(sqx.max()) + float(sq.max()) + 1e-300)  # Gram rounding, as ``tol``
 
-    def point_bounds(rows: np.ndarray, ks: np.ndarray) -> np.ndarray:
-        """Lower bounds on the edges between the points ``rows`` and the atoms ``ks``: a point
-        is nearer to an atom's points than ‖x − μ‖ − R by no more (tighter than the atoms'
-        balls by the query atom's radius)."""
-        g = sqx[rows, None] + sq[None, ks] - 2.0 * (X[rows] @ mu[ks].T)
-        return np.maximum(np.sqrt(np.maximum(g - tolx, 0.0)) - rad[ks],
-                          np.maximum(core[rows, None], low_core[ks]))
+    def points_below(rows: np.ndarray, ks: np.ndarray, U: float) -> np.ndarray:
+        """Which (point, atom) pairs of ``rows`` × ``ks`` may hold an edge below U: a point is
+        nearer to an atom's points than ‖x − μ‖ − R by no more (tighter than the atoms' balls
+        by the query atom's radius), and r ≥ both core distances. The test
+        max(‖x − μ‖ − R, core(x), min core) < U, as (core(x) < U) & (min core < U) &
+        (‖x − μ‖² − tol < (U + R)²): one product ([x, |x|², 1] against [−2μ, 1, |μ|²]) and
+        one comparison instead of six passes over the matrix."""
+        ok_r = core[rows] < U
+        ok_k = low_core[ks] < U
+        g = x_aug[rows[ok_r]] @ mu_r[ks[ok_k]].T
+        g -= tolx
+        out = np.zeros((rows.size, ks.size), dtype=bool)
+        lim = (U + rad[ks[ok_k]]) ** 2
+        out[np.ix_(ok_r, ok_k)] = g < lim
+        return out
 
     # |μ_a|² + |μ_b|² − 2 μ_a·μ_b as one product: [μ, |μ|², 1] against [−2μ, 1, |μ|²]
     ones = np.ones((n_at, 1))
     mu_l = np.hstack([mu, sq[:, None], ones])
     mu_r = np.hstack([-2.0 * mu, ones, sq[:, None]])
+    x_aug = np.hstack([X, sqx[:, None], np.ones((X.shape[0], 1))])  # [x, |x|², 1]
 
     def bounds(A: np.ndarray, cols: np.ndarray) -> np.ndarray:
         """Lower bounds on the edges between the atoms A and the atoms cols:
@@ -280,7 +289,7 @@ def _resolve_by_balls(
                 near = cols[(bounds(grp, cols) < U).any(axis=0)]
             rows = np.concatenate([qs[lo[i] : hi[i]] for i in range(pos, end)])
             if near.size:  # each point against each near atom: fewer atoms and points to scan
-                below = point_bounds(rows, near) < U
+                below = points_below(rows, near, U)
                 cols_kept = below.any(axis=0)
                 near = near[cols_kept]
                 rows = rows[below.any(axis=1)]
