@@ -151,7 +151,9 @@ def _descend(
     - a feature whose gradient coefficient is 0 needs no kernel product (e.g. g at the start,
       where w = g(1 - m) = 0); when every coefficient of a term is 0 its kernel is not formed;
     - K(w) with w = 0 is the ones matrix: its alignment with the centred K_P is computed once;
-    - K(m) is formed again only when m moved;
+    - K(m) is formed again only when m moved, and so are the terms that depend on m alone (its
+      loss term <W, K(m)> and the products of the m step's utility gradient): while m rests at
+      a bound and g moves (the common case), a step costs no n x n pass at all;
     - once a step leaves (m, g) unchanged every later step repeats it: the remaining losses are
       that step's and the loop stops.
 
@@ -166,6 +168,9 @@ def _descend(
     KM = _rbf(X, m, gam)
     buf = np.empty_like(KM)
     kp_ones: float | None = None  # <K_P~, 1 1^T>, the loss term at w = 0
+    # the terms of K(m) alone, computed once per K(m): <W, K(m)> and <W * K(m), D_f>
+    wkm: np.floating | None = None  # kept in the kernels' dtype: the same loss, bit for bit
+    inner_m: np.ndarray | None = None
     losses: list[float] = []
     for step in range(max_iter):
         m0, g0 = m, g
@@ -181,7 +186,9 @@ def _descend(
             if kp_ones is None:
                 kp_ones = float(np.vdot(KPc, np.ones_like(KPc)))
             kg = kp_ones
-        losses.append(float((np.vdot(Wc, KM) - a * kg) / sc + b * (m.sum() + g.sum())))
+        if wkm is None:
+            wkm = np.vdot(Wc, KM)
+        losses.append(float((wkm - a * kg) / sc + b * (m.sum() + g.sum())))
         if cols.size:  # w != 0 wherever coef_g != 0, so KG was formed
             assert KG is not None
             KG *= KPc
@@ -202,12 +209,13 @@ def _descend(
         else:
             inner_g = zeros
         coef_mm = -2.0 * gam * m
-        cols = np.flatnonzero(coef_mm)
-        if cols.size:
-            np.multiply(KM, Wc, out=buf)
-            inner_m = _inner_with_sqdiff(buf, X, X2, cols)
-        else:
-            inner_m = zeros
+        if inner_m is None:  # its columns (m != 0) depend on m alone too
+            cols = np.flatnonzero(coef_mm)
+            if cols.size:
+                np.multiply(KM, Wc, out=buf)
+                inner_m = _inner_with_sqdiff(buf, X, X2, cols)
+            else:
+                inner_m = zeros
         m = np.clip(m - lr * ((coef_mm * inner_m + coef_mg * inner_g) / sc + b), 0.0, 1.0)
         moved = not np.array_equal(m, m0)
         if not moved and np.array_equal(g, g0):
@@ -215,4 +223,5 @@ def _descend(
             break
         if moved:
             KM = _rbf(X, m, gam)
+            wkm = inner_m = None
     return m, g, losses
