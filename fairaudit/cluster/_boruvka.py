@@ -25,6 +25,7 @@ from scipy.sparse.csgraph import connected_components
 from scipy.spatial import cKDTree
 
 from fairaudit.cluster._bichromatic import (
+    ScanTable,
     nearest_lower_bound,
     spread_lipschitz_bounds,
 )
@@ -106,6 +107,7 @@ def _mst_boruvka(
     knn_d = np.asarray(knn_d, dtype=np.float64)
     dK = knn_d[:, -1]
     atoms: _Atoms | None = None  # made in the first round with few enough
+    table: ScanTable | None = None  # the product scans' operands, made once when first needed
     eu: list[np.ndarray] = []
     ev: list[np.ndarray] = []
     comp = np.arange(n, dtype=np.int64)
@@ -144,8 +146,10 @@ def _mst_boruvka(
             # k-NN queries for the points of small components they leave
             if atoms is None:
                 atoms = _Atoms.build(X, core, tree, comp, n_comp)
+            if table is None:
+                table = ScanTable(X)
             batch = _resolve_by_balls(X, core, _by_component(q, comp), comp, ub, cand, partner,
-                                      atoms)
+                                      atoms, table)
             q = np.concatenate(batch) if batch else q[:0]
             csize = np.bincount(comp, minlength=n_comp)
             small = csize[comp[q]] <= _GLOBAL_CAP // 2
@@ -155,14 +159,15 @@ def _mst_boruvka(
             for qc in batch:
                 c = int(comp[qc[0]])
                 if qc.size >= _PIVOT_MIN_QUERY and ub[c] > _PIVOT_GAP * np.median(dK[qc]):
-                    _resolve_component_pivots(X, core, qc, comp, c, ub, cand, partner, knn_i, knn_d)
+                    _resolve_component_pivots(X, core, qc, comp, c, ub, cand, partner, knn_i, knn_d,
+                                              table)
                 else:
                     rest.append(qc)
             logger.debug("boruvka round %d: %d components to the pivot search",
                          rounds, len(batch) - len(rest))
             batch = rest
             if batch:
-                batch = _resolve_by_scans(X, core, batch, comp, ub, cand, partner)
+                batch = _resolve_by_scans(X, core, batch, comp, ub, cand, partner, table)
             if batch:
                 _resolve_bitwise(X, core, np.concatenate(batch), comp, n_comp, ub, cand, partner)
         # pick each component's lightest edge
@@ -343,6 +348,7 @@ def _resolve_component_pivots(
     partner: np.ndarray,
     knn_i: np.ndarray,
     knn_d: np.ndarray,
+    table: ScanTable | None = None,
 ) -> None:
     """Exact lightest edge from the points ``q`` of a large component ``c`` whose nearest other
     component is far away.
@@ -392,7 +398,7 @@ def _resolve_component_pivots(
             break
         piv = np.sort(rng.choice(pool, size=min(n_piv, pool.size), replace=False))
         pts = members[piv]
-        d, y = nearest_lower_bound(X, pts, others)  # d: a lower bound on g
+        d, y = nearest_lower_bound(X, pts, others, table=table)  # d: a lower bound on g
         r = np.maximum(np.linalg.norm(X[pts] - X[y], axis=1), np.maximum(core[pts], core[y]))
         better = r < cand[pts]
         cand[pts[better]] = r[better]
@@ -418,7 +424,7 @@ def _resolve_component_pivots(
     pts = members[unc]
     if np.isfinite(U):
         # only the component's lightest edge out is used (the pick below takes the minimum)
-        take_lightest(X, core, pts, others, U, c, cand, partner, ub)
+        take_lightest(X, core, pts, others, U, c, cand, partner, ub, table)
     else:
         _query_outside(X, core, pts, others, midpoint_tree(X[others]), comp, ub, cand, partner)
     progress.close()  # every point of the component settled

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fairaudit.cluster._bichromatic import lightest_below
+from fairaudit.cluster._bichromatic import ScanTable, lightest_below
 from fairaudit.cluster._knn import leaf_rank
 
 logger = logging.getLogger("fairaudit.cluster.dc_distance")  # one logger for the dc-distance
@@ -39,11 +39,11 @@ def _mr(X: np.ndarray, core: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.nda
 
 def take_lightest(X: np.ndarray, core: np.ndarray, rows: np.ndarray, others: np.ndarray,
                   U: float, c: int, cand: np.ndarray, partner: np.ndarray,
-                  ub: np.ndarray) -> None:
+                  ub: np.ndarray, table: ScanTable | None = None) -> None:
     """Component c's lightest edge from ``rows`` to ``others`` below U (a product scan,
     :func:`lightest_below`), kept where it beats a row's candidate; c's bound ``ub[c]`` lowered
     to it. In place."""
-    r, y = lightest_below(X, core, rows, others, U, lightest_only=True)
+    r, y = lightest_below(X, core, rows, others, U, lightest_only=True, table=table)
     better = r < cand[rows]
     cand[rows[better]] = r[better]
     partner[rows[better]] = y[better]
@@ -111,6 +111,7 @@ def _resolve_by_balls(
     cand: np.ndarray,
     partner: np.ndarray,
     atoms: _Atoms | None,
+    table: ScanTable | None = None,
 ) -> list[np.ndarray]:
     """Lightest outside edges of the components in ``batch`` (each an array of a component's
     unsettled points) by product scans of the points that ball bounds cannot rule out; returns
@@ -143,7 +144,7 @@ def _resolve_by_balls(
         return np.concatenate([order[starts[k] : starts[k + 1]] for k in ks.tolist()])
 
     def scan(qc: np.ndarray, c: int, ks: np.ndarray, U: float) -> None:
-        take_lightest(X, core, qc, members(ks), U, c, cand, partner, ub)
+        take_lightest(X, core, qc, members(ks), U, c, cand, partner, ub, table)
 
     block = max(1, (1 << 22) // n_at)  # atom rows per block of the bound matrices
     sqx = np.einsum("ij,ij->i", X, X)
@@ -317,6 +318,7 @@ def _resolve_by_scans(
     ub: np.ndarray,
     cand: np.ndarray,
     partner: np.ndarray,
+    table: ScanTable | None = None,
 ) -> list[np.ndarray]:
     """Lightest outside edges of the components in ``batch`` by product scans of their points
     against every point outside (:func:`lightest_below`), cheapest first, while the round's
@@ -356,7 +358,8 @@ def _resolve_by_scans(
             if r0[t] < cand[qc[0]]:
                 cand[qc[0]], partner[qc[0]] = r0[t], pick[t]
             ub[c] = min(ub[c], float(r0[t]))
-        take_lightest(X, core, qc, others, float(ub[c]), c, cand, partner, ub)  # (a known edge)
+        take_lightest(X, core, qc, others, float(ub[c]), c, cand, partner, ub,  # (a known edge)
+                      table)
     logger.debug("product scans: %d of %d components settled (%.3g pairs), %d points left",
                  len(plan) - len(left), len(plan), spent, int(sum(q.size for q in left)))
     return left

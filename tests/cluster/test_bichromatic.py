@@ -23,9 +23,15 @@ def _brute_reach(X, core, rows, others):
     return D, np.maximum(np.maximum(D, core[others][None, :]), core[rows][:, None])
 
 
+def _table(X, use):
+    """A :class:`~bc.ScanTable` of X (the Borůvka rounds' shared operands) or None."""
+    return bc.ScanTable(X) if use else None
+
+
+@pytest.mark.parametrize("use_table", [False, True])
 @pytest.mark.parametrize("d", [1, 2, 10])
 @pytest.mark.parametrize("seed", range(4))
-def test_nearest_lower_bound(small_blocks, d, seed):
+def test_nearest_lower_bound(small_blocks, d, seed, use_table):
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(300, d))
     X[150:] += 8.0
@@ -33,7 +39,7 @@ def test_nearest_lower_bound(small_blocks, d, seed):
         X = np.round(X, 1)  # ties and duplicates
     rows = np.arange(0, 150, 3)
     others = np.arange(150, 300)
-    g_lb, q = bc.nearest_lower_bound(X, rows, others, workers=2)
+    g_lb, q = bc.nearest_lower_bound(X, rows, others, workers=2, table=_table(X, use_table))
     D, _ = _brute_reach(X, np.zeros(300), rows, others)
     g = D.min(axis=1)
     scale = np.sqrt(bc._REL * 2 * (np.abs(X).max() * 2) ** 2 * d)
@@ -60,12 +66,15 @@ def _two_sets(d, seed, shift):
     return X, core, rows, others, _brute_reach(X, core, rows, others)[1]
 
 
+@pytest.mark.parametrize("use_table", [False, True])
 @pytest.mark.parametrize("d", [2, 10])
 @pytest.mark.parametrize("seed", range(4))
-def test_lightest_below_is_exact(small_blocks, d, seed):
+def test_lightest_below_is_exact(small_blocks, d, seed, use_table):
     X, core, rows, others, R = _two_sets(d, 10 + seed, 2.5)
+    if use_table:  # the sets far from the table's mean: its margin must still hold
+        X = np.vstack([X, rng_far(d)])
     U = float(np.quantile(R.min(axis=1), 0.5))
-    r, q = bc.lightest_below(X, core, rows, others, U, workers=2)
+    r, q = bc.lightest_below(X, core, rows, others, U, workers=2, table=_table(X, use_table))
     want = R.min(axis=1)
     below = want < U
     np.testing.assert_array_equal(r[below], want[below])  # exact, same formula
@@ -76,15 +85,33 @@ def test_lightest_below_is_exact(small_blocks, d, seed):
 
 
 
+def rng_far(d):
+    """40 points 30 away from the test sets: rows of the table's point set that no scan reads,
+    which move its mean away from the scanned subsets."""
+    return np.random.default_rng(99).normal(size=(40, d)) + 30.0
+
+
+def test_scan_table_of_another_point_set_is_refused():
+    X = np.random.default_rng(0).normal(size=(50, 3))
+    with pytest.raises(ValueError, match="another point set"):
+        bc.lightest_below(X, np.zeros(50), np.arange(5), np.arange(5, 50), 10.0,
+                          table=bc.ScanTable(X[:, :2]))
+
+
+@pytest.mark.parametrize("use_table", [False, True])
 @pytest.mark.parametrize("d", [2, 10])
 @pytest.mark.parametrize("seed", range(4))
-def test_lightest_only_gives_the_minimum_and_every_row_reaching_it(small_blocks, d, seed):
+def test_lightest_only_gives_the_minimum_and_every_row_reaching_it(small_blocks, d, seed,
+                                                                   use_table):
     # issue 38: the limits drop to the lightest edge any row found; the rows whose lightest
     # edge is the minimum get it (ties: every such row, the smallest partner), the rest none
     X, core, rows, others, R = _two_sets(d, 20 + seed, 0.8)  # close: many pairs within U
     want = R.min(axis=1)
     U = float(np.quantile(want, 0.9))
-    r, q = bc.lightest_below(X, core, rows, others, U, workers=2, lightest_only=True)
+    if use_table:
+        X = np.vstack([X, rng_far(d)])
+    r, q = bc.lightest_below(X, core, rows, others, U, workers=2, lightest_only=True,
+                             table=_table(X, use_table))
     m = want.min()
     at = want == m
     np.testing.assert_array_equal(r[at], want[at])
