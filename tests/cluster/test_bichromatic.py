@@ -66,13 +66,19 @@ def _two_sets(d, seed, shift):
     return X, core, rows, others, _brute_reach(X, core, rows, others)[1]
 
 
+def _far_points(d):
+    """40 points 30 away from the test sets: rows of the table's point set that no scan reads,
+    which move its mean away from the scanned subsets."""
+    return np.random.default_rng(99).normal(size=(40, d)) + 30.0
+
+
 @pytest.mark.parametrize("use_table", [False, True])
 @pytest.mark.parametrize("d", [2, 10])
 @pytest.mark.parametrize("seed", range(4))
 def test_lightest_below_is_exact(small_blocks, d, seed, use_table):
     X, core, rows, others, R = _two_sets(d, 10 + seed, 2.5)
     if use_table:  # the sets far from the table's mean: its margin must still hold
-        X = np.vstack([X, rng_far(d)])
+        X = np.vstack([X, _far_points(d)])
     U = float(np.quantile(R.min(axis=1), 0.5))
     r, q = bc.lightest_below(X, core, rows, others, U, workers=2, table=_table(X, use_table))
     want = R.min(axis=1)
@@ -83,12 +89,6 @@ def test_lightest_below_is_exact(small_blocks, d, seed, use_table):
     for t in np.flatnonzero(below):
         assert q[t] == others[np.flatnonzero(R[t] == want[t])[0]]
 
-
-
-def rng_far(d):
-    """40 points 30 away from the test sets: rows of the table's point set that no scan reads,
-    which move its mean away from the scanned subsets."""
-    return np.random.default_rng(99).normal(size=(40, d)) + 30.0
 
 
 def test_scan_table_of_another_point_set_is_refused():
@@ -109,7 +109,7 @@ def test_lightest_only_gives_the_minimum_and_every_row_reaching_it(small_blocks,
     want = R.min(axis=1)
     U = float(np.quantile(want, 0.9))
     if use_table:
-        X = np.vstack([X, rng_far(d)])
+        X = np.vstack([X, _far_points(d)])
     r, q = bc.lightest_below(X, core, rows, others, U, workers=2, lightest_only=True,
                              table=_table(X, use_table))
     m = want.min()
