@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fairaudit.cluster._bichromatic import ScanTable, lightest_below
+from fairaudit.cluster._bichromatic import ScanTable, lightest_below, nonzero2
 from fairaudit.cluster._knn import leaf_rank
 
 logger = logging.getLogger("fairaudit.cluster.dc_distance")  # one logger for the dc-distance
@@ -255,7 +255,7 @@ def _resolve_by_balls(
             lb = bounds(qa[at], cols)
             lbmin[at] = lb.min(axis=1)
             if nb_idx is not None:
-                r_, k_ = np.nonzero(lb < U0)
+                r_, k_ = nonzero2(lb < U0)
                 if sum(a.size for a in nb_idx) + r_.size > _BALL_CACHE:
                     nb_idx = None
                     continue

@@ -98,6 +98,57 @@ def test_scan_table_of_another_point_set_is_refused():
                           table=bc.ScanTable(X[:, :2]))
 
 
+
+@pytest.mark.parametrize("use_table", [False, True])
+@pytest.mark.parametrize("d", [2, 10])
+@pytest.mark.parametrize("seed", range(6))
+def test_lightest_below_ties_at_a_rows_core_distance(small_blocks, d, seed, use_table):
+    # rows whose core distance exceeds most of their distances to the other set: all those
+    # edges weigh exactly core(p) and tie; the smallest partner index wins, whatever the order
+    # of ``others`` (shuffled here). Some core distances are set to an exact distance of the
+    # row (a pair on the boundary of the tie) and some partners' core distances to the row's.
+    rng = np.random.default_rng(100 + seed)
+    X, core, rows, others, _ = _two_sets(d, seed, 0.8)
+    D = np.linalg.norm(X[rows][:, None, :] - X[others][None, :, :], axis=-1)
+    q_at = rng.integers(0, others.size, size=rows.size)
+    core[rows] = np.where(rng.random(rows.size) < 0.5, D[np.arange(rows.size), q_at],
+                          np.sort(D, axis=1)[np.arange(rows.size),
+                                             rng.integers(40, 90, size=rows.size)])
+    twin = rng.choice(others.size, size=others.size // 4, replace=False)
+    core[others[twin]] = core[rng.choice(rows, size=twin.size)]
+    others = rng.permutation(others)
+    R = _brute_reach(X, core, rows, others)[1]
+    want = R.min(axis=1)
+    U = float(want.max()) * 1.01 + 1e-9
+    if use_table:
+        X = np.vstack([X, _far_points(d)])
+    for lightest_only in (False, True):
+        r, q = bc.lightest_below(X, np.r_[core, np.zeros(X.shape[0] - core.size)], rows,
+                                 others, U, workers=2, lightest_only=lightest_only,
+                                 table=_table(X, use_table))
+        at = want == want.min() if lightest_only else np.ones(rows.size, dtype=bool)
+        np.testing.assert_array_equal(r[at], want[at])
+        assert np.all(q[~at] == -1)
+        for t in np.flatnonzero(at):
+            assert q[t] == others[R[t] == want[t]].min()
+
+
+@pytest.mark.parametrize("shape", [(0, 5), (5, 0), (1, 1), (7, 3), (128, 700)])
+@pytest.mark.parametrize("share", [0.0, 0.001, 0.5, 1.0])
+@pytest.mark.parametrize("layout", ["C", "F", "strided"])
+def test_nonzero2_is_numpys_nonzero(shape, share, layout):
+    # the scans' row-major (row, column) pairs, in np.nonzero's order and dtype
+    m = np.random.default_rng(len(shape) + shape[0]).random(shape) < share
+    if layout == "F":
+        m = np.asfortranarray(m)
+    elif layout == "strided":
+        m = np.repeat(m, 2, axis=1)[:, ::2]
+    want, got = np.nonzero(m), bc.nonzero2(m)
+    assert len(got) == 2
+    for w, g in zip(want, got, strict=True):
+        assert g.dtype == w.dtype
+        np.testing.assert_array_equal(g, w)
+
 @pytest.mark.parametrize("use_table", [False, True])
 @pytest.mark.parametrize("d", [2, 10])
 @pytest.mark.parametrize("seed", range(4))
