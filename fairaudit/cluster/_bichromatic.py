@@ -198,7 +198,6 @@ def lightest_below(
     core_q2 = (core[others] ** 2).astype(np.float32)
     core_p2 = (core[rows[sub]] ** 2 - pr.sqP).astype(np.float32)
     tol_r = 2.0 * (pr.tol2 + 1e-6 * U * U)
-    big_q = np.iinfo(np.int64).max
 
     def scan(a: int, b: int) -> tuple[np.ndarray, np.ndarray]:
         best = np.full(sub.size, U)  # exact lightest edge per row so far (U: none yet)
@@ -216,7 +215,7 @@ def lightest_below(
                     continue
                 Gh = G if hit.size == G.shape[0] else G[hit]  # (diffuse data: every row)
                 ii, jj = nonzero2(_candidates(Gh, lr[hit], core_q2[c0:c1], sqp32[hit + r0],
-                                              core_p2[hit + r0], tol_r, others[c0:c1], big_q))
+                                              core_p2[hit + r0], tol_r, others[c0:c1]))
                 if ii.size == 0:  # the block's lightest edges are beyond the rows' limits
                     continue
                 ii = hit[ii] + r0
@@ -247,7 +246,7 @@ def lightest_below(
 
 
 def _candidates(G: np.ndarray, lim: np.ndarray, core_q2: np.ndarray, sq_p: np.ndarray,
-                core_p2: np.ndarray, tol: float, q: np.ndarray, big_q: int) -> np.ndarray:
+                core_p2: np.ndarray, tol: float, q: np.ndarray) -> np.ndarray:
     """Which of a block's (row, column) pairs can hold a row's lightest edge: below the row's
     limit (``G < lim``) and, on the float32 weights ``R = max(G, core(q)² − |p|²)`` and
     ``c = core(p)² − |p|²`` (each within ``tol / 2`` of its exact value), not heavier than the
@@ -262,7 +261,7 @@ def _candidates(G: np.ndarray, lim: np.ndarray, core_q2: np.ndarray, sq_p: np.nd
     sure = R < (core_p2 - np.float32(tol))[:, None]  # weight exactly core(p)
     tied = np.flatnonzero(sure.any(axis=1))
     if tied.size:
-        qmin = np.where(sure[tied], q[None, :], big_q).min(axis=1)
+        qmin = np.where(sure[tied], q[None, :], np.iinfo(q.dtype).max).min(axis=1)
         keep[tied] &= ~sure[tied] | (q[None, :] == qmin[:, None])
     return keep
 
